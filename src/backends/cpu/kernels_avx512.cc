@@ -1,0 +1,23 @@
+// AVX-512 kernels (compiled with -mavx512f; run only where the CPU has it).
+#include <omp.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "backends/cpu/kernels.h"
+#include "core/parallel.h"
+
+namespace qmlsim::cpu::avx512 {
+namespace {
+#include "backends/cpu/kernels_impl.inc"
+}  // namespace
+
+const KernelSet& kernels() {
+  static const KernelSet k{"avx512", 64, &apply_gate<float, 64>, &apply_gate<double, 64>};
+  return k;
+}
+
+}  // namespace qmlsim::cpu::avx512

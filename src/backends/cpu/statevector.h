@@ -1,0 +1,74 @@
+// The CPU state vector: 2^n complex amplitudes (complex64 or complex128),
+// 64-byte aligned and interleaved (re, im). Bit q of an amplitude's index is
+// qubit q. Reductions (norm, expectation values, sampling) accumulate in double
+// over fixed blocks in a fixed order, so results do not depend on the thread count.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "backends/cpu/kernels.h"
+#include "circuit/bound.h"
+#include "circuit/observable.h"
+#include "core/aligned_buffer.h"
+#include "core/types.h"
+
+namespace qmlsim::cpu {
+
+// Bytes a state of n qubits needs at the given precision.
+std::uint64_t state_bytes(int n, Precision p);
+
+template <class R>
+class StateVector {
+ public:
+  using real_type = R;
+
+  // |0...0> on n qubits. Throws Error for n outside [0, kMaxQubits] or when the
+  // memory cannot be allocated (the message states the size).
+  explicit StateVector(int n, int threads = 1, const KernelSet* kernels = nullptr);
+
+  int num_qubits() const { return n_; }
+  index_t size() const { return index_t{1} << n_; }
+  int threads() const { return threads_; }
+  void set_threads(int t) { threads_ = t < 1 ? 1 : t; }
+  const KernelSet& kernels() const { return *kernels_; }
+
+  R* data() { return amps_.data(); }  // interleaved re, im
+  const R* data() const { return amps_.data(); }
+  cplx amplitude(index_t i) const { return {amps_[2 * i], amps_[2 * i + 1]}; }
+
+  void set_basis_state(index_t i);
+  void set_amplitudes(std::span<const cplx> a);  // REQUIRES a.size() == size()
+  std::vector<cplx> to_vector() const;
+  void copy_from(const StateVector& other);  // REQUIRES same num_qubits
+
+  void apply(const BoundGate& g);
+  void apply(const std::vector<BoundGate>& gates);
+
+  double norm_squared() const;
+  std::vector<double> probabilities() const;
+  // <psi|H|psi> for a Pauli sum. Diagonal terms are evaluated together in one pass;
+  // terms that flip the same qubits share one further pass.
+  double expval(const PauliSum& h) const;
+  // Re <this|H|other>: the building block of adjoint gradients.
+  double expval_between(const PauliSum& h, const StateVector& other) const;
+
+  // `shots` samples of all qubits from the Born distribution with a seeded RNG.
+  std::map<index_t, std::int64_t> sample(std::int64_t shots, std::uint64_t seed) const;
+
+ private:
+  int n_;
+  int threads_;
+  const KernelSet* kernels_;
+  AlignedBuffer<R> amps_;
+};
+
+extern template class StateVector<float>;
+extern template class StateVector<double>;
+
+// Converts a bound gate to the kernels' plain form (matrix points into g).
+KernelGate to_kernel_gate(const BoundGate& g);
+
+}  // namespace qmlsim::cpu

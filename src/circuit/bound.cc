@@ -1,0 +1,73 @@
+#include "circuit/bound.h"
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <numeric>
+
+namespace qmlsim {
+
+Matrix to_canonical(const Matrix& m, bool diagonal, const std::vector<int>& wires,
+                    std::vector<int>& sorted) {
+  const int k = static_cast<int>(wires.size());
+  std::vector<int> order(k);  // order[j] = index into wires of the j-th smallest wire
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return wires[a] < wires[b]; });
+  sorted.resize(k);
+  for (int j = 0; j < k; ++j) sorted[j] = wires[order[j]];
+  const std::size_t dim = std::size_t{1} << k;
+  // canonical index bit j <-> wire order[j], which in table order is bit (k-1-order[j]).
+  std::vector<std::size_t> to_table(dim);
+  for (std::size_t c = 0; c < dim; ++c) {
+    std::size_t t = 0;
+    for (int j = 0; j < k; ++j)
+      if (c >> j & 1) t |= std::size_t{1} << (k - 1 - order[j]);
+    to_table[c] = t;
+  }
+  if (diagonal) {
+    Matrix out(dim);
+    for (std::size_t r = 0; r < dim; ++r) out[r] = m[to_table[r]];
+    return out;
+  }
+  Matrix out(dim * dim);
+  for (std::size_t r = 0; r < dim; ++r)
+    for (std::size_t c = 0; c < dim; ++c) out[r * dim + c] = m[to_table[r] * dim + to_table[c]];
+  return out;
+}
+
+BoundGate bind(const Operation& op, std::span<const double> theta) {
+  const GateInfo& g = gate_info(op.gate);
+  BoundGate b;
+  std::vector<int> targets(op.wires.begin() + g.num_controls, op.wires.end());
+  b.controls.assign(op.wires.begin(), op.wires.begin() + g.num_controls);
+  b.controls.insert(b.controls.end(), op.controls.begin(), op.controls.end());
+  std::sort(b.controls.begin(), b.controls.end());
+
+  Matrix m;
+  if (op.gate == GateId::QubitUnitary) {
+    m = *op.unitary;
+  } else {
+    std::array<double, kMaxGateParams> p{};
+    for (int i = 0; i < g.num_params; ++i) p[i] = op.params[i].value(theta);
+    m = target_matrix(op.gate, std::span(p.data(), g.num_params), static_cast<int>(targets.size()));
+  }
+  b.diagonal = g.diagonal;
+  if (b.diagonal) {
+    const std::size_t dim = std::size_t{1} << targets.size();
+    Matrix d(dim);
+    for (std::size_t i = 0; i < dim; ++i) d[i] = m[i * dim + i];
+    m = std::move(d);
+  }
+  b.matrix = to_canonical(m, b.diagonal, targets, b.targets);
+  return b;
+}
+
+std::vector<BoundGate> bind(const Circuit& c, std::span<const double> theta) {
+  assert(static_cast<int>(theta.size()) >= c.num_slots());
+  std::vector<BoundGate> out;
+  out.reserve(c.ops().size());
+  for (const Operation& op : c.ops()) out.push_back(bind(op, theta));
+  return out;
+}
+
+}  // namespace qmlsim

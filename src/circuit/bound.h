@@ -1,0 +1,41 @@
+// Bound gates: a circuit with every parameter replaced by its value, in the
+// canonical form that fusion and the backends consume.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "circuit/circuit.h"
+
+namespace qmlsim {
+
+// Canonical form: `targets` ascending; bit j of a local matrix index is the
+// value of targets[j] (so targets[0] is the LEAST significant bit, unlike the
+// gate table). The matrix acts where every control wire is |1>.
+struct BoundGate {
+  std::vector<int> targets;
+  std::vector<int> controls;  // ascending, disjoint from targets
+  bool diagonal = false;      // then `matrix` holds the 2^k diagonal entries only
+  Matrix matrix;              // dense: row-major 2^k x 2^k
+
+  int num_targets() const { return static_cast<int>(targets.size()); }
+  std::size_t dim() const { return std::size_t{1} << targets.size(); }
+  cplx at(std::size_t r, std::size_t c) const {  // entry of the (dense view of the) matrix
+    if (diagonal) return r == c ? matrix[r] : cplx{0};
+    return matrix[r * dim() + c];
+  }
+};
+
+// Reorders a matrix given on `wires` (first wire most significant, table order)
+// into canonical form; `diagonal`: m holds only the diagonal. Returns the sorted
+// wires in `sorted`.
+Matrix to_canonical(const Matrix& m, bool diagonal, const std::vector<int>& wires,
+                    std::vector<int>& sorted);
+
+// Binds one operation with parameter values theta (indexed by slot).
+BoundGate bind(const Operation& op, std::span<const double> theta);
+
+// Binds every operation of the circuit.
+std::vector<BoundGate> bind(const Circuit& c, std::span<const double> theta);
+
+}  // namespace qmlsim

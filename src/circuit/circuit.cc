@@ -1,0 +1,80 @@
+#include "circuit/circuit.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace qmlsim {
+
+void Circuit::add(Operation op) {
+  const GateInfo& g = gate_info(op.gate);
+  const std::string name(g.name);
+  if (g.num_wires > 0 && static_cast<int>(op.wires.size()) != g.num_wires) {
+    throw Error(name + " takes " + std::to_string(g.num_wires) + " wire(s), got " +
+                std::to_string(op.wires.size()));
+  }
+  if (op.wires.empty()) throw Error(name + " needs at least one wire");
+  if (static_cast<int>(op.params.size()) != g.num_params) {
+    throw Error(name + " takes " + std::to_string(g.num_params) + " parameter(s), got " +
+                std::to_string(op.params.size()));
+  }
+  std::vector<int> all = op.controls;
+  all.insert(all.end(), op.wires.begin(), op.wires.end());
+  for (int w : all) {
+    if (w < 0 || w >= num_qubits_) {
+      throw Error(name + ": wire " + std::to_string(w) + " is out of range for " +
+                  std::to_string(num_qubits_) + " qubit(s)");
+    }
+  }
+  std::sort(all.begin(), all.end());
+  if (std::adjacent_find(all.begin(), all.end()) != all.end()) {
+    throw Error(name + ": a wire appears twice");
+  }
+  if (op.gate == GateId::QubitUnitary) {
+    const std::size_t dim = std::size_t{1} << op.wires.size();
+    if (!op.unitary || op.unitary->size() != dim * dim) {
+      throw Error("QubitUnitary on " + std::to_string(op.wires.size()) + " wire(s) needs a " +
+                  std::to_string(dim) + "x" + std::to_string(dim) + " matrix");
+    }
+    if (!is_unitary(*op.unitary, 1e-6)) throw Error("QubitUnitary: matrix is not unitary");
+  }
+  for (const ParamExpr& p : op.params) num_slots_ = std::max(num_slots_, p.slot + 1);
+  ops_.push_back(std::move(op));
+}
+
+void Circuit::add(GateId g, std::vector<int> wires, std::vector<double> literals) {
+  std::vector<ParamExpr> params;
+  for (double v : literals) params.push_back(ParamExpr::literal(v));
+  add(g, std::move(wires), std::move(params));
+}
+
+void Circuit::add(GateId g, std::vector<int> wires, std::vector<ParamExpr> params) {
+  Operation op;
+  op.gate = g;
+  op.wires = std::move(wires);
+  op.params = std::move(params);
+  add(std::move(op));
+}
+
+std::string describe(const Operation& op) {
+  std::ostringstream s;
+  if (!op.controls.empty()) s << "C" << op.controls.size() << "-";
+  s << gate_info(op.gate).name;
+  if (!op.params.empty()) {
+    s << "(";
+    for (std::size_t i = 0; i < op.params.size(); ++i) {
+      const ParamExpr& p = op.params[i];
+      if (i) s << ",";
+      if (p.slot < 0) s << p.shift;
+      else s << p.scale << "*theta[" << p.slot << "]+" << p.shift;
+    }
+    s << ")";
+  }
+  s << " ";
+  for (std::size_t i = 0; i < op.controls.size(); ++i) s << op.controls[i] << ",";
+  for (std::size_t i = 0; i < op.wires.size(); ++i) s << (i ? "," : "") << op.wires[i];
+  return s.str();
+}
+
+}  // namespace qmlsim

@@ -1,0 +1,63 @@
+// Circuit IR: a list of gate applications whose angles are literals or
+// references to trainable slots with a scale and shift.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "circuit/gates.h"
+
+namespace qmlsim {
+
+// value = scale * theta[slot] + shift; a literal has slot = -1 and value = shift.
+struct ParamExpr {
+  int slot = -1;
+  double scale = 1.0;
+  double shift = 0.0;
+
+  static ParamExpr literal(double v) { return {-1, 0.0, v}; }
+  static ParamExpr ref(int slot, double scale = 1.0, double shift = 0.0) {
+    return {slot, scale, shift};
+  }
+  double value(std::span<const double> theta) const {
+    return slot < 0 ? shift : scale * theta[slot] + shift;
+  }
+};
+
+struct Operation {
+  GateId gate = GateId::I;
+  std::vector<int> wires;     // the gate's own wires (intrinsic controls first, as the table says)
+  std::vector<int> controls;  // extra control wires (on |1>), applied on top of the gate
+  std::vector<ParamExpr> params;
+  std::shared_ptr<const Matrix> unitary;  // QubitUnitary only; first wire most significant
+};
+
+class Circuit {
+ public:
+  explicit Circuit(int num_qubits = 0) : num_qubits_(num_qubits) {}
+
+  int num_qubits() const { return num_qubits_; }
+  // Number of trainable slots referenced (1 + the largest slot index).
+  int num_slots() const { return num_slots_; }
+  const std::vector<Operation>& ops() const { return ops_; }
+
+  // Appends an operation after checking it (wire range, distinct wires, arity,
+  // unitary matrix); throws Error with a description otherwise.
+  void add(Operation op);
+
+  // Convenience builders.
+  void add(GateId g, std::vector<int> wires, std::vector<double> literals = {});
+  void add(GateId g, std::vector<int> wires, std::vector<ParamExpr> params);
+
+ private:
+  int num_qubits_ = 0;
+  int num_slots_ = 0;
+  std::vector<Operation> ops_;
+};
+
+// Human-readable one-line description, e.g. "CRX(0.5) 1,3".
+std::string describe(const Operation& op);
+
+}  // namespace qmlsim

@@ -1,0 +1,214 @@
+#include "circuit/gates.h"
+
+#include <array>
+#include <cassert>
+#include <cmath>
+#include <numbers>
+
+#include "core/bits.h"
+#include "core/error.h"
+
+namespace qmlsim {
+namespace {
+
+using G = GateId;
+constexpr double kHalf = 0.5;
+
+// id, name, wires, params, controls, base, diagonal, frequencies
+constexpr std::array<GateInfo, static_cast<int>(G::kCount)> kTable = {{
+    {G::I, "I", 1, 0, 0, G::I, true, {}},
+    {G::X, "X", 1, 0, 0, G::X, false, {}},
+    {G::Y, "Y", 1, 0, 0, G::Y, false, {}},
+    {G::Z, "Z", 1, 0, 0, G::Z, true, {}},
+    {G::H, "H", 1, 0, 0, G::H, false, {}},
+    {G::S, "S", 1, 0, 0, G::S, true, {}},
+    {G::Sdg, "Sdg", 1, 0, 0, G::Sdg, true, {}},
+    {G::T, "T", 1, 0, 0, G::T, true, {}},
+    {G::Tdg, "Tdg", 1, 0, 0, G::Tdg, true, {}},
+    {G::SX, "SX", 1, 0, 0, G::SX, false, {}},
+    {G::RX, "RX", 1, 1, 0, G::RX, false, {kHalf}},
+    {G::RY, "RY", 1, 1, 0, G::RY, false, {kHalf}},
+    {G::RZ, "RZ", 1, 1, 0, G::RZ, true, {kHalf}},
+    {G::PhaseShift, "PhaseShift", 1, 1, 0, G::PhaseShift, true, {1}},
+    {G::Rot, "Rot", 1, 3, 0, G::Rot, false, {kHalf, kHalf, kHalf}},
+    {G::U1, "U1", 1, 1, 0, G::U1, true, {1}},
+    {G::U2, "U2", 1, 2, 0, G::U2, false, {1, 1}},
+    {G::U3, "U3", 1, 3, 0, G::U3, false, {kHalf, 1, 1}},
+    {G::CNOT, "CNOT", 2, 0, 1, G::X, false, {}},
+    {G::CY, "CY", 2, 0, 1, G::Y, false, {}},
+    {G::CZ, "CZ", 2, 0, 1, G::Z, true, {}},
+    {G::CH, "CH", 2, 0, 1, G::H, false, {}},
+    {G::SWAP, "SWAP", 2, 0, 0, G::SWAP, false, {}},
+    {G::ISWAP, "ISWAP", 2, 0, 0, G::ISWAP, false, {}},
+    {G::CRX, "CRX", 2, 1, 1, G::RX, false, {kHalf}},
+    {G::CRY, "CRY", 2, 1, 1, G::RY, false, {kHalf}},
+    {G::CRZ, "CRZ", 2, 1, 1, G::RZ, true, {kHalf}},
+    {G::CRot, "CRot", 2, 3, 1, G::Rot, false, {kHalf, kHalf, kHalf}},
+    {G::ControlledPhaseShift, "ControlledPhaseShift", 2, 1, 1, G::PhaseShift, true, {1}},
+    {G::IsingXX, "IsingXX", 2, 1, 0, G::IsingXX, false, {kHalf}},
+    {G::IsingYY, "IsingYY", 2, 1, 0, G::IsingYY, false, {kHalf}},
+    {G::IsingZZ, "IsingZZ", 2, 1, 0, G::IsingZZ, true, {kHalf}},
+    {G::IsingXY, "IsingXY", 2, 1, 0, G::IsingXY, false, {kHalf}},
+    {G::MultiRZ, "MultiRZ", -1, 1, 0, G::MultiRZ, true, {kHalf}},
+    {G::Toffoli, "Toffoli", 3, 0, 2, G::X, false, {}},
+    {G::CSWAP, "CSWAP", 3, 0, 1, G::SWAP, false, {}},
+    {G::QubitUnitary, "QubitUnitary", -1, 0, 0, G::QubitUnitary, false, {}},
+}};
+
+constexpr bool table_in_enum_order() {
+  for (int i = 0; i < static_cast<int>(G::kCount); ++i)
+    if (static_cast<int>(kTable[i].id) != i) return false;
+  return true;
+}
+static_assert(table_in_enum_order(), "kTable rows must follow GateId order");
+
+const cplx kI{0, 1};
+
+Matrix m2(cplx a, cplx b, cplx c, cplx d) { return {a, b, c, d}; }
+
+Matrix diag(std::initializer_list<cplx> d) {
+  const int n = static_cast<int>(d.size());
+  Matrix m(n * n, 0.0);
+  int i = 0;
+  for (cplx v : d) {
+    m[i * n + i] = v;
+    ++i;
+  }
+  return m;
+}
+
+Matrix two_qubit(std::initializer_list<cplx> rows) { return Matrix(rows); }
+
+// Matrix of a gate with no intrinsic controls.
+Matrix base_matrix(G id, std::span<const double> p, int k) {
+  using std::cos, std::exp, std::sin;
+  const double r2 = std::numbers::sqrt2 / 2;
+  switch (id) {
+    case G::I: return diag({1, 1});
+    case G::X: return m2(0, 1, 1, 0);
+    case G::Y: return m2(0, -kI, kI, 0);
+    case G::Z: return diag({1, -1});
+    case G::H: return m2(r2, r2, r2, -r2);
+    case G::S: return diag({1, kI});
+    case G::Sdg: return diag({1, -kI});
+    case G::T: return diag({1, exp(kI * (std::numbers::pi / 4))});
+    case G::Tdg: return diag({1, exp(-kI * (std::numbers::pi / 4))});
+    case G::SX: return m2({0.5, 0.5}, {0.5, -0.5}, {0.5, -0.5}, {0.5, 0.5});
+    case G::RX: {
+      const double c = cos(p[0] / 2), s = sin(p[0] / 2);
+      return m2(c, -kI * s, -kI * s, c);
+    }
+    case G::RY: {
+      const double c = cos(p[0] / 2), s = sin(p[0] / 2);
+      return m2(c, -s, s, c);
+    }
+    case G::RZ: return diag({exp(-kI * (p[0] / 2)), exp(kI * (p[0] / 2))});
+    case G::PhaseShift:
+    case G::U1: return diag({1, exp(kI * p[0])});
+    case G::Rot: {
+      const double a = p[0], b = p[1], c = p[2];
+      const double cb = cos(b / 2), sb = sin(b / 2);
+      return m2(exp(-kI * ((a + c) / 2)) * cb, -exp(kI * ((a - c) / 2)) * sb,
+                exp(-kI * ((a - c) / 2)) * sb, exp(kI * ((a + c) / 2)) * cb);
+    }
+    case G::U2: {
+      const double phi = p[0], lam = p[1];
+      return m2(r2, -r2 * exp(kI * lam), r2 * exp(kI * phi), r2 * exp(kI * (phi + lam)));
+    }
+    case G::U3: {
+      const double c = cos(p[0] / 2), s = sin(p[0] / 2), phi = p[1], lam = p[2];
+      return m2(c, -exp(kI * lam) * s, exp(kI * phi) * s, exp(kI * (phi + lam)) * c);
+    }
+    case G::SWAP:
+      return two_qubit({1, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1});
+    case G::ISWAP:
+      return two_qubit({1, 0, 0, 0, 0, 0, kI, 0, 0, kI, 0, 0, 0, 0, 0, 1});
+    case G::IsingXX: {
+      const cplx c = cos(p[0] / 2), s = -kI * sin(p[0] / 2);
+      return two_qubit({c, 0, 0, s, 0, c, s, 0, 0, s, c, 0, s, 0, 0, c});
+    }
+    case G::IsingYY: {
+      const cplx c = cos(p[0] / 2), s = kI * sin(p[0] / 2);
+      return two_qubit({c, 0, 0, s, 0, c, -s, 0, 0, -s, c, 0, s, 0, 0, c});
+    }
+    case G::IsingZZ: {
+      const cplx a = exp(-kI * (p[0] / 2)), b = exp(kI * (p[0] / 2));
+      return diag({a, b, b, a});
+    }
+    case G::IsingXY: {
+      const cplx c = cos(p[0] / 2), s = kI * sin(p[0] / 2);
+      return two_qubit({1, 0, 0, 0, 0, c, s, 0, 0, s, c, 0, 0, 0, 0, 1});
+    }
+    case G::MultiRZ: {
+      const index_t dim = index_t{1} << k;
+      Matrix m(dim * dim, 0.0);
+      const cplx a = exp(-kI * (p[0] / 2)), b = exp(kI * (p[0] / 2));
+      for (index_t j = 0; j < dim; ++j) m[j * dim + j] = parity(j) ? b : a;
+      return m;
+    }
+    default: break;
+  }
+  assert(false && "base_matrix: gate has controls or no closed form");
+  return {};
+}
+
+}  // namespace
+
+const GateInfo& gate_info(GateId id) { return kTable[static_cast<int>(id)]; }
+
+std::optional<GateId> gate_by_name(std::string_view name) {
+  for (const GateInfo& g : kTable)
+    if (g.name == name) return g.id;
+  return std::nullopt;
+}
+
+Matrix target_matrix(GateId id, std::span<const double> params, int num_targets) {
+  const GateInfo& g = gate_info(id);
+  assert(id != GateId::QubitUnitary);
+  assert(static_cast<int>(params.size()) == g.num_params);
+  return base_matrix(g.base, params, num_targets);
+}
+
+Matrix full_matrix(GateId id, std::span<const double> params, int num_wires) {
+  const GateInfo& g = gate_info(id);
+  const int nt = num_wires - g.num_controls;
+  const Matrix t = target_matrix(id, params, nt);
+  const index_t dim = index_t{1} << num_wires, tdim = index_t{1} << nt;
+  // Controls are the most significant bits: identity except the all-ones control block.
+  Matrix m(dim * dim, 0.0);
+  const index_t block = dim - tdim;
+  for (index_t i = 0; i < block; ++i) m[i * dim + i] = 1.0;
+  for (index_t r = 0; r < tdim; ++r)
+    for (index_t c = 0; c < tdim; ++c) m[(block + r) * dim + block + c] = t[r * tdim + c];
+  return m;
+}
+
+Matrix target_matrix_derivative(GateId id, std::span<const double> params, int num_targets,
+                                int p) {
+  const GateInfo& g = gate_info(id);
+  assert(p >= 0 && p < g.num_params);
+  const double w = g.frequency[p];
+  const double s = std::numbers::pi / (2 * w);
+  std::array<double, kMaxGateParams> plus{}, minus{};
+  for (int i = 0; i < g.num_params; ++i) plus[i] = minus[i] = params[i];
+  plus[p] += s;
+  minus[p] -= s;
+  Matrix a = target_matrix(id, std::span(plus.data(), g.num_params), num_targets);
+  const Matrix b = target_matrix(id, std::span(minus.data(), g.num_params), num_targets);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = w * (a[i] - b[i]) / 2.0;
+  return a;
+}
+
+bool is_unitary(const Matrix& m, double tol) {
+  const std::size_t dim = static_cast<std::size_t>(std::llround(std::sqrt(m.size())));
+  if (dim * dim != m.size()) return false;
+  for (std::size_t i = 0; i < dim; ++i)
+    for (std::size_t j = 0; j < dim; ++j) {
+      cplx acc = 0;
+      for (std::size_t k = 0; k < dim; ++k) acc += std::conj(m[k * dim + i]) * m[k * dim + j];
+      if (std::abs(acc - (i == j ? 1.0 : 0.0)) > tol) return false;
+    }
+  return true;
+}
+
+}  // namespace qmlsim

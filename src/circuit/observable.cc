@@ -1,0 +1,153 @@
+#include "circuit/observable.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "core/bits.h"
+
+namespace qmlsim {
+
+int PauliSum::min_qubits() const {
+  index_t all = 0;
+  for (const PauliTerm& t : terms) all |= t.xmask | t.zmask;
+  int n = 0;
+  while (all >> n) ++n;
+  return n;
+}
+
+std::string PauliSum::to_string() const {
+  std::ostringstream s;
+  for (std::size_t i = 0; i < terms.size(); ++i) {
+    const PauliTerm& t = terms[i];
+    if (i) s << (t.coeff < 0 ? " - " : " + ");
+    else if (t.coeff < 0) s << "-";
+    s << std::abs(t.coeff);
+    for (int q = 0; q < 64; ++q) {
+      const bool x = t.xmask >> q & 1, z = t.zmask >> q & 1;
+      if (x || z) s << "*" << (x && z ? 'Y' : x ? 'X' : 'Z') << q;
+    }
+  }
+  return s.str();
+}
+
+namespace {
+
+class PauliParser {
+ public:
+  PauliParser(std::string_view text, const std::string& source) : text_(text), source_(source) {}
+
+  PauliSum parse() {
+    PauliSum sum;
+    skip_space();
+    if (at_end()) fail("empty observable");
+    double sign = 1;
+    if (peek() == '+' || peek() == '-') {
+      sign = peek() == '-' ? -1 : 1;
+      ++pos_;
+    }
+    while (true) {
+      parse_term(sign, sum);
+      skip_space();
+      if (at_end()) break;
+      if (peek() != '+' && peek() != '-') fail(std::string("expected '+' or '-', found '") + peek() + "'");
+      sign = peek() == '-' ? -1 : 1;
+      ++pos_;
+    }
+    return sum;
+  }
+
+ private:
+  bool at_end() const { return pos_ >= text_.size(); }
+  char peek() const { return text_[pos_]; }
+  void skip_space() {
+    while (!at_end() && std::isspace(static_cast<unsigned char>(peek()))) ++pos_;
+  }
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw_at({source_, 1, static_cast<int>(pos_) + 1}, msg);
+  }
+
+  void parse_term(double sign, PauliSum& sum) {
+    double coeff = sign;
+    index_t xmask = 0, zmask = 0;
+    int factors = 0;
+    while (true) {
+      skip_space();
+      if (at_end()) {
+        if (factors == 0) fail("expected a number or a Pauli such as Z0");
+        break;
+      }
+      const char c = peek();
+      if (c == '*') {
+        if (factors == 0) fail("'*' needs a factor before it");
+        ++pos_;
+        skip_space();
+        if (at_end() || peek() == '+' || peek() == '-' || peek() == '*') {
+          fail("'*' needs a factor after it");
+        }
+        continue;
+      }
+      if (c == '+' || c == '-') {
+        if (factors == 0) fail("expected a number or a Pauli such as Z0");
+        break;
+      }
+      if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') {
+        coeff *= parse_number();
+      } else if (c == 'I' || c == 'X' || c == 'Y' || c == 'Z') {
+        const std::size_t start = pos_;
+        ++pos_;
+        if (at_end() || !std::isdigit(static_cast<unsigned char>(peek()))) {
+          fail(std::string("Pauli '") + c + "' needs a qubit index, as in " + c + "0");
+        }
+        const int q = parse_index();
+        if (q >= 64) {
+          pos_ = start;
+          fail("qubit index " + std::to_string(q) + " is too large");
+        }
+        if (((xmask | zmask) >> q & 1) && c != 'I') {
+          pos_ = start;
+          fail("qubit " + std::to_string(q) + " appears twice in one term");
+        }
+        if (c == 'X' || c == 'Y') xmask |= bit(q);
+        if (c == 'Z' || c == 'Y') zmask |= bit(q);
+      } else {
+        fail(std::string("unexpected character '") + c + "'");
+      }
+      ++factors;
+    }
+    sum.add(coeff, xmask, zmask);
+  }
+
+  double parse_number() {
+    const std::string rest(text_.substr(pos_));
+    char* end = nullptr;
+    const double v = std::strtod(rest.c_str(), &end);
+    if (end == rest.c_str()) fail("malformed number");
+    if (!std::isfinite(v)) fail("number is not finite");
+    pos_ += static_cast<std::size_t>(end - rest.c_str());
+    return v;
+  }
+
+  int parse_index() {
+    long v = 0;
+    while (!at_end() && std::isdigit(static_cast<unsigned char>(peek()))) {
+      v = v * 10 + (peek() - '0');
+      if (v > 1000000) fail("qubit index is too large");
+      ++pos_;
+    }
+    return static_cast<int>(v);
+  }
+
+  std::string_view text_;
+  const std::string& source_;
+  std::size_t pos_ = 0;
+};
+
+}  // namespace
+
+PauliSum parse_pauli_sum(std::string_view text, const std::string& source) {
+  return PauliParser(text, source).parse();
+}
+
+}  // namespace qmlsim

@@ -1,0 +1,39 @@
+// Observables: real linear combinations of Pauli words, e.g. "0.5*Z0*Z1 - X2 + 0.25".
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+#include "core/types.h"
+
+namespace qmlsim {
+
+// coeff * P, with P = tensor product of X on xmask-only bits, Z on zmask-only
+// bits and Y where both masks are set. An identity term has both masks zero.
+struct PauliTerm {
+  double coeff = 0;
+  index_t xmask = 0;
+  index_t zmask = 0;
+
+  bool diagonal() const { return xmask == 0; }
+};
+
+struct PauliSum {
+  std::vector<PauliTerm> terms;
+
+  // Number of qubits the observable needs (1 + highest qubit index; 0 if none).
+  int min_qubits() const;
+  void add(double coeff, index_t xmask, index_t zmask) { terms.push_back({coeff, xmask, zmask}); }
+  std::string to_string() const;
+};
+
+// Parses text such as "0.5*Z0*Z1 - X2 + 0.25", "Z0 Z1" or "-Y3". Grammar:
+//   sum    := [+|-] term { (+|-) term }
+//   term   := factor { [*] factor }
+//   factor := number | [IXYZ] qubit-index
+// Errors name `source`, line 1, and the column: "source:1:col: message".
+PauliSum parse_pauli_sum(std::string_view text, const std::string& source);
+
+}  // namespace qmlsim

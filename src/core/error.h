@@ -1,0 +1,26 @@
+// Errors qmlsim reports to users. An Error carries a complete one-line message,
+// already located ("file:line:column: message" or "--flag: message"); the CLI
+// prints it and exits with status 2. Internal invariants use assert, not Error.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace qmlsim {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Location of a character in a named input (file, flag or string).
+struct SourceLoc {
+  std::string source;  // file name, or a description such as "--observable 1"
+  int line = 1;        // 1-based
+  int column = 1;      // 1-based
+};
+
+// Builds "source:line:column: message".
+[[noreturn]] void throw_at(const SourceLoc& loc, const std::string& message);
+
+}  // namespace qmlsim

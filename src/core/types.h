@@ -1,0 +1,23 @@
+// Scalar types shared by every layer.
+#pragma once
+
+#include <complex>
+#include <cstdint>
+#include <vector>
+
+namespace qmlsim {
+
+using cplx = std::complex<double>;
+using index_t = std::uint64_t;  // amplitude index; bit q is qubit q (qubit 0 = least significant)
+
+// A dense row-major square matrix of complex doubles, dimension 2^k.
+using Matrix = std::vector<cplx>;
+
+// Largest number of qubits a state may have (2^40 amplitudes is far past any one node).
+inline constexpr int kMaxQubits = 40;
+
+enum class Precision { c64, c128 };  // complex64 (float) or complex128 (double)
+
+inline const char* precision_name(Precision p) { return p == Precision::c64 ? "c64" : "c128"; }
+
+}  // namespace qmlsim

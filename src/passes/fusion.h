@@ -1,0 +1,24 @@
+// Gate fusion: a pure circuit-to-circuit pass over bound gates. Consecutive
+// gates whose wires fit in a block of at most `max_qubits` qubits become one
+// dense gate; runs of diagonal gates become one diagonal gate of up to
+// `max_diagonal_qubits`. The result is equivalent to the input (same unitary).
+#pragma once
+
+#include <vector>
+
+#include "circuit/bound.h"
+
+namespace qmlsim {
+
+struct FusionOptions {
+  int max_qubits = 4;            // 0 or 1: fusion off except 1-qubit runs (1)
+  int max_diagonal_qubits = 10;  // diagonal blocks can be larger: a table of 2^k phases
+};
+
+std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOptions& options);
+
+// Applies g to the vector v of 2^n amplitudes (bit q of an index = qubit q).
+// Plain and slow; used to build fused matrices and as a simple CPU reference.
+void apply_reference(const BoundGate& g, cplx* v, int n);
+
+}  // namespace qmlsim

@@ -1,0 +1,162 @@
+#include "testing/dense_oracle.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <numbers>
+
+namespace qmlsim::testing {
+
+Matrix full_operator(const Operation& op, int n, std::span<const double> theta) {
+  // Wires, most significant first: extra controls, then the gate's own wires.
+  std::vector<int> wires = op.controls;
+  wires.insert(wires.end(), op.wires.begin(), op.wires.end());
+  const int k = static_cast<int>(wires.size());
+  const int nc = static_cast<int>(op.controls.size());
+  Matrix gate;
+  if (op.gate == GateId::QubitUnitary) {
+    gate = *op.unitary;
+  } else {
+    std::vector<double> p;
+    for (const ParamExpr& e : op.params) p.push_back(e.value(theta));
+    gate = full_matrix(op.gate, p, static_cast<int>(op.wires.size()));
+  }
+  const std::size_t gdim = std::size_t{1} << (k - nc), kdim = std::size_t{1} << k;
+  // Local matrix with the extra controls: identity unless all of them are 1.
+  Matrix local(kdim * kdim, 0.0);
+  for (std::size_t i = 0; i < kdim - gdim; ++i) local[i * kdim + i] = 1.0;
+  for (std::size_t r = 0; r < gdim; ++r)
+    for (std::size_t c = 0; c < gdim; ++c)
+      local[(kdim - gdim + r) * kdim + kdim - gdim + c] = gate[r * gdim + c];
+  const std::size_t dim = std::size_t{1} << n;
+  Matrix full(dim * dim, 0.0);
+  for (std::size_t col = 0; col < dim; ++col) {
+    std::size_t c = 0;
+    for (int j = 0; j < k; ++j) c |= ((col >> wires[j]) & 1) << (k - 1 - j);
+    for (std::size_t r = 0; r < kdim; ++r) {
+      std::size_t row = col;
+      for (int j = 0; j < k; ++j) {
+        const std::size_t b = (r >> (k - 1 - j)) & 1;
+        row = (row & ~(std::size_t{1} << wires[j])) | (b << wires[j]);
+      }
+      full[row * dim + col] = local[r * kdim + c];
+    }
+  }
+  return full;
+}
+
+State apply_dense(const Matrix& m, const State& psi) {
+  const std::size_t dim = psi.size();
+  State out(dim, 0.0);
+  for (std::size_t r = 0; r < dim; ++r) {
+    cplx acc = 0;
+    for (std::size_t c = 0; c < dim; ++c) acc += m[r * dim + c] * psi[c];
+    out[r] = acc;
+  }
+  return out;
+}
+
+State run_dense(const Circuit& c, std::span<const double> theta, State psi) {
+  for (const Operation& op : c.ops()) psi = apply_dense(full_operator(op, c.num_qubits(), theta), psi);
+  return psi;
+}
+
+Matrix pauli_matrix(const PauliSum& h, int n) {
+  const std::size_t dim = std::size_t{1} << n;
+  Matrix total(dim * dim, 0.0);
+  const cplx I{0, 1};
+  for (const PauliTerm& t : h.terms) {
+    // Kronecker product, qubit n-1 most significant.
+    Matrix m{1.0};
+    std::size_t d = 1;
+    for (int q = n - 1; q >= 0; --q) {
+      const bool x = t.xmask >> q & 1, z = t.zmask >> q & 1;
+      const cplx p[4] = {x ? 0.0 : 1.0, x ? (z ? -I : cplx{1}) : 0.0,
+                         x ? (z ? I : cplx{1}) : 0.0, x ? 0.0 : (z ? -1.0 : 1.0)};
+      Matrix next(4 * d * d, 0.0);
+      for (std::size_t a = 0; a < d; ++a)
+        for (std::size_t b = 0; b < d; ++b)
+          for (int i = 0; i < 2; ++i)
+            for (int j = 0; j < 2; ++j) next[(a * 2 + i) * 2 * d + b * 2 + j] = m[a * d + b] * p[i * 2 + j];
+      m = std::move(next);
+      d *= 2;
+    }
+    for (std::size_t i = 0; i < dim * dim; ++i) total[i] += t.coeff * m[i];
+  }
+  return total;
+}
+
+double expval_dense(const PauliSum& h, const State& psi) {
+  const int n = static_cast<int>(std::log2(psi.size()));
+  const State hpsi = apply_dense(pauli_matrix(h, n), psi);
+  cplx acc = 0;
+  for (std::size_t i = 0; i < psi.size(); ++i) acc += std::conj(psi[i]) * hpsi[i];
+  return acc.real();
+}
+
+State random_state(int n, std::mt19937_64& rng) {
+  std::normal_distribution<double> g;
+  State s(std::size_t{1} << n);
+  double norm = 0;
+  for (cplx& a : s) {
+    a = {g(rng), g(rng)};
+    norm += std::norm(a);
+  }
+  for (cplx& a : s) a /= std::sqrt(norm);
+  return s;
+}
+
+Matrix random_unitary(int k, std::mt19937_64& rng) {
+  const std::size_t dim = std::size_t{1} << k;
+  std::normal_distribution<double> g;
+  std::vector<State> cols(dim, State(dim));
+  for (std::size_t c = 0; c < dim; ++c) {
+    for (cplx& a : cols[c]) a = {g(rng), g(rng)};
+    for (std::size_t p = 0; p < c; ++p) {
+      cplx dot = 0;
+      for (std::size_t i = 0; i < dim; ++i) dot += std::conj(cols[p][i]) * cols[c][i];
+      for (std::size_t i = 0; i < dim; ++i) cols[c][i] -= dot * cols[p][i];
+    }
+    double nrm = 0;
+    for (cplx a : cols[c]) nrm += std::norm(a);
+    for (cplx& a : cols[c]) a /= std::sqrt(nrm);
+  }
+  Matrix m(dim * dim);
+  for (std::size_t r = 0; r < dim; ++r)
+    for (std::size_t c = 0; c < dim; ++c) m[r * dim + c] = cols[c][r];
+  return m;
+}
+
+double max_abs_diff(const State& a, const State& b) {
+  double d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+Circuit random_circuit(int n, int num_gates, std::mt19937_64& rng, bool with_extra_controls) {
+  Circuit c(n);
+  std::uniform_real_distribution<double> angle(-std::numbers::pi, std::numbers::pi);
+  std::vector<int> qubits(n);
+  for (int i = 0; i < n; ++i) qubits[i] = i;
+  while (static_cast<int>(c.ops().size()) < num_gates) {
+    const auto id = static_cast<GateId>(rng() % static_cast<int>(GateId::kCount));
+    const GateInfo& g = gate_info(id);
+    int wires = g.num_wires;
+    if (wires < 0) wires = 1 + static_cast<int>(rng() % std::min(n, 3));
+    const int extra = with_extra_controls && rng() % 4 == 0 ? 1 : 0;
+    if (wires + extra > n) continue;
+    std::shuffle(qubits.begin(), qubits.end(), rng);
+    Operation op;
+    op.gate = id;
+    op.controls.assign(qubits.begin(), qubits.begin() + extra);
+    op.wires.assign(qubits.begin() + extra, qubits.begin() + extra + wires);
+    for (int p = 0; p < g.num_params; ++p) op.params.push_back(ParamExpr::literal(angle(rng)));
+    if (id == GateId::QubitUnitary) {
+      op.unitary = std::make_shared<Matrix>(random_unitary(wires, rng));
+    }
+    c.add(std::move(op));
+  }
+  return c;
+}
+
+}  // namespace qmlsim::testing
