@@ -36,6 +36,11 @@ void apply_reference(const BoundGate& g, cplx* v, int n) {
   }
 }
 
+double gate_cost(const BoundGate& g) {
+  const double body = g.diagonal ? 1.0 : static_cast<double>(g.dim());
+  return body / static_cast<double>(index_t{1} << g.controls.size());
+}
+
 namespace {
 
 index_t wire_mask(const BoundGate& g) {
@@ -49,7 +54,12 @@ struct Block {
   std::vector<int> gates;  // indices into the input, in program order
   index_t mask = 0;
   bool diagonal = true;
+  double cost = 0;  // of applying the block as it will be emitted
 };
+
+double block_cost(index_t mask, bool diagonal) {
+  return diagonal ? 1.0 : static_cast<double>(index_t{1} << std::popcount(mask));
+}
 
 // The block's gates as one gate on the block's qubits (ascending, no controls).
 BoundGate build_block(const Block& b, const std::vector<BoundGate>& gates) {
@@ -116,15 +126,18 @@ std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOpt
     }
     index_t u = m;
     bool diag = g.diagonal;
+    double separate = gate_cost(g);
     for (int bi : touched) {
       u |= blocks[bi].mask;
       diag = diag && blocks[bi].diagonal;
+      separate += blocks[bi].cost + options.sweep_cost;
     }
     const int limit = diag ? max_diag : max_dense;
-    if (std::popcount(u) <= limit) {
+    if (!touched.empty() && std::popcount(u) <= limit && block_cost(u, diag) <= separate) {
       Block merged;
       merged.mask = u;
       merged.diagonal = diag;
+      merged.cost = block_cost(u, diag);
       for (int bi : touched) {
         merged.gates.insert(merged.gates.end(), blocks[bi].gates.begin(), blocks[bi].gates.end());
         blocks[bi].gates.clear();
@@ -141,6 +154,7 @@ std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOpt
     Block fresh;
     fresh.mask = m;
     fresh.diagonal = g.diagonal;
+    fresh.cost = gate_cost(g);
     fresh.gates.push_back(gi);
     if (std::popcount(m) > (g.diagonal ? max_diag : max_dense)) {
       out.push_back(g);  // too wide to fuse: pass through

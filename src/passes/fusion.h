@@ -2,6 +2,11 @@
 // gates whose wires fit in a block of at most `max_qubits` qubits become one
 // dense gate; runs of diagonal gates become one diagonal gate of up to
 // `max_diagonal_qubits`. The result is equivalent to the input (same unitary).
+//
+// Merging is cost-aware: a k-qubit dense block costs 2^k complex multiply-adds
+// per amplitude, a diagonal one 1, and a gate with c controls 1/2^c of that;
+// each separate gate also costs one sweep over the state (`sweep_cost` in the
+// same unit). Blocks merge only when that does not raise the total.
 #pragma once
 
 #include <vector>
@@ -13,7 +18,11 @@ namespace qmlsim {
 struct FusionOptions {
   int max_qubits = 4;            // 0 or 1: fusion off except 1-qubit runs (1)
   int max_diagonal_qubits = 10;  // diagonal blocks can be larger: a table of 2^k phases
+  double sweep_cost = 2.0;       // cost of one more pass, in multiply-adds per amplitude
 };
+
+// Cost of applying g alone, in complex multiply-adds per amplitude (see above).
+double gate_cost(const BoundGate& g);
 
 std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOptions& options);
 

@@ -27,14 +27,42 @@ struct KernelGate {
   const double* matrix = nullptr;  // interleaved complex: 2^k diagonal or 2^k x 2^k row-major
 };
 
+// Gates are prepared once (coefficient tables for this instruction set) and
+// then run on any number of states of the qubit count given at preparation.
 struct KernelSet {
   const char* name;
   int vector_bytes;
-  void (*apply_f32)(float* amps, int n, const KernelGate& g, int threads);
-  void (*apply_f64)(double* amps, int n, const KernelGate& g, int threads);
+  void* (*prepare_f32)(const KernelGate* gates, int count, int n);
+  void (*run_f32)(const void* prepared, float* amps, int threads);
+  void (*release_f32)(void* prepared);
+  void* (*prepare_f64)(const KernelGate* gates, int count, int n);
+  void (*run_f64)(const void* prepared, double* amps, int threads);
+  void (*release_f64)(void* prepared);
+};
 
-  void apply(float* a, int n, const KernelGate& g, int t) const { apply_f32(a, n, g, t); }
-  void apply(double* a, int n, const KernelGate& g, int t) const { apply_f64(a, n, g, t); }
+// Owns prepared gates of one kernel set and precision R (float or double).
+template <class R>
+class PreparedGates {
+ public:
+  PreparedGates(const KernelSet& k, const KernelGate* gates, int count, int n) : k_(&k) {
+    if constexpr (sizeof(R) == 4) p_ = k.prepare_f32(gates, count, n);
+    else p_ = k.prepare_f64(gates, count, n);
+  }
+  PreparedGates(const PreparedGates&) = delete;
+  PreparedGates& operator=(const PreparedGates&) = delete;
+  ~PreparedGates() {
+    if constexpr (sizeof(R) == 4) k_->release_f32(p_);
+    else k_->release_f64(p_);
+  }
+  // Applies the gates in order to amps (2^n interleaved amplitudes).
+  void run(R* amps, int threads) const {
+    if constexpr (sizeof(R) == 4) k_->run_f32(p_, amps, threads);
+    else k_->run_f64(p_, amps, threads);
+  }
+
+ private:
+  const KernelSet* k_;
+  void* p_;
 };
 
 // The fastest set this CPU runs (AVX-512, else AVX2+FMA, else portable 16-byte),

@@ -16,7 +16,7 @@ namespace {
 }  // namespace
 
 const KernelSet& kernels() {
-  static const KernelSet k{"avx2", 32, &apply_gate<float, 32>, &apply_gate<double, 32>};
+  static const KernelSet k = make_kernel_set<32>("avx2");
   return k;
 }
 

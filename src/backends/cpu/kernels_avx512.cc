@@ -16,7 +16,7 @@ namespace {
 }  // namespace
 
 const KernelSet& kernels() {
-  static const KernelSet k{"avx512", 64, &apply_gate<float, 64>, &apply_gate<double, 64>};
+  static const KernelSet k = make_kernel_set<64>("avx512");
   return k;
 }
 

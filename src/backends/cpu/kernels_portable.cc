@@ -16,15 +16,15 @@ namespace {
 }  // namespace
 
 const KernelSet& kernels16() {
-  static const KernelSet k{"portable-128", 16, &apply_gate<float, 16>, &apply_gate<double, 16>};
+  static const KernelSet k = make_kernel_set<16>("portable-128");
   return k;
 }
 const KernelSet& kernels32() {
-  static const KernelSet k{"portable-256", 32, &apply_gate<float, 32>, &apply_gate<double, 32>};
+  static const KernelSet k = make_kernel_set<32>("portable-256");
   return k;
 }
 const KernelSet& kernels64() {
-  static const KernelSet k{"portable-512", 64, &apply_gate<float, 64>, &apply_gate<double, 64>};
+  static const KernelSet k = make_kernel_set<64>("portable-512");
   return k;
 }
 

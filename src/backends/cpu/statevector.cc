@@ -1,6 +1,7 @@
 #include "backends/cpu/statevector.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cstring>
 #include <random>
@@ -9,6 +10,7 @@
 #include "core/bits.h"
 #include "core/error.h"
 #include "core/parallel.h"
+#include "passes/cache_blocking.h"
 
 namespace qmlsim::cpu {
 
@@ -133,6 +135,7 @@ StateVector<R>::StateVector(int n, int threads, const KernelSet* kernels)
     : n_(n),
       threads_(threads < 1 ? 1 : threads),
       kernels_(kernels ? kernels : &best_kernels()),
+      chunk_qubits_(default_chunk_qubits()),
       amps_(allocate_state<R>(n)) {
   set_basis_state(0);
 }
@@ -175,12 +178,85 @@ void StateVector<R>::copy_from(const StateVector& other) {
 template <class R>
 void StateVector<R>::apply(const BoundGate& g) {
   const KernelGate k = to_kernel_gate(g);
-  kernels_->apply(amps_.data(), n_, k, threads_);
+  PreparedGates<R>(*kernels_, &k, 1, n_).run(amps_.data(), threads_);
 }
 
 template <class R>
+int StateVector<R>::default_chunk_qubits() {
+  return std::bit_width(kChunkBytes / (2 * sizeof(R))) - 1;
+}
+
+// Minimum contiguous run inside a chunk: 2^kRunQubits amplitudes.
+constexpr int kRunQubits = 8;
+
+template <class R>
 void StateVector<R>::apply(const std::vector<BoundGate>& gates) {
-  for (const BoundGate& g : gates) apply(g);
+  auto apply_direct = [&](int begin, int end) {
+    std::vector<KernelGate> kg;
+    for (int i = begin; i < end; ++i) kg.push_back(to_kernel_gate(gates[i]));
+    PreparedGates<R>(*kernels_, kg.data(), end - begin, n_).run(amps_.data(), threads_);
+  };
+  const int count = static_cast<int>(gates.size());
+  if (chunk_qubits_ <= kRunQubits || n_ <= chunk_qubits_ || count < 2) {
+    apply_direct(0, count);
+    return;
+  }
+  for (const Segment& s : plan_segments(gates, n_, chunk_qubits_, kRunQubits)) {
+    if (s.qubits.empty()) {
+      apply_direct(s.begin, s.end);
+    } else {
+      apply_segment(gates, s.begin, s.end, s.qubits);
+    }
+  }
+}
+
+template <class R>
+void StateVector<R>::apply_segment(const std::vector<BoundGate>& gates, int begin, int end,
+                                   const std::vector<int>& w) {
+  const int b = static_cast<int>(w.size());
+  // Gates renumbered to chunk positions (W ascending keeps the canonical order).
+  std::vector<BoundGate> local(gates.begin() + begin, gates.begin() + end);
+  auto to_local = [&](int q) {
+    return static_cast<int>(std::lower_bound(w.begin(), w.end(), q) - w.begin());
+  };
+  std::vector<KernelGate> kg;
+  for (BoundGate& g : local) {
+    for (int& q : g.targets) q = to_local(q);
+    for (int& q : g.controls) q = to_local(q);
+    kg.push_back(to_kernel_gate(g));
+  }
+  const PreparedGates<R> prepared(*kernels_, kg.data(), static_cast<int>(kg.size()), b);
+  int p = 0;  // W starts with qubits 0..p-1: runs of 2^p contiguous amplitudes
+  while (p < b && w[p] == p) ++p;
+  const index_t run_len = index_t{1} << p, nruns = index_t{1} << (b - p);
+  std::vector<index_t> run_off(nruns, 0);
+  for (index_t r = 0; r < nruns; ++r)
+    for (int j = p; j < b; ++j)
+      if (r >> (j - p) & 1) run_off[r] |= bit(w[j]);
+  const std::int64_t nchunks = std::int64_t{1} << (n_ - b);
+  R* amps = amps_.data();
+  const int threads = nchunks >= 2 ? threads_ : 1;
+#pragma omp parallel num_threads(threads)
+  {
+    AlignedBuffer<R> buf(p == b ? 0 : std::size_t{2} << b);
+#pragma omp for schedule(static)
+    for (std::int64_t c = 0; c < nchunks; ++c) {
+      const index_t base = insert_zero_bits(static_cast<index_t>(c), w.data(), b);
+      if (p == b) {  // the chunk is contiguous: work in place
+        prepared.run(amps + 2 * base, 1);
+        continue;
+      }
+      for (index_t r = 0; r < nruns; ++r) {
+        std::memcpy(buf.data() + 2 * r * run_len, amps + 2 * (base | run_off[r]),
+                    2 * run_len * sizeof(R));
+      }
+      prepared.run(buf.data(), 1);
+      for (index_t r = 0; r < nruns; ++r) {
+        std::memcpy(amps + 2 * (base | run_off[r]), buf.data() + 2 * r * run_len,
+                    2 * run_len * sizeof(R));
+      }
+    }
+  }
 }
 
 template <class R>

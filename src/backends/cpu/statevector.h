@@ -45,7 +45,16 @@ class StateVector {
   void copy_from(const StateVector& other);  // REQUIRES same num_qubits
 
   void apply(const BoundGate& g);
+  // Applies a sequence with cache blocking (passes/cache_blocking.h) when the
+  // state is larger than a chunk: each segment costs one pass over memory.
   void apply(const std::vector<BoundGate>& gates);
+
+  // Chunk size for cache blocking, in qubits; 0 disables blocking.
+  int chunk_qubits() const { return chunk_qubits_; }
+  void set_chunk_qubits(int q) { chunk_qubits_ = q; }
+  // Default: chunks of kChunkBytes (fit in a core's L2 cache with room to spare).
+  static constexpr std::size_t kChunkBytes = std::size_t{256} << 10;
+  static int default_chunk_qubits();
 
   double norm_squared() const;
   std::vector<double> probabilities() const;
@@ -61,7 +70,11 @@ class StateVector {
  private:
   int n_;
   int threads_;
+  void apply_segment(const std::vector<BoundGate>& gates, int begin, int end,
+                     const std::vector<int>& qubits);
+
   const KernelSet* kernels_;
+  int chunk_qubits_;
   AlignedBuffer<R> amps_;
 };
 

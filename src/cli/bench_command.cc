@@ -1,0 +1,308 @@
+// qmlsim bench: time per gate for the kernel shapes that matter, each as a
+// ratio to the memory-bandwidth bound measured in the same run (one in-place
+// read-write pass over an array of the state's size, same thread count).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <numbers>
+#include <random>
+
+#include "backends/cpu/statevector.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/json.h"
+#include "core/memory.h"
+#include "core/parallel.h"
+#include "passes/fusion.h"
+
+namespace qmlsim::cli {
+namespace {
+
+const std::vector<OptionSpec> kSpecs = {
+    {"--qubits", "LIST", "state sizes, e.g. 16,20,24 or 16:28:4 (default 16:28:4)"},
+    {"--precision", "LIST", "c64, c128 or c64,c128 (default both)"},
+    {"--threads", "LIST", "thread counts (default 1,2)"},
+    {"--repetitions", "N", "timed repetitions per case; the median is reported (default 5)"},
+    {"--circuit-qubits", "LIST", "sizes for the random-circuit fusion benchmark (default 20,24)"},
+    {"--circuit-gates", "N", "gates in the random circuit (default 200)"},
+    {"--json", "FILE", "also write all results to FILE as JSON"},
+    {"--help", "", "show this help"},
+};
+
+using Clock = std::chrono::steady_clock;
+
+struct Timing {
+  double seconds;  // median time of one call
+  double ratio;    // median of (time / time of the reference measured just before)
+};
+
+template <class Fn>
+double time_once(Fn&& fn) {
+  const auto t0 = Clock::now();
+  fn();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Times fn and reference alternately, so that both see the same machine load
+// (these machines are shared): ratio = median of per-repetition ratios.
+template <class Fn, class Ref>
+Timing measure(int reps, Fn&& fn, Ref&& reference, double reference_scale = 1.0) {
+  fn();
+  reference();
+  std::vector<double> t, r;
+  for (int i = 0; i < reps; ++i) {
+    const double tr = time_once(reference) * reference_scale;
+    const double tf = time_once(fn);
+    t.push_back(tf);
+    r.push_back(tf / tr);
+  }
+  return {median(t), median(r)};
+}
+
+// One in-place read-modify-write pass over the state's memory.
+template <class R>
+void bandwidth_pass(R* a, std::size_t len, int threads) {
+  const std::int64_t blocks = static_cast<std::int64_t>((len + 4095) / 4096);
+  parallel_for(blocks, threads, static_cast<std::int64_t>(len / 2), [&](std::int64_t b) {
+    const std::size_t lo = static_cast<std::size_t>(b) * 4096;
+    const std::size_t hi = std::min(len, lo + 4096);
+    for (std::size_t i = lo; i < hi; ++i) a[i] = a[i] * R(0.999999);
+  });
+}
+
+BoundGate dense_gate(std::vector<int> targets, std::mt19937_64& rng) {
+  // A random unitary (QR of a Gaussian matrix by Gram-Schmidt).
+  const std::size_t dim = std::size_t{1} << targets.size();
+  std::normal_distribution<double> g;
+  Matrix m(dim * dim);
+  for (std::size_t c = 0; c < dim; ++c) {
+    for (std::size_t r = 0; r < dim; ++r) m[r * dim + c] = {g(rng), g(rng)};
+    for (std::size_t p = 0; p < c; ++p) {
+      cplx dot = 0;
+      for (std::size_t r = 0; r < dim; ++r) dot += std::conj(m[r * dim + p]) * m[r * dim + c];
+      for (std::size_t r = 0; r < dim; ++r) m[r * dim + c] -= dot * m[r * dim + p];
+    }
+    double nrm = 0;
+    for (std::size_t r = 0; r < dim; ++r) nrm += std::norm(m[r * dim + c]);
+    for (std::size_t r = 0; r < dim; ++r) m[r * dim + c] /= std::sqrt(nrm);
+  }
+  std::sort(targets.begin(), targets.end());
+  BoundGate b;
+  b.targets = targets;
+  b.matrix = std::move(m);
+  return b;
+}
+
+BoundGate diag_gate(std::vector<int> targets, double phase) {
+  std::sort(targets.begin(), targets.end());
+  BoundGate b;
+  b.targets = targets;
+  b.diagonal = true;
+  for (std::size_t i = 0; i < (std::size_t{1} << targets.size()); ++i)
+    b.matrix.push_back(std::polar(1.0, phase * static_cast<double>(i + 1)));
+  return b;
+}
+
+// A random circuit of 1- and 2-qubit gates on random qubits (half each).
+std::vector<BoundGate> random_circuit(int n, int gates, std::mt19937_64& rng) {
+  static const GateId one[] = {GateId::H, GateId::RX, GateId::RY, GateId::RZ,
+                               GateId::T, GateId::SX, GateId::U3, GateId::S};
+  static const GateId two[] = {GateId::CNOT, GateId::CZ, GateId::ISWAP,
+                               GateId::IsingXX, GateId::CRY, GateId::IsingZZ};
+  Circuit c(n);
+  std::uniform_real_distribution<double> angle(-std::numbers::pi, std::numbers::pi);
+  for (int i = 0; i < gates; ++i) {
+    const bool is2 = rng() % 2;
+    const GateId id = is2 ? two[rng() % 6] : one[rng() % 8];
+    const int a = static_cast<int>(rng() % n);
+    int b = static_cast<int>(rng() % (n - 1));
+    if (b >= a) ++b;
+    std::vector<double> p;
+    for (int k = 0; k < gate_info(id).num_params; ++k) p.push_back(angle(rng));
+    c.add(id, is2 ? std::vector<int>{a, b} : std::vector<int>{a}, p);
+  }
+  return bind(c, {});
+}
+
+struct Row {
+  int n;
+  std::string precision;
+  int threads;
+  std::string name;
+  double seconds;
+  double ratio;  // seconds / bound
+};
+
+template <class R>
+void bench_size(int n, int threads, int reps, std::vector<Row>& rows, JsonWriter* json) {
+  (void)json;
+  const std::string prec = sizeof(R) == 4 ? "c64" : "c128";
+  cpu::StateVector<R> sv(n, threads);
+  std::mt19937_64 rng(42);
+  {  // spread the amplitudes so no kernel works on zeros
+    std::vector<BoundGate> hs;
+    for (int q = 0; q < n; ++q) hs.push_back(dense_gate({q}, rng));
+    sv.apply(hs);
+  }
+  auto pass = [&] { bandwidth_pass(sv.data(), 2 * sv.size(), threads); };
+  std::vector<double> tb;
+  for (int i = 0; i < reps; ++i) tb.push_back(time_once(pass));
+  const double bound = median(tb);
+  const double gbs = 2.0 * static_cast<double>(cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128)) / bound / 1e9;
+  std::printf("\n== n=%d %s threads=%d kernels=%s: bandwidth bound %.3f ms per pass (%.1f GB/s)\n",
+              n, prec.c_str(), threads, sv.kernels().name, bound * 1e3, gbs);
+  rows.push_back({n, prec, threads, "bandwidth pass", bound, 1.0});
+  const int h = n - 1, m = n / 2;
+  BoundGate cnot;
+  cnot.targets = {m};
+  cnot.controls = {h};
+  cnot.matrix = {0, 1, 1, 0};
+  const std::vector<std::pair<std::string, BoundGate>> cases = {
+      {"1q dense q0", dense_gate({0}, rng)},
+      {"1q dense q" + std::to_string(h), dense_gate({h}, rng)},
+      {"2q dense q0,q1", dense_gate({0, 1}, rng)},
+      {"2q dense q" + std::to_string(m) + ",q" + std::to_string(h), dense_gate({m, h}, rng)},
+      {"1q diagonal q0", diag_gate({0}, 0.3)},
+      {"1q diagonal q" + std::to_string(h), diag_gate({h}, 0.3)},
+      {"2q diagonal q0,q" + std::to_string(h), diag_gate({0, h}, 0.2)},
+      {"CNOT q" + std::to_string(h) + "->q" + std::to_string(m), cnot},
+      {"3q dense q0-2", dense_gate({0, 1, 2}, rng)},
+      {"3q dense high", dense_gate({h - 2, h - 1, h}, rng)},
+      {"4q dense q0-3", dense_gate({0, 1, 2, 3}, rng)},
+      {"4q dense high", dense_gate({h - 3, h - 2, h - 1, h}, rng)},
+      {"5q dense high", dense_gate({h - 4, h - 3, h - 2, h - 1, h}, rng)},
+  };
+  std::printf("  %-26s %12s %10s\n", "kernel", "ms/gate", "x bound");
+  for (const auto& [name, g] : cases) {
+    const Timing t = measure(reps, [&] { sv.apply(g); }, pass);
+    std::printf("  %-26s %12.3f %10.2f\n", name.c_str(), t.seconds * 1e3, t.ratio);
+    rows.push_back({n, prec, threads, name, t.seconds, t.ratio});
+  }
+}
+
+// Layers of random single-qubit rotations on every qubit, then 2-qubit gates on
+// neighbouring pairs (0,1),(2,3),... and (1,2),(3,4),... alternately: the
+// brickwork shape of hardware-efficient ansaetze and of qsim's benchmark circuits.
+std::vector<BoundGate> brickwork_circuit(int n, int gates, std::mt19937_64& rng) {
+  static const GateId one[] = {GateId::RX, GateId::RY, GateId::RZ, GateId::H, GateId::U3};
+  static const GateId two[] = {GateId::CNOT, GateId::CZ, GateId::ISWAP, GateId::IsingXX};
+  Circuit c(n);
+  std::uniform_real_distribution<double> angle(-std::numbers::pi, std::numbers::pi);
+  auto params = [&](GateId id) {
+    std::vector<double> p;
+    for (int k = 0; k < gate_info(id).num_params; ++k) p.push_back(angle(rng));
+    return p;
+  };
+  for (int layer = 0; static_cast<int>(c.ops().size()) < gates; ++layer) {
+    for (int q = 0; q < n && static_cast<int>(c.ops().size()) < gates; ++q) {
+      const GateId id = one[rng() % 5];
+      c.add(id, {q}, params(id));
+    }
+    for (int q = layer % 2; q + 1 < n && static_cast<int>(c.ops().size()) < gates; q += 2) {
+      const GateId id = two[rng() % 4];
+      c.add(id, {q, q + 1}, params(id));
+    }
+  }
+  return bind(c, {});
+}
+
+template <class R>
+void bench_circuit(int n, int threads, int gates, int reps, std::vector<Row>& rows) {
+  const std::string prec = sizeof(R) == 4 ? "c64" : "c128";
+  cpu::StateVector<R> sv(n, threads);
+  std::mt19937_64 rng(1234);
+  auto pass = [&] { bandwidth_pass(sv.data(), 2 * sv.size(), threads); };
+  for (const std::string family : {"random pairs", "brickwork"}) {
+    const std::vector<BoundGate> circuit =
+        family == "brickwork" ? brickwork_circuit(n, gates, rng) : random_circuit(n, gates, rng);
+    std::printf("\n== %s circuit: n=%d %s threads=%d, %d gates; speedup = time of %d bandwidth "
+                "passes / time of the circuit\n",
+                family.c_str(), n, prec.c_str(), threads, gates, gates);
+    std::printf("  %-30s %8s %12s %10s\n", "setting", "blocks", "ms/circuit", "speedup");
+    for (int k : {0, 2, 3, 4}) {
+      for (bool blocking : {false, true}) {
+        const std::vector<BoundGate> fused = k == 0 ? circuit : fuse(circuit, {k, 10});
+        sv.set_chunk_qubits(blocking ? cpu::StateVector<R>::default_chunk_qubits() : 0);
+        const Timing t = measure(reps, [&] { sv.apply(fused); }, pass, gates);
+        const std::string name = (k == 0 ? std::string("no fusion") : "fusion " + std::to_string(k)) +
+                                 (blocking ? " + cache blocking" : "");
+        std::printf("  %-30s %8zu %12.1f %10.2f\n", name.c_str(), fused.size(), t.seconds * 1e3,
+                    1.0 / t.ratio);
+        rows.push_back({n, prec, threads, family + " " + std::to_string(gates) + " gates, " + name,
+                        t.seconds, t.ratio});
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int bench_command(const std::vector<std::string>& argv) {
+  const Args args(argv, kSpecs);
+  if (args.has("--help")) {
+    std::cout << format_help("qmlsim bench [options]", kSpecs);
+    return 0;
+  }
+  if (!args.positionals().empty()) throw Error(args.positionals()[0] + ": unexpected argument");
+  const std::vector<int> qubits = args.get_int_list("--qubits", {16, 20, 24, 28}, 4, kMaxQubits);
+  const std::vector<int> threads = args.get_int_list("--threads", {1, 2}, 1, 4096);
+  const std::vector<int> circuit_qubits = args.get_int_list("--circuit-qubits", {20, 24}, 4, kMaxQubits);
+  const int reps = static_cast<int>(args.get_int("--repetitions", 5, 1, 1000));
+  const int gates = static_cast<int>(args.get_int("--circuit-gates", 200, 1, 100000));
+  std::vector<std::string> precs;
+  const std::string p = args.get("--precision").value_or("c64,c128");
+  for (const std::string& x : {std::string("c64"), std::string("c128")})
+    if (p.find(x) != std::string::npos) precs.push_back(x);
+  if (precs.empty() || (p != "c64" && p != "c128" && p != "c64,c128" && p != "c128,c64")) {
+    throw Error("--precision: expected c64, c128 or c64,c128, got '" + p + "'");
+  }
+  std::ofstream json_file;
+  if (auto path = args.get("--json")) {
+    json_file.open(*path);
+    if (!json_file) throw Error("--json: cannot write " + *path);
+  }
+
+  std::printf("qmlsim bench: kernels %s, %d repetitions (median), machine memory %s\n",
+              cpu::best_kernels().name, reps, format_gib(physical_memory_bytes()).c_str());
+  std::vector<Row> rows;
+  for (const std::string& prec : precs) {
+    for (int n : qubits) {
+      const std::uint64_t bytes = cpu::state_bytes(n, prec == "c64" ? Precision::c64 : Precision::c128);
+      if (bytes > physical_memory_bytes() / 10 * 6) {
+        std::printf("\n== n=%d %s: skipped (state needs %s)\n", n, prec.c_str(), format_gib(bytes).c_str());
+        continue;
+      }
+      for (int t : threads) {
+        if (prec == "c64") bench_size<float>(n, t, reps, rows, nullptr);
+        else bench_size<double>(n, t, reps, rows, nullptr);
+      }
+    }
+    for (int n : circuit_qubits) {
+      for (int t : threads) {
+        if (prec == "c64") bench_circuit<float>(n, t, gates, reps, rows);
+        else bench_circuit<double>(n, t, gates, reps, rows);
+      }
+    }
+  }
+  if (json_file.is_open()) {
+    JsonWriter w(json_file);
+    w.begin_object().key("kernels").value(cpu::best_kernels().name).key("results").begin_array();
+    for (const Row& r : rows) {
+      w.begin_object().key("qubits").value(r.n).key("precision").value(r.precision);
+      w.key("threads").value(r.threads).key("case").value(r.name).key("seconds").value(r.seconds);
+      w.key("ratio").value(r.ratio).end_object();
+    }
+    w.end_array().end_object();
+    json_file << "\n";
+  }
+  return 0;
+}
+
+}  // namespace qmlsim::cli

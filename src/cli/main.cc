@@ -1,0 +1,53 @@
+// qmlsim: the command-line entry point.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(qmlsim: state-vector simulation for hybrid quantum-classical machine learning
+
+usage: qmlsim COMMAND [options]
+
+commands:
+  run CIRCUIT.qasm   simulate an OpenQASM 2.0 circuit: expectation values, samples
+  bench              kernel timings as ratios to the measured memory-bandwidth bound
+
+Run 'qmlsim COMMAND --help' for a command's options.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    std::cout << "qmlsim 0.1.0\n";
+    return 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "run") return qmlsim::cli::run_command(args);
+    if (command == "bench") return qmlsim::cli::bench_command(args);
+    throw qmlsim::Error("unknown command '" + command + "' (commands: run, bench; see --help)");
+  } catch (const qmlsim::Error& e) {
+    std::fflush(stdout);
+    std::cerr << "qmlsim " << command << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "qmlsim " << command << ": error: out of memory\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "qmlsim " << command << ": internal error: " << e.what() << "\n";
+    return 3;
+  }
+}

@@ -1,0 +1,31 @@
+#include "core/memory.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace qmlsim {
+
+std::uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+}
+
+std::string format_gib(std::uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g GiB", static_cast<double>(bytes) / (1ull << 30));
+  return buf;
+}
+
+void check_fits_in_memory(std::uint64_t bytes, const std::string& what) {
+  const std::uint64_t have = physical_memory_bytes();
+  if (have != 0 && bytes > have / 10 * 9) {
+    throw Error(what + ": needs " + format_gib(bytes) + " of memory; this machine has " +
+                format_gib(have));
+  }
+}
+
+}  // namespace qmlsim
