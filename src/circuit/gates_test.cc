@@ -1,1 +1,158 @@
+// The gate table against independent definitions: exponentials of Pauli
+// generators written out by hand, products of rotations, and unitarity.
+#include "circuit/gates.h"
+
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <random>
+
+namespace qmlsim {
+namespace {
+
+const cplx I{0, 1};
+
+Matrix kron(const Matrix& a, const Matrix& b) {
+  const std::size_t da = static_cast<std::size_t>(std::sqrt(a.size()));
+  const std::size_t db = static_cast<std::size_t>(std::sqrt(b.size()));
+  Matrix m(da * db * da * db);
+  for (std::size_t i = 0; i < da; ++i)
+    for (std::size_t j = 0; j < da; ++j)
+      for (std::size_t k = 0; k < db; ++k)
+        for (std::size_t l = 0; l < db; ++l) m[(i * db + k) * da * db + j * db + l] = a[i * da + j] * b[k * db + l];
+  return m;
+}
+
+Matrix mul(const Matrix& a, const Matrix& b) {
+  const std::size_t d = static_cast<std::size_t>(std::sqrt(a.size()));
+  Matrix m(d * d, 0.0);
+  for (std::size_t i = 0; i < d; ++i)
+    for (std::size_t j = 0; j < d; ++j)
+      for (std::size_t k = 0; k < d; ++k) m[i * d + j] += a[i * d + k] * b[k * d + j];
+  return m;
+}
+
+// exp(-i t/2 P) = cos(t/2) I - i sin(t/2) P for a Pauli word P (P^2 = I).
+Matrix pauli_rotation(const Matrix& p, double t) {
+  const std::size_t d = static_cast<std::size_t>(std::sqrt(p.size()));
+  Matrix m(d * d);
+  for (std::size_t i = 0; i < d * d; ++i) {
+    m[i] = -I * std::sin(t / 2) * p[i] + (i % (d + 1) == 0 ? std::cos(t / 2) : 0.0);
+  }
+  return m;
+}
+
+const Matrix kX = {0, 1, 1, 0}, kY = {0, -I, I, 0}, kZ = {1, 0, 0, -1}, kId = {1, 0, 0, 1};
+
+void expect_near(const Matrix& a, const Matrix& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_LT(std::abs(a[i] - b[i]), 1e-12) << what << " entry " << i;
+}
+
+Matrix controlled(const Matrix& u) {  // control is the first (most significant) wire
+  const std::size_t d = static_cast<std::size_t>(std::sqrt(u.size()));
+  Matrix m(4 * d * d, 0.0);
+  for (std::size_t i = 0; i < d; ++i) m[i * 2 * d + i] = 1.0;
+  for (std::size_t i = 0; i < d; ++i)
+    for (std::size_t j = 0; j < d; ++j) m[(d + i) * 2 * d + d + j] = u[i * d + j];
+  return m;
+}
+
+TEST(Gates, RotationsAreExponentialsOfPaulis) {
+  for (double t : {0.0, 0.3, -1.7, 3.0}) {
+    const double p[] = {t};
+    expect_near(full_matrix(GateId::RX, p, 1), pauli_rotation(kX, t), "RX");
+    expect_near(full_matrix(GateId::RY, p, 1), pauli_rotation(kY, t), "RY");
+    expect_near(full_matrix(GateId::RZ, p, 1), pauli_rotation(kZ, t), "RZ");
+    expect_near(full_matrix(GateId::IsingXX, p, 2), pauli_rotation(kron(kX, kX), t), "IsingXX");
+    expect_near(full_matrix(GateId::IsingYY, p, 2), pauli_rotation(kron(kY, kY), t), "IsingYY");
+    expect_near(full_matrix(GateId::IsingZZ, p, 2), pauli_rotation(kron(kZ, kZ), t), "IsingZZ");
+    expect_near(full_matrix(GateId::MultiRZ, p, 3), pauli_rotation(kron(kZ, kron(kZ, kZ)), t),
+                "MultiRZ");
+    // IsingXY = exp(i t/4 (XX + YY)); XX and YY commute.
+    expect_near(full_matrix(GateId::IsingXY, p, 2),
+                mul(pauli_rotation(kron(kX, kX), -t / 2), pauli_rotation(kron(kY, kY), -t / 2)),
+                "IsingXY");
+    expect_near(full_matrix(GateId::CRX, p, 2), controlled(pauli_rotation(kX, t)), "CRX");
+    expect_near(full_matrix(GateId::CRY, p, 2), controlled(pauli_rotation(kY, t)), "CRY");
+    expect_near(full_matrix(GateId::CRZ, p, 2), controlled(pauli_rotation(kZ, t)), "CRZ");
+    const Matrix phase = {1, 0, 0, std::exp(I * t)};
+    expect_near(full_matrix(GateId::PhaseShift, p, 1), phase, "PhaseShift");
+    expect_near(full_matrix(GateId::U1, p, 1), phase, "U1");
+    expect_near(full_matrix(GateId::ControlledPhaseShift, p, 2), controlled(phase), "CPhase");
+  }
+}
+
+TEST(Gates, RotAndUGatesAreProductsOfRotations) {
+  const double a = 0.4, b = -1.1, c = 2.3;
+  auto rz = [](double t) { return pauli_rotation(kZ, t); };
+  auto ry = [](double t) { return pauli_rotation(kY, t); };
+  const double rot[] = {a, b, c};
+  const Matrix want = mul(rz(c), mul(ry(b), rz(a)));
+  expect_near(full_matrix(GateId::Rot, rot, 1), want, "Rot");
+  expect_near(full_matrix(GateId::CRot, rot, 2), controlled(want), "CRot");
+  // U3(t, p, l) = e^{i(p+l)/2} RZ(p) RY(t) RZ(l)
+  const double u3[] = {a, b, c};
+  Matrix u = mul(rz(b), mul(ry(a), rz(c)));
+  for (cplx& x : u) x *= std::exp(I * ((b + c) / 2));
+  expect_near(full_matrix(GateId::U3, u3, 1), u, "U3");
+  const double u2[] = {b, c};
+  const double u3_from_u2[] = {std::numbers::pi / 2, b, c};
+  expect_near(full_matrix(GateId::U2, u2, 1), full_matrix(GateId::U3, u3_from_u2, 1), "U2");
+}
+
+TEST(Gates, FixedGates) {
+  const double r2 = std::numbers::sqrt2 / 2;
+  expect_near(full_matrix(GateId::H, {}, 1), {r2, r2, r2, -r2}, "H");
+  expect_near(full_matrix(GateId::S, {}, 1), {1, 0, 0, I}, "S");
+  expect_near(mul(full_matrix(GateId::T, {}, 1), full_matrix(GateId::T, {}, 1)),
+              full_matrix(GateId::S, {}, 1), "T^2 = S");
+  expect_near(mul(full_matrix(GateId::SX, {}, 1), full_matrix(GateId::SX, {}, 1)), kX, "SX^2 = X");
+  expect_near(mul(full_matrix(GateId::S, {}, 1), full_matrix(GateId::Sdg, {}, 1)), kId, "S Sdg");
+  expect_near(mul(full_matrix(GateId::T, {}, 1), full_matrix(GateId::Tdg, {}, 1)), kId, "T Tdg");
+  expect_near(full_matrix(GateId::CNOT, {}, 2), controlled(kX), "CNOT");
+  expect_near(full_matrix(GateId::CY, {}, 2), controlled(kY), "CY");
+  expect_near(full_matrix(GateId::CZ, {}, 2), controlled(kZ), "CZ");
+  expect_near(full_matrix(GateId::CH, {}, 2), controlled(full_matrix(GateId::H, {}, 1)), "CH");
+  expect_near(full_matrix(GateId::Toffoli, {}, 3), controlled(controlled(kX)), "Toffoli");
+  const Matrix swap = {1, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1};
+  expect_near(full_matrix(GateId::SWAP, {}, 2), swap, "SWAP");
+  expect_near(full_matrix(GateId::CSWAP, {}, 3), controlled(swap), "CSWAP");
+  // ISWAP = exp(i pi/4 (XX + YY))
+  expect_near(full_matrix(GateId::ISWAP, {}, 2),
+              mul(pauli_rotation(kron(kX, kX), -std::numbers::pi / 2),
+                  pauli_rotation(kron(kY, kY), -std::numbers::pi / 2)),
+              "ISWAP");
+}
+
+TEST(Gates, EveryGateIsUnitaryAndDerivativesAreExact) {
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<double> angle(-3, 3);
+  for (int gi = 0; gi < static_cast<int>(GateId::kCount); ++gi) {
+    const auto id = static_cast<GateId>(gi);
+    const GateInfo& g = gate_info(id);
+    if (id == GateId::QubitUnitary) continue;
+    const int wires = g.num_wires > 0 ? g.num_wires : 3;
+    std::vector<double> p(g.num_params);
+    for (double& x : p) x = angle(rng);
+    EXPECT_TRUE(is_unitary(full_matrix(id, p, wires))) << g.name;
+    EXPECT_EQ(gate_by_name(g.name), id);
+    for (int k = 0; k < g.num_params; ++k) {  // against a central difference
+      const Matrix d = target_matrix_derivative(id, p, wires - g.num_controls, k);
+      std::vector<double> hi = p, lo = p;
+      hi[k] += 1e-6;
+      lo[k] -= 1e-6;
+      const Matrix a = target_matrix(id, hi, wires - g.num_controls);
+      const Matrix b = target_matrix(id, lo, wires - g.num_controls);
+      for (std::size_t i = 0; i < d.size(); ++i) {
+        EXPECT_LT(std::abs(d[i] - (a[i] - b[i]) / 2e-6), 1e-8) << g.name << " param " << k;
+      }
+    }
+  }
+  EXPECT_FALSE(gate_by_name("cnot").has_value());
+  EXPECT_FALSE(is_unitary({1, 1, 0, 1}));
+}
+
+}  // namespace
+}  // namespace qmlsim

@@ -19,7 +19,7 @@ const std::vector<OptionSpec> kSpecs = {
     {"--observable", "PAULI_SUM", "observable, e.g. \"0.5*Z0*Z1 - X2 + 0.25\" or \"Z0 Z1\"", true},
     {"--precision", "c64|c128", "amplitude precision (default c128)"},
     {"--threads", "N", "threads (default: all cores, or OMP_NUM_THREADS)"},
-    {"--fusion", "K", "fuse gates into blocks of up to K qubits; 0 = off (default 4)"},
+    {"--fusion", "K", "fuse gates into blocks of up to K qubits; 0 = off (default 3)"},
     {"--shots", "N", "draw N samples of all qubits"},
     {"--seed", "S", "seed for sampling (default 1)"},
     {"--json", "", "print exactly one JSON object on stdout"},
@@ -78,7 +78,7 @@ int run_command(const std::vector<std::string>& argv) {
   }
   const std::string precision = args.get_choice("--precision", "c128", {"c64", "c128"});
   const int threads = static_cast<int>(args.get_int("--threads", default_threads(), 1, 4096));
-  const int fusion = static_cast<int>(args.get_int("--fusion", 4, 0, 10));
+  const int fusion = static_cast<int>(args.get_int("--fusion", 3, 0, 10));
   const std::int64_t shots = args.get_int("--shots", 0, 0, std::int64_t{1} << 32);
   if (args.has("--seed") && !args.has("--shots")) throw Error("--seed: needs --shots");
   const std::uint64_t seed = args.get_u64("--seed", 1);
@@ -90,6 +90,7 @@ int run_command(const std::vector<std::string>& argv) {
   const std::string& path = args.positionals()[0];
   const QasmProgram prog = read_qasm_file(path);
   const int n = prog.circuit.num_qubits();
+  if (n == 0) throw Error(path + ": the circuit declares no qubits (add a qreg)");
   std::vector<PauliSum> observables;
   for (std::size_t i = 0; i < args.all("--observable").size(); ++i) {
     const std::string src = "--observable " + std::to_string(i + 1);
@@ -100,7 +101,6 @@ int run_command(const std::vector<std::string>& argv) {
     }
     observables.push_back(std::move(h));
   }
-  if (n == 0) throw Error(path + ": the circuit declares no qubits (add a qreg)");
   const Precision prec = precision == "c64" ? Precision::c64 : Precision::c128;
   check_fits_in_memory(cpu::state_bytes(n, prec),
                        path + ": a " + std::to_string(n) + "-qubit " + precision + " state");
@@ -140,7 +140,9 @@ int run_command(const std::vector<std::string>& argv) {
     std::ostringstream v;
     v.precision(12);
     v << out.expvals[i];
-    std::cout << "<" << args.all("--observable")[i] << "> = " << v.str() << "\n";
+    std::string text = args.all("--observable")[i];
+    if (text.size() > 40) text = text.substr(0, 37) + "...";
+    std::cout << "<" << text << "> = " << v.str() << "\n";
   }
   if (shots > 0) {
     std::cout << "counts (" << shots << " shots, seed " << seed << ", qubit 0 rightmost):\n";

@@ -16,7 +16,8 @@ std::uint64_t physical_memory_bytes() {
 
 std::string format_gib(std::uint64_t bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g GiB", static_cast<double>(bytes) / (1ull << 30));
+  const double gib = static_cast<double>(bytes) / (1ull << 30);
+  std::snprintf(buf, sizeof buf, gib >= 100 ? "%.0f GiB" : "%.3g GiB", gib);
   return buf;
 }
 

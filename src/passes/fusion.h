@@ -16,7 +16,7 @@
 namespace qmlsim {
 
 struct FusionOptions {
-  int max_qubits = 4;            // 0 or 1: fusion off except 1-qubit runs (1)
+  int max_qubits = 3;            // measured best with cache blocking (README)
   int max_diagonal_qubits = 10;  // diagonal blocks can be larger: a table of 2^k phases
   double sweep_cost = 2.0;       // cost of one more pass, in multiply-adds per amplitude
 };

@@ -1,1 +1,75 @@
+#include "passes/fusion.h"
+
 #include <gtest/gtest.h>
+
+#include <bit>
+
+#include "testing/dense_oracle.h"
+
+namespace qmlsim {
+namespace {
+
+using testing::State;
+
+State apply_all(const std::vector<BoundGate>& gates, State psi, int n) {
+  for (const BoundGate& g : gates) apply_reference(g, psi.data(), n);
+  return psi;
+}
+
+TEST(Fusion, FusedCircuitsEqualTheOracleForEveryBlockSize) {
+  std::mt19937_64 rng(12);
+  for (int n : {2, 4, 7}) {
+    for (int trial = 0; trial < 5; ++trial) {
+      const Circuit c = testing::random_circuit(n, 60, rng, true);
+      const State in = testing::random_state(n, rng);
+      const State want = testing::run_dense(c, {}, in);
+      for (int k = 1; k <= 6; ++k) {
+        for (double sweep : {0.0, 2.0, 100.0}) {
+          const std::vector<BoundGate> fused = fuse(bind(c, {}), {k, 8, sweep});
+          for (const BoundGate& g : fused) {
+            const int width = g.num_targets() + static_cast<int>(g.controls.size());
+            // Blocks respect the limits; wider input gates (up to 4 wires) pass through.
+            if (g.controls.empty() && !g.diagonal) {
+              EXPECT_LE(g.num_targets(), std::max(k, 4));
+            }
+            EXPECT_LE(width, 8);
+          }
+          EXPECT_LT(testing::max_abs_diff(want, apply_all(fused, in, n)), 1e-11)
+              << "n=" << n << " k=" << k << " sweep=" << sweep;
+        }
+      }
+    }
+  }
+}
+
+TEST(Fusion, DiagonalRunsStayDiagonalAndSingleGatesPassThrough) {
+  Circuit c(4);
+  for (int q = 0; q < 4; ++q) c.add(GateId::RZ, {q}, std::vector<double>{0.1 * q});
+  c.add(GateId::CZ, {0, 3});
+  c.add(GateId::MultiRZ, {0, 1, 2}, std::vector<double>{0.7});
+  const std::vector<BoundGate> fused = fuse(bind(c, {}), {2, 10, 2.0});
+  ASSERT_EQ(fused.size(), 1u);
+  EXPECT_TRUE(fused[0].diagonal);
+  EXPECT_EQ(fused[0].num_targets(), 4);
+
+  Circuit t(3);
+  t.add(GateId::Toffoli, {0, 1, 2});
+  const std::vector<BoundGate> alone = fuse(bind(t, {}), {4, 10, 2.0});
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_EQ(alone[0].controls, (std::vector<int>{0, 1}));  // kept controlled: cheaper
+}
+
+TEST(Fusion, OneQubitRunsMergeIntoTheirTwoQubitGate) {
+  Circuit c(2);
+  c.add(GateId::H, {0});
+  c.add(GateId::RX, {1}, std::vector<double>{0.3});
+  c.add(GateId::ISWAP, {0, 1});
+  c.add(GateId::RY, {0}, std::vector<double>{0.2});
+  const std::vector<BoundGate> fused = fuse(bind(c, {}), {2, 10, 2.0});
+  ASSERT_EQ(fused.size(), 1u);
+  EXPECT_EQ(fused[0].num_targets(), 2);
+  EXPECT_DOUBLE_EQ(gate_cost(fused[0]), 4.0);
+}
+
+}  // namespace
+}  // namespace qmlsim

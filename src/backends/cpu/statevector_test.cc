@@ -1,1 +1,135 @@
+// Expectation values, sampling and cache-blocked application against the
+// dense oracle and against each other.
+#include "backends/cpu/statevector.h"
+
 #include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "passes/fusion.h"
+#include "testing/dense_oracle.h"
+
+namespace qmlsim::cpu {
+namespace {
+
+using testing::State;
+
+PauliSum random_pauli_sum(int n, int terms, std::mt19937_64& rng) {
+  PauliSum h;
+  std::uniform_real_distribution<double> c(-1, 1);
+  for (int t = 0; t < terms; ++t) {
+    index_t x = 0, z = 0;
+    for (int q = 0; q < n; ++q) {
+      switch (rng() % 4) {
+        case 1: x |= index_t{1} << q; break;
+        case 2: x |= index_t{1} << q; z |= index_t{1} << q; break;
+        case 3: z |= index_t{1} << q; break;
+        default: break;
+      }
+    }
+    if (t % 3 == 0) x = 0;  // plenty of diagonal terms
+    h.add(c(rng), x, z);
+  }
+  h.add(0.5, 0, 0);
+  return h;
+}
+
+template <class R>
+void check_expval(double tol) {
+  std::mt19937_64 rng(21);
+  for (int n : {1, 3, 6, 11, 13}) {  // 11+ qubits: several blocks in the reductions
+    const State psi = testing::random_state(n, rng);
+    StateVector<R> sv(n, 2);
+    sv.set_amplitudes(psi);
+    const PauliSum h = random_pauli_sum(n, 12, rng);
+    const double want = n <= 11 ? testing::expval_dense(h, psi) : 0;
+    if (n <= 11) {
+      EXPECT_NEAR(sv.expval(h), want, tol) << "n=" << n;
+    }
+    EXPECT_NEAR(sv.norm_squared(), 1.0, tol);
+    // Thread count does not change the result, bitwise.
+    StateVector<R> one(n, 1);
+    one.set_amplitudes(psi);
+    EXPECT_EQ(one.expval(h), sv.expval(h));
+  }
+}
+
+TEST(StateVector, ExpvalMatchesDenseOracleC128) { check_expval<double>(1e-12); }
+TEST(StateVector, ExpvalMatchesDenseOracleC64) { check_expval<float>(1e-5); }
+
+TEST(StateVector, ExpvalBetweenIsTheRealPartOfTheMatrixElement) {
+  std::mt19937_64 rng(2);
+  const int n = 5;
+  const State a = testing::random_state(n, rng), b = testing::random_state(n, rng);
+  const PauliSum h = random_pauli_sum(n, 6, rng);
+  const State hb = testing::apply_dense(testing::pauli_matrix(h, n), b);
+  cplx want = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) want += std::conj(a[i]) * hb[i];
+  StateVector<double> sa(n), sb(n);
+  sa.set_amplitudes(a);
+  sb.set_amplitudes(b);
+  EXPECT_NEAR(sa.expval_between(h, sb), want.real(), 1e-12);
+}
+
+TEST(StateVector, SamplingIsSeededAndFollowsTheBornRule) {
+  std::mt19937_64 rng(8);
+  const int n = 12;
+  const State psi = testing::random_state(n, rng);
+  StateVector<double> sv(n, 2);
+  sv.set_amplitudes(psi);
+  const std::int64_t shots = 200000;
+  const auto counts = sv.sample(shots, 99);
+  EXPECT_EQ(counts, sv.sample(shots, 99));
+  EXPECT_NE(counts, sv.sample(shots, 100));
+  StateVector<double> serial(n, 1);
+  serial.set_amplitudes(psi);
+  EXPECT_EQ(counts, serial.sample(shots, 99));
+  // Marginal of qubit 0 and of the top qubit within 5 standard deviations.
+  for (int q : {0, n - 1}) {
+    double p = 0;
+    for (std::size_t i = 0; i < psi.size(); ++i)
+      if (i >> q & 1) p += std::norm(psi[i]);
+    std::int64_t ones = 0, total = 0;
+    for (const auto& [i, c] : counts) {
+      total += c;
+      if (i >> q & 1) ones += c;
+    }
+    EXPECT_EQ(total, shots);
+    const double sd = std::sqrt(p * (1 - p) / shots);
+    EXPECT_NEAR(static_cast<double>(ones) / shots, p, 5 * sd) << "qubit " << q;
+  }
+  // A basis state samples to itself.
+  StateVector<float> basis(n, 1);
+  basis.set_basis_state(0b101);
+  const auto only = basis.sample(1000, 1);
+  ASSERT_EQ(only.size(), 1u);
+  EXPECT_EQ(only.begin()->first, 0b101u);
+}
+
+template <class R>
+void check_cache_blocking(double tol) {
+  std::mt19937_64 rng(77);
+  const int n = 14;
+  const Circuit c = testing::random_circuit(n, 200, rng, true);
+  const std::vector<BoundGate> gates = fuse(bind(c, {}), {3, 10, 2.0});
+  const State psi = testing::random_state(n, rng);
+  StateVector<R> plain(n, 2), blocked(n, 2);
+  plain.set_chunk_qubits(0);
+  blocked.set_chunk_qubits(10);  // chunks of 10 qubits: segments gather strided runs
+  plain.set_amplitudes(psi);
+  blocked.set_amplitudes(psi);
+  plain.apply(gates);
+  blocked.apply(gates);
+  EXPECT_LT(testing::max_abs_diff(plain.to_vector(), blocked.to_vector()), tol);
+}
+
+TEST(StateVector, CacheBlockedEqualsPlainC128) { check_cache_blocking<double>(1e-12); }
+TEST(StateVector, CacheBlockedEqualsPlainC64) { check_cache_blocking<float>(1e-5); }
+
+TEST(StateVector, ImpossibleSizesAreErrors) {
+  EXPECT_THROW(StateVector<double>(-1), Error);
+  EXPECT_THROW(StateVector<double>(kMaxQubits + 1), Error);
+}
+
+}  // namespace
+}  // namespace qmlsim::cpu

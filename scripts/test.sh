@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs every test: installs what is missing, builds and tests the release
+# preset, then the debug preset under AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+for preset in release debug; do
+  echo "== $preset: build"
+  ./scripts/build.sh "$preset"
+  echo "== $preset: test"
+  ctest --preset "$preset" -j "$(nproc)"
+done
