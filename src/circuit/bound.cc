@@ -35,6 +35,18 @@ Matrix to_canonical(const Matrix& m, bool diagonal, const std::vector<int>& wire
   return out;
 }
 
+BoundGate adjoint(const BoundGate& g) {
+  BoundGate a = g;
+  const std::size_t dim = g.dim();
+  if (g.diagonal) {
+    for (cplx& x : a.matrix) x = std::conj(x);
+    return a;
+  }
+  for (std::size_t r = 0; r < dim; ++r)
+    for (std::size_t c = 0; c < dim; ++c) a.matrix[r * dim + c] = std::conj(g.matrix[c * dim + r]);
+  return a;
+}
+
 BoundGate bind(const Operation& op, std::span<const double> theta) {
   const GateInfo& g = gate_info(op.gate);
   BoundGate b;

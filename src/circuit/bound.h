@@ -32,6 +32,9 @@ struct BoundGate {
 Matrix to_canonical(const Matrix& m, bool diagonal, const std::vector<int>& wires,
                     std::vector<int>& sorted);
 
+// The inverse (conjugate transpose) of a unitary bound gate.
+BoundGate adjoint(const BoundGate& g);
+
 // Binds one operation with parameter values theta (indexed by slot).
 BoundGate bind(const Operation& op, std::span<const double> theta);
 

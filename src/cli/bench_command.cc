@@ -9,12 +9,15 @@
 #include <numbers>
 #include <random>
 
+#include <sys/resource.h>
+
 #include "backends/cpu/statevector.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/json.h"
 #include "core/memory.h"
 #include "core/parallel.h"
+#include "grad/adjoint.h"
 #include "passes/fusion.h"
 
 namespace qmlsim::cli {
@@ -27,6 +30,10 @@ const std::vector<OptionSpec> kSpecs = {
     {"--repetitions", "N", "timed repetitions per case; the median is reported (default 5)"},
     {"--circuit-qubits", "LIST", "sizes for the random-circuit fusion benchmark (default 20,24)"},
     {"--circuit-gates", "N", "gates in the random circuit (default 200)"},
+    {"--gradient", "", "instead: adjoint-gradient time / forward time and peak memory, for "
+                       "layers of Rot on every wire and a CNOT ring (default qubits 20,24)"},
+    {"--layers", "N", "with --gradient: Rot + CNOT-ring layers (default: enough for >= 100 "
+                      "parameters)"},
     {"--json", "FILE", "also write all results to FILE as JSON"},
     {"--help", "", "show this help"},
 };
@@ -243,6 +250,56 @@ void bench_circuit(int n, int threads, int gates, int reps, std::vector<Row>& ro
   }
 }
 
+// Peak resident memory of this process so far, in bytes.
+std::uint64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;
+}
+
+// The gradient benchmark of issue 3: forward (simulate + one expectation value)
+// against forward + adjoint backward, alternately, in one run. Sizes run in
+// increasing order, so the peak memory after each size is that size's peak.
+template <class R>
+void bench_gradient(int n, int threads, int layers, int reps, std::vector<Row>& rows) {
+  const std::string prec = sizeof(R) == 4 ? "c64" : "c128";
+  if (layers <= 0) layers = (100 + 3 * n - 1) / (3 * n);
+  Circuit c(n);
+  int slot = 0;
+  for (int l = 0; l < layers; ++l) {
+    for (int q = 0; q < n; ++q) {
+      c.add(GateId::Rot, {q},
+            std::vector<ParamExpr>{ParamExpr::ref(slot), ParamExpr::ref(slot + 1),
+                                   ParamExpr::ref(slot + 2)});
+      slot += 3;
+    }
+    for (int q = 0; q < n; ++q) c.add(GateId::CNOT, {q, (q + 1) % n});
+  }
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(-3, 3);
+  std::vector<double> theta(static_cast<std::size_t>(slot));
+  for (double& t : theta) t = u(rng);
+  const std::vector<PauliSum> obs = {parse_pauli_sum("Z0 Z1 + 0.5*X2", "bench")};
+  const double w[] = {1.0};
+  const std::uint64_t before = peak_rss_bytes();
+  auto forward = [&] {
+    cpu::StateVector<R> sv(n, threads);
+    sv.apply(fuse(bind(c, theta), {}));
+    return sv.expval(obs[0]);
+  };
+  auto gradient = [&] { adjoint_vjp<R>(c, theta, obs, w, {threads, 3}); };
+  const Timing t = measure(reps, gradient, forward);
+  const double state = static_cast<double>(cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128));
+  const double peak = static_cast<double>(peak_rss_bytes());
+  std::printf("  n=%2d %-4s threads=%d params=%4d: gradient %8.1f ms = %5.2f x forward; "
+              "peak memory %.2f state vectors (before: %.2f)\n",
+              n, prec.c_str(), threads, slot, t.seconds * 1e3, t.ratio, peak / state,
+              static_cast<double>(before) / state);
+  std::fflush(stdout);
+  rows.push_back({n, prec, threads, "adjoint gradient / forward, " + std::to_string(slot) + " params",
+                  t.seconds, t.ratio});
+}
+
 }  // namespace
 
 int bench_command(const std::vector<std::string>& argv) {
@@ -253,6 +310,7 @@ int bench_command(const std::vector<std::string>& argv) {
   }
   if (!args.positionals().empty()) throw Error(args.positionals()[0] + ": unexpected argument");
   const std::vector<int> qubits = args.get_int_list("--qubits", {16, 20, 24, 28}, 4, kMaxQubits);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows line by line, also in a file
   const std::vector<int> threads = args.get_int_list("--threads", {1, 2}, 1, 4096);
   const std::vector<int> circuit_qubits = args.get_int_list("--circuit-qubits", {20, 24}, 4, kMaxQubits);
   const int reps = static_cast<int>(args.get_int("--repetitions", 5, 1, 1000));
@@ -273,7 +331,21 @@ int bench_command(const std::vector<std::string>& argv) {
   std::printf("qmlsim bench: kernels %s, %d repetitions (median), machine memory %s\n",
               cpu::best_kernels().name, reps, format_gib(physical_memory_bytes()).c_str());
   std::vector<Row> rows;
+  const bool gradient_mode = args.has("--gradient");
+  const int layers = static_cast<int>(args.get_int("--layers", 0, 1, 1000));
+  if (gradient_mode) {
+    std::vector<int> sizes = args.get_int_list("--qubits", {20, 24}, 4, kMaxQubits);
+    std::sort(sizes.begin(), sizes.end());
+    std::printf("adjoint gradient vs forward (Rot layers + CNOT ring; forward = simulate + <H>)\n");
+    for (int n : sizes)
+      for (const std::string& prec : precs)
+        for (int t : threads) {
+          if (prec == "c64") bench_gradient<float>(n, t, layers, reps, rows);
+          else bench_gradient<double>(n, t, layers, reps, rows);
+        }
+  }
   for (const std::string& prec : precs) {
+    if (gradient_mode) break;
     for (int n : qubits) {
       const std::uint64_t bytes = cpu::state_bytes(n, prec == "c64" ? Precision::c64 : Precision::c128);
       if (bytes > physical_memory_bytes() / 10 * 6) {

@@ -5,6 +5,7 @@
 
 #include "backends/cpu/statevector.h"
 #include "circuit/qasm.h"
+#include "grad/adjoint.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/json.h"
@@ -22,13 +23,17 @@ const std::vector<OptionSpec> kSpecs = {
     {"--fusion", "K", "fuse gates into blocks of up to K qubits; 0 = off (default 3)"},
     {"--shots", "N", "draw N samples of all qubits"},
     {"--seed", "S", "seed for sampling (default 1)"},
+    {"--gradient", "", "also d<obs>/d(angle) for every gate angle, by the adjoint method"},
     {"--json", "", "print exactly one JSON object on stdout"},
     {"--help", "", "show this help"},
 };
 
 constexpr const char* kUsage =
     "qmlsim run CIRCUIT.qasm --observable \"PAULI SUM\" [--observable ...] "
-    "[--precision c64|c128] [--threads N] [--fusion K] [--shots N --seed S] [--json]\n\n"
+    "[--precision c64|c128] [--threads N] [--fusion K] [--shots N --seed S] [--gradient] "
+    "[--json]\n\n"
+    "With --gradient, every angle of every parametric gate (after expanding user gates)\n"
+    "is one parameter, in program order.\n"
     "Qubit q of the circuit is bit q of an amplitude index (qubit 0 least significant);\n"
     "sampled bit strings are written most significant qubit first, as Qiskit does.";
 
@@ -39,13 +44,14 @@ double seconds_since(Clock::time_point t) {
 
 struct Outcome {
   std::vector<double> expvals;
+  std::vector<std::vector<double>> gradient;  // [observable][angle], with --gradient
   std::map<index_t, std::int64_t> counts;
   std::size_t gates_after_fusion = 0;
 };
 
 template <class R>
 Outcome simulate(const QasmProgram& prog, const std::vector<PauliSum>& observables, int threads,
-                 int fusion, std::int64_t shots, std::uint64_t seed) {
+                 int fusion, std::int64_t shots, std::uint64_t seed, bool gradient) {
   std::vector<BoundGate> gates = bind(prog.circuit, prog.angles);
   if (fusion > 0) gates = fuse(gates, {fusion, std::max(10, fusion)});
   cpu::StateVector<R> sv(prog.circuit.num_qubits(), threads);
@@ -54,6 +60,9 @@ Outcome simulate(const QasmProgram& prog, const std::vector<PauliSum>& observabl
   out.gates_after_fusion = gates.size();
   for (const PauliSum& h : observables) out.expvals.push_back(sv.expval(h));
   if (shots > 0) out.counts = sv.sample(shots, seed);
+  if (gradient) {
+    out.gradient = adjoint_jacobian<R>(prog.circuit, prog.angles, observables, {threads, fusion});
+  }
   return out;
 }
 
@@ -82,6 +91,8 @@ int run_command(const std::vector<std::string>& argv) {
   const std::int64_t shots = args.get_int("--shots", 0, 0, std::int64_t{1} << 32);
   if (args.has("--seed") && !args.has("--shots")) throw Error("--seed: needs --shots");
   const std::uint64_t seed = args.get_u64("--seed", 1);
+  const bool gradient = args.has("--gradient");
+  if (gradient && !args.has("--observable")) throw Error("--gradient: needs an --observable");
   if (!args.has("--observable") && shots == 0) {
     throw Error("nothing to compute: give at least one --observable or --shots");
   }
@@ -108,8 +119,8 @@ int run_command(const std::vector<std::string>& argv) {
 
   const auto t1 = Clock::now();
   const Outcome out = prec == Precision::c64
-                          ? simulate<float>(prog, observables, threads, fusion, shots, seed)
-                          : simulate<double>(prog, observables, threads, fusion, shots, seed);
+                          ? simulate<float>(prog, observables, threads, fusion, shots, seed, gradient)
+                          : simulate<double>(prog, observables, threads, fusion, shots, seed, gradient);
   const double sim_s = seconds_since(t1);
   const double total_s = seconds_since(t0);
 
@@ -117,6 +128,11 @@ int run_command(const std::vector<std::string>& argv) {
     JsonWriter w(std::cout);
     w.begin_object();
     w.key("expval").value(out.expvals);
+    if (gradient) {
+      w.key("gradient").begin_array();
+      for (const std::vector<double>& row : out.gradient) w.value(row);
+      w.end_array();
+    }
     if (shots > 0) {
       w.key("counts").begin_object();
       for (const auto& [i, c] : out.counts) w.key(bitstring(i, n)).value(static_cast<long long>(c));
@@ -143,6 +159,11 @@ int run_command(const std::vector<std::string>& argv) {
     std::string text = args.all("--observable")[i];
     if (text.size() > 40) text = text.substr(0, 37) + "...";
     std::cout << "<" << text << "> = " << v.str() << "\n";
+    if (gradient) {
+      std::cout << "  d/d(angle 0.." << prog.angles.size() << "):";
+      for (double g : out.gradient[i]) std::cout << " " << g;
+      std::cout << "\n";
+    }
   }
   if (shots > 0) {
     std::cout << "counts (" << shots << " shots, seed " << seed << ", qubit 0 rightmost):\n";

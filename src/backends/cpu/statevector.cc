@@ -79,10 +79,10 @@ std::vector<TermGroup> group_terms(const PauliSum& h, double& constant) {
   return groups;
 }
 
-// Re sum_i conj(bra[i ^ x]) ket[i] weight(i), blocked: weight(i) for the low bits
+// sum_i conj(bra[i ^ x]) ket[i] weight(i), blocked: weight(i) for the low bits
 // of a block comes from per-high-mask tables, combined once per block.
 template <class R>
-double group_pass(const TermGroup& g, const R* bra, const R* ket, int n, int threads) {
+cplx group_pass(const TermGroup& g, const R* bra, const R* ket, int n, int threads) {
   const int lb = std::min(n, kBlockBits);
   const index_t bsize = index_t{1} << lb, low_mask = bsize - 1;
   // Group terms by the high part of their z mask.
@@ -101,7 +101,7 @@ double group_pass(const TermGroup& g, const R* bra, const R* ket, int n, int thr
     }
   }
   const std::int64_t nblocks = std::int64_t{1} << (n - lb);
-  std::vector<double> partial(nblocks);
+  std::vector<cplx> partial(nblocks);
   parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t b) {
     std::vector<double> vr(bsize, 0.0), vi(bsize, 0.0);
     for (std::size_t k = 0; k < high_masks.size(); ++k) {
@@ -113,18 +113,19 @@ double group_pass(const TermGroup& g, const R* bra, const R* ket, int n, int thr
       }
     }
     const index_t base = static_cast<index_t>(b) << lb;
-    double acc = 0;
+    double acc_r = 0, acc_i = 0;
     for (index_t i = 0; i < bsize; ++i) {
       const index_t j = base + i;
       const double kr = ket[2 * j], ki = ket[2 * j + 1];
       const double br = bra[2 * (j ^ g.x)], bi = -bra[2 * (j ^ g.x) + 1];
       const double pr = br * kr - bi * ki, pi = br * ki + bi * kr;  // conj(bra) * ket
-      acc += pr * vr[i] - pi * vi[i];
+      acc_r += pr * vr[i] - pi * vi[i];
+      acc_i += pr * vi[i] + pi * vr[i];
     }
-    partial[b] = acc;
+    partial[b] = {acc_r, acc_i};
   });
-  double sum = 0;
-  for (double p : partial) sum += p;
+  cplx sum = 0;
+  for (cplx p : partial) sum += p;
   return sum;
 }
 
@@ -261,7 +262,7 @@ void StateVector<R>::apply_segment(const std::vector<BoundGate>& gates, int begi
 
 template <class R>
 double StateVector<R>::norm_squared() const {
-  return group_pass(TermGroup{0, {1.0}, {0}}, amps_.data(), amps_.data(), n_, threads_);
+  return group_pass(TermGroup{0, {1.0}, {0}}, amps_.data(), amps_.data(), n_, threads_).real();
 }
 
 template <class R>
@@ -283,16 +284,46 @@ double StateVector<R>::expval(const PauliSum& h) const {
 
 template <class R>
 double StateVector<R>::expval_between(const PauliSum& h, const StateVector& other) const {
-  assert(other.n_ == n_);
+  return matrix_element(h, other).real();
+}
+
+template <class R>
+cplx StateVector<R>::matrix_element(const PauliSum& h, const StateVector& ket) const {
+  assert(ket.n_ == n_);
   double constant = 0;
   const std::vector<TermGroup> groups = group_terms(h, constant);
-  double sum = 0;
-  for (const TermGroup& g : groups) sum += group_pass(g, amps_.data(), other.amps_.data(), n_, threads_);
+  cplx sum = 0;
+  for (const TermGroup& g : groups) sum += group_pass(g, amps_.data(), ket.amps_.data(), n_, threads_);
   if (constant != 0) {
-    sum += constant * group_pass(TermGroup{0, {1.0}, {0}}, amps_.data(), other.amps_.data(), n_,
-                                 threads_);
+    sum += constant *
+           group_pass(TermGroup{0, {1.0}, {0}}, amps_.data(), ket.amps_.data(), n_, threads_);
   }
   return sum;
+}
+
+template <class R>
+void StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
+  assert(src.n_ == n_ && &src != this);
+  double constant = 0;
+  const std::vector<TermGroup> groups = group_terms(h, constant);
+  R* out = amps_.data();
+  const R* in = src.amps_.data();
+  const std::int64_t size = static_cast<std::int64_t>(this->size());
+  // (P psi)_j = ph(j ^ x) psi_{j ^ x}, with P|i> = ph(i)|i ^ x>.
+  parallel_for(size, threads_, size, [&](std::int64_t jj) {
+    const index_t j = static_cast<index_t>(jj);
+    double re = constant * in[2 * j], im = constant * in[2 * j + 1];
+    for (const TermGroup& g : groups) {
+      const index_t i = j ^ g.x;
+      cplx w = 0;
+      for (std::size_t t = 0; t < g.w.size(); ++t) w += parity(i & g.z[t]) ? -g.w[t] : g.w[t];
+      const double ar = in[2 * i], ai = in[2 * i + 1];
+      re += w.real() * ar - w.imag() * ai;
+      im += w.real() * ai + w.imag() * ar;
+    }
+    out[2 * j] = static_cast<R>(re);
+    out[2 * j + 1] = static_cast<R>(im);
+  });
 }
 
 template <class R>

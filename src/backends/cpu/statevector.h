@@ -61,8 +61,11 @@ class StateVector {
   // <psi|H|psi> for a Pauli sum. Diagonal terms are evaluated together in one pass;
   // terms that flip the same qubits share one further pass.
   double expval(const PauliSum& h) const;
-  // Re <this|H|other>: the building block of adjoint gradients.
+  // Re <this|H|other> and <this|H|ket>: the building blocks of adjoint gradients.
   double expval_between(const PauliSum& h, const StateVector& other) const;
+  cplx matrix_element(const PauliSum& h, const StateVector& ket) const;
+  // this = H src (REQUIRES src is another state of the same size).
+  void assign_applied(const PauliSum& h, const StateVector& src);
 
   // `shots` samples of all qubits from the Born distribution with a seeded RNG.
   std::map<index_t, std::int64_t> sample(std::int64_t shots, std::uint64_t seed) const;

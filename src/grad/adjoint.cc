@@ -1,0 +1,141 @@
+#include "grad/adjoint.h"
+
+#include <cassert>
+
+#include "backends/cpu/statevector.h"
+#include "core/parallel.h"
+#include "grad/tape.h"
+#include "passes/fusion.h"
+
+namespace qmlsim {
+namespace {
+
+// The tape with runs of fixed steps fused; parametric steps stay as they are.
+struct Segmented {
+  std::vector<BoundGate> gates;      // forward order
+  std::vector<const TapeStep*> step;  // parametric step for gates[i], or null
+};
+
+Segmented segment(const std::vector<TapeStep>& tape, int fusion) {
+  Segmented s;
+  std::vector<BoundGate> run;
+  auto flush = [&] {
+    if (run.empty()) return;
+    std::vector<BoundGate> fused = fusion > 0 ? fuse(run, {fusion, std::max(10, fusion), 2.0}) : run;
+    for (BoundGate& g : fused) {
+      s.gates.push_back(std::move(g));
+      s.step.push_back(nullptr);
+    }
+    run.clear();
+  };
+  for (const TapeStep& t : tape) {
+    if (t.slot < 0) {
+      run.push_back(t.gate);
+      continue;
+    }
+    flush();
+    s.gates.push_back(t.gate);
+    s.step.push_back(&t);
+  }
+  flush();
+  return s;
+}
+
+PauliSum weighted_sum(const std::vector<PauliSum>& obs, std::span<const double> w) {
+  PauliSum h;
+  for (std::size_t k = 0; k < obs.size(); ++k)
+    for (const PauliTerm& t : obs[k].terms)
+      if (w[k] != 0) h.add(w[k] * t.coeff, t.xmask, t.zmask);
+  return h;
+}
+
+// One backward pass from the final state phi (consumed). Adds to grad.
+template <class R>
+void backward(const Segmented& s, cpu::StateVector<R>& phi, cpu::StateVector<R>& lambda,
+              const PauliSum& h, std::vector<double>& grad) {
+  lambda.assign_applied(h, phi);
+  for (std::size_t i = s.gates.size(); i-- > 0;) {
+    if (const TapeStep* t = s.step[i]) {
+      // dL/da = 2 Re <lambda| i G |phi_after> = -2 Im <lambda|G|phi>
+      const cplx m = lambda.matrix_element(t->generator, phi);
+      grad[static_cast<std::size_t>(t->slot)] += -2.0 * m.imag() * t->scale;
+    }
+    if (i == 0) break;  // the initial state is not needed
+    const BoundGate inv = adjoint(s.gates[i]);
+    phi.apply(inv);
+    lambda.apply(inv);
+  }
+}
+
+}  // namespace
+
+template <class R>
+AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
+                          const std::vector<PauliSum>& observables,
+                          std::span<const double> weights, const AdjointOptions& options) {
+  assert(weights.size() == observables.size());
+  const std::vector<TapeStep> tape = make_tape(c, theta);
+  const Segmented s = segment(tape, options.fusion);
+  cpu::StateVector<R> phi(c.num_qubits(), options.threads);
+  phi.apply(s.gates);
+  AdjointResult out;
+  for (const PauliSum& h : observables) out.expvals.push_back(phi.expval(h));
+  out.gradient.assign(theta.size(), 0.0);
+  cpu::StateVector<R> lambda(c.num_qubits(), options.threads);
+  backward(s, phi, lambda, weighted_sum(observables, weights), out.gradient);
+  return out;
+}
+
+template <class R>
+std::vector<std::vector<double>> adjoint_jacobian(const Circuit& c, std::span<const double> theta,
+                                                  const std::vector<PauliSum>& observables,
+                                                  const AdjointOptions& options) {
+  const std::vector<TapeStep> tape = make_tape(c, theta);
+  const Segmented s = segment(tape, options.fusion);
+  cpu::StateVector<R> final_state(c.num_qubits(), options.threads);
+  final_state.apply(s.gates);
+  cpu::StateVector<R> phi(c.num_qubits(), options.threads), lambda(c.num_qubits(), options.threads);
+  std::vector<std::vector<double>> jac;
+  for (const PauliSum& h : observables) {
+    phi.copy_from(final_state);
+    std::vector<double> row(theta.size(), 0.0);
+    backward(s, phi, lambda, h, row);
+    jac.push_back(std::move(row));
+  }
+  return jac;
+}
+
+template <class R>
+std::vector<AdjointResult> adjoint_vjp_batch(const Circuit& c,
+                                             const std::vector<std::vector<double>>& thetas,
+                                             const std::vector<PauliSum>& observables,
+                                             const std::vector<std::vector<double>>& weights,
+                                             const AdjointOptions& options) {
+  assert(thetas.size() == weights.size());
+  std::vector<AdjointResult> out(thetas.size());
+  const bool small = (std::int64_t{1} << c.num_qubits()) < kMinParallelWork;
+  AdjointOptions inner = options;
+  if (small) inner.threads = 1;
+  const int outer = small ? options.threads : 1;
+#pragma omp parallel for schedule(dynamic) num_threads(outer) if (outer > 1)
+  for (std::size_t i = 0; i < thetas.size(); ++i) {
+    out[i] = adjoint_vjp<R>(c, thetas[i], observables, weights[i], inner);
+  }
+  return out;
+}
+
+#define QMLSIM_INSTANTIATE(R)                                                                  \
+  template AdjointResult adjoint_vjp<R>(const Circuit&, std::span<const double>,              \
+                                        const std::vector<PauliSum>&, std::span<const double>, \
+                                        const AdjointOptions&);                                \
+  template std::vector<std::vector<double>> adjoint_jacobian<R>(                               \
+      const Circuit&, std::span<const double>, const std::vector<PauliSum>&,                   \
+      const AdjointOptions&);                                                                  \
+  template std::vector<AdjointResult> adjoint_vjp_batch<R>(                                    \
+      const Circuit&, const std::vector<std::vector<double>>&, const std::vector<PauliSum>&,   \
+      const std::vector<std::vector<double>>&, const AdjointOptions&);
+QMLSIM_INSTANTIATE(float)
+QMLSIM_INSTANTIATE(double)
+#undef QMLSIM_INSTANTIATE
+
+}  // namespace qmlsim

@@ -1,0 +1,53 @@
+// Exact gradients by the adjoint method (Jones & Gacon, arXiv:2009.02823) with
+// a vector-Jacobian product: the upstream weights w_k of the observables H_k are
+// folded into one observable H_w = sum_k w_k H_k, so one backward pass gives
+// dL/dtheta for L = sum_k w_k <H_k> and every trainable slot.
+//
+// Memory: two state vectors (the state and the adjoint state) whatever the
+// number of parameters: each parametric step U(a) = exp(i a G) contributes
+// dL/da = -2 Im <lambda|G|phi>, an inner product, so no third vector is needed.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "circuit/circuit.h"
+#include "circuit/observable.h"
+#include "core/types.h"
+
+namespace qmlsim {
+
+struct AdjointOptions {
+  int threads = 1;
+  int fusion = 3;  // fuse the fixed gates between parametric ones (0: off)
+};
+
+struct AdjointResult {
+  std::vector<double> expvals;   // <H_k> at theta
+  std::vector<double> gradient;  // dL/dtheta[slot], size = theta.size()
+};
+
+// L = sum_k weights[k] <H_k>. REQUIRES weights.size() == observables.size(),
+// theta.size() >= c.num_slots().
+template <class R>
+AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
+                          const std::vector<PauliSum>& observables,
+                          std::span<const double> weights, const AdjointOptions& options);
+
+// d<H_k>/dtheta for every observable: one row per observable.
+template <class R>
+std::vector<std::vector<double>> adjoint_jacobian(const Circuit& c, std::span<const double> theta,
+                                                  const std::vector<PauliSum>& observables,
+                                                  const AdjointOptions& options);
+
+// Vector-Jacobian products for a batch of parameter vectors of one circuit
+// template: items run one per thread when states are small, else one after
+// another with threads inside each state.
+template <class R>
+std::vector<AdjointResult> adjoint_vjp_batch(const Circuit& c,
+                                             const std::vector<std::vector<double>>& thetas,
+                                             const std::vector<PauliSum>& observables,
+                                             const std::vector<std::vector<double>>& weights,
+                                             const AdjointOptions& options);
+
+}  // namespace qmlsim

@@ -1,0 +1,161 @@
+// Adjoint gradients against parameter shift and finite differences on random
+// circuits that use every parametric gate, shared parameters, scales and shifts.
+#include "grad/adjoint.h"
+
+#include <gtest/gtest.h>
+
+#include <numbers>
+#include <random>
+
+#include "grad/shift.h"
+#include "testing/dense_oracle.h"
+
+namespace qmlsim {
+namespace {
+
+const GateId kParametric[] = {GateId::RX,  GateId::RY,  GateId::RZ,  GateId::PhaseShift,
+                              GateId::Rot, GateId::U1,  GateId::U2,  GateId::U3,
+                              GateId::CRX, GateId::CRY, GateId::CRZ, GateId::CRot,
+                              GateId::ControlledPhaseShift,        GateId::IsingXX,
+                              GateId::IsingYY, GateId::IsingZZ,    GateId::IsingXY,
+                              GateId::MultiRZ};
+const GateId kFixed[] = {GateId::H, GateId::CNOT, GateId::SX, GateId::ISWAP, GateId::Toffoli,
+                         GateId::CY, GateId::T};
+
+// A random circuit over `slots` shared trainable parameters.
+Circuit random_parametric_circuit(int n, int gates, int slots, std::mt19937_64& rng) {
+  Circuit c(n);
+  std::uniform_real_distribution<double> u(-2, 2);
+  const double scales[] = {1.0, 2.0, -0.5, std::numbers::pi};
+  std::vector<int> q(n);
+  for (int i = 0; i < n; ++i) q[i] = i;
+  while (static_cast<int>(c.ops().size()) < gates) {
+    const bool fixed = rng() % 4 == 0;
+    const GateId id = fixed ? kFixed[rng() % 7] : kParametric[rng() % 18];
+    const GateInfo& g = gate_info(id);
+    const int wires = g.num_wires > 0 ? g.num_wires : 1 + static_cast<int>(rng() % 3);
+    const int extra = rng() % 6 == 0 ? 1 : 0;
+    if (wires + extra > n) continue;
+    std::shuffle(q.begin(), q.end(), rng);
+    Operation op;
+    op.gate = id;
+    op.controls.assign(q.begin(), q.begin() + extra);
+    op.wires.assign(q.begin() + extra, q.begin() + extra + wires);
+    for (int p = 0; p < g.num_params; ++p) {
+      if (rng() % 8 == 0) {
+        op.params.push_back(ParamExpr::literal(u(rng)));
+      } else {
+        op.params.push_back(ParamExpr::ref(static_cast<int>(rng() % slots), scales[rng() % 4], u(rng)));
+      }
+    }
+    c.add(std::move(op));
+  }
+  return c;
+}
+
+PauliSum random_observable(int n, std::mt19937_64& rng) {
+  PauliSum h;
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int t = 0; t < 3; ++t) {
+    index_t x = 0, z = 0;
+    for (int k = 0; k < 2; ++k) {
+      const int qb = static_cast<int>(rng() % n);
+      if (rng() % 2) x |= index_t{1} << qb;
+      if (rng() % 2 || !(x >> qb & 1)) z |= index_t{1} << qb;
+    }
+    h.add(u(rng), x, z);
+  }
+  return h;
+}
+
+TEST(Adjoint, EqualsParameterShiftOnRandomCircuits) {
+  std::mt19937_64 rng(2024);
+  std::uniform_real_distribution<double> u(-3, 3);
+  int checked = 0;
+  for (int trial = 0; trial < 100; ++trial) {
+    const int n = 1 + trial % 12;
+    const int slots = 3 + static_cast<int>(rng() % 6);
+    const Circuit c = random_parametric_circuit(n, 4 + static_cast<int>(rng() % 12), slots, rng);
+    std::vector<double> theta(slots);
+    for (double& t : theta) t = u(rng);
+    const PauliSum h = random_observable(n, rng);
+    const double w[] = {1.0};
+    const std::vector<double> want = parameter_shift_gradient<double>(c, theta, h);
+    const AdjointResult d = adjoint_vjp<double>(c, theta, {h}, w, {1, 3});
+    const AdjointResult f = adjoint_vjp<float>(c, theta, {h}, w, {1, 3});
+    for (int s = 0; s < slots; ++s) {
+      ASSERT_NEAR(d.gradient[s], want[s], 1e-9) << "trial " << trial << " slot " << s;
+      ASSERT_NEAR(f.gradient[s], want[s], 1e-4) << "trial " << trial << " slot " << s;
+    }
+    EXPECT_NEAR(d.expvals[0], shifted_expval<double>(c, theta, h, -1, 0, 0), 1e-12);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 100);
+}
+
+TEST(Adjoint, FusionOffAndOnAgreeAndMatchFiniteDifferences) {
+  std::mt19937_64 rng(5);
+  const int n = 6;
+  const Circuit c = random_parametric_circuit(n, 40, 5, rng);
+  const std::vector<double> theta = {0.3, -1.2, 2.2, 0.7, -0.4};
+  const PauliSum h = random_observable(n, rng);
+  const double w[] = {1.0};
+  const AdjointResult a = adjoint_vjp<double>(c, theta, {h}, w, {1, 0});
+  const AdjointResult b = adjoint_vjp<double>(c, theta, {h}, w, {2, 4});
+  const std::vector<double> fd = finite_difference_gradient<double>(c, theta, h, 1e-5);
+  for (std::size_t s = 0; s < theta.size(); ++s) {
+    EXPECT_NEAR(a.gradient[s], b.gradient[s], 1e-11);
+    EXPECT_NEAR(a.gradient[s], fd[s], 1e-7);
+  }
+}
+
+TEST(Adjoint, VectorJacobianProductIsTheWeightedJacobian) {
+  std::mt19937_64 rng(6);
+  const int n = 5;
+  const Circuit c = random_parametric_circuit(n, 30, 4, rng);
+  const std::vector<double> theta = {0.1, 0.2, -0.3, 1.4};
+  const std::vector<PauliSum> obs = {random_observable(n, rng), random_observable(n, rng),
+                                     parse_pauli_sum("Z0 Z1 + 0.5*X2", "test")};
+  const std::vector<std::vector<double>> jac = adjoint_jacobian<double>(c, theta, obs, {1, 3});
+  const double w[] = {0.7, -1.3, 2.0};
+  const AdjointResult v = adjoint_vjp<double>(c, theta, obs, w, {1, 3});
+  for (std::size_t s = 0; s < theta.size(); ++s) {
+    double want = 0;
+    for (std::size_t k = 0; k < obs.size(); ++k) want += w[k] * jac[k][s];
+    EXPECT_NEAR(v.gradient[s], want, 1e-12);
+  }
+  for (std::size_t k = 0; k < obs.size(); ++k) {
+    const std::vector<double> ps = parameter_shift_gradient<double>(c, theta, obs[k]);
+    for (std::size_t s = 0; s < theta.size(); ++s) EXPECT_NEAR(jac[k][s], ps[s], 1e-9);
+  }
+}
+
+TEST(Adjoint, BatchEqualsOneByOne) {
+  std::mt19937_64 rng(7);
+  const int n = 6;
+  const Circuit c = random_parametric_circuit(n, 25, 4, rng);
+  const std::vector<PauliSum> obs = {random_observable(n, rng)};
+  std::vector<std::vector<double>> thetas, weights;
+  std::uniform_real_distribution<double> u(-3, 3);
+  for (int i = 0; i < 9; ++i) {
+    thetas.push_back({u(rng), u(rng), u(rng), u(rng)});
+    weights.push_back({u(rng)});
+  }
+  const std::vector<AdjointResult> batch = adjoint_vjp_batch<double>(c, thetas, obs, weights, {2, 3});
+  for (std::size_t i = 0; i < thetas.size(); ++i) {
+    const AdjointResult one = adjoint_vjp<double>(c, thetas[i], obs, weights[i], {1, 3});
+    EXPECT_EQ(batch[i].gradient, one.gradient);
+    EXPECT_EQ(batch[i].expvals, one.expvals);
+  }
+}
+
+TEST(Adjoint, FourTermRuleIsUsedWhereNeeded) {
+  Circuit c(2);
+  c.add(GateId::CRX, {0, 1}, std::vector<ParamExpr>{ParamExpr::ref(0)});
+  c.add(GateId::RX, {0}, std::vector<ParamExpr>{ParamExpr::ref(0)});
+  EXPECT_TRUE(needs_four_term_rule(c.ops()[0]));
+  EXPECT_FALSE(needs_four_term_rule(c.ops()[1]));
+}
+
+}  // namespace
+}  // namespace qmlsim
