@@ -54,16 +54,17 @@ template <class R>
 void backward(const Segmented& s, cpu::StateVector<R>& phi, cpu::StateVector<R>& lambda,
               const PauliSum& h, std::vector<double>& grad) {
   lambda.assign_applied(h, phi);
-  for (std::size_t i = s.gates.size(); i-- > 0;) {
-    if (const TapeStep* t = s.step[i]) {
-      // dL/da = 2 Re <lambda| i G |phi_after> = -2 Im <lambda|G|phi>
-      const cplx m = lambda.matrix_element(t->generator, phi);
-      grad[static_cast<std::size_t>(t->slot)] += -2.0 * m.imag() * t->scale;
-    }
-    if (i == 0) break;  // the initial state is not needed
-    const BoundGate inv = adjoint(s.gates[i]);
-    phi.apply(inv);
-    lambda.apply(inv);
+  std::vector<BoundGate> inverse;
+  std::vector<const PauliSum*> generators;
+  for (std::size_t i = 0; i < s.gates.size(); ++i) {
+    inverse.push_back(adjoint(s.gates[i]));
+    generators.push_back(s.step[i] ? &s.step[i]->generator : nullptr);
+  }
+  std::vector<cplx> m;
+  phi.adjoint_sweep(lambda, inverse, generators, m);
+  for (std::size_t i = 0; i < s.gates.size(); ++i) {
+    // dL/da = 2 Re <lambda| i G |phi_after> = -2 Im <lambda|G|phi_after>
+    if (const TapeStep* t = s.step[i]) grad[static_cast<std::size_t>(t->slot)] += -2.0 * m[i].imag() * t->scale;
   }
 }
 
@@ -77,6 +78,7 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
   const std::vector<TapeStep> tape = make_tape(c, theta);
   const Segmented s = segment(tape, options.fusion);
   cpu::StateVector<R> phi(c.num_qubits(), options.threads);
+  if (options.chunk_qubits >= 0) phi.set_chunk_qubits(options.chunk_qubits);
   phi.apply(s.gates);
   AdjointResult out;
   for (const PauliSum& h : observables) out.expvals.push_back(phi.expval(h));
@@ -95,6 +97,10 @@ std::vector<std::vector<double>> adjoint_jacobian(const Circuit& c, std::span<co
   cpu::StateVector<R> final_state(c.num_qubits(), options.threads);
   final_state.apply(s.gates);
   cpu::StateVector<R> phi(c.num_qubits(), options.threads), lambda(c.num_qubits(), options.threads);
+  if (options.chunk_qubits >= 0) {
+    final_state.set_chunk_qubits(options.chunk_qubits);
+    phi.set_chunk_qubits(options.chunk_qubits);
+  }
   std::vector<std::vector<double>> jac;
   for (const PauliSum& h : observables) {
     phi.copy_from(final_state);

@@ -20,6 +20,7 @@ namespace qmlsim {
 struct AdjointOptions {
   int threads = 1;
   int fusion = 3;  // fuse the fixed gates between parametric ones (0: off)
+  int chunk_qubits = -1;  // cache-blocking chunk (see StateVector); -1: the default
 };
 
 struct AdjointResult {

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cassert>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -85,44 +86,49 @@ template <class R>
 cplx group_pass(const TermGroup& g, const R* bra, const R* ket, int n, int threads) {
   const int lb = std::min(n, kBlockBits);
   const index_t bsize = index_t{1} << lb, low_mask = bsize - 1;
-  // Group terms by the high part of their z mask.
+  // Group terms by the high part of their z mask; one weight table per group
+  // over the low bits. Block b then contributes sum_k sign_k(b) * dot_k(b).
   std::vector<index_t> high_masks;
-  std::vector<std::vector<cplx>> tables;
+  std::vector<std::vector<double>> tr, ti;  // real and imaginary weight tables
   for (std::size_t t = 0; t < g.w.size(); ++t) {
     const index_t hm = g.z[t] >> lb;
     auto it = std::find(high_masks.begin(), high_masks.end(), hm);
-    std::size_t gi = static_cast<std::size_t>(it - high_masks.begin());
+    const std::size_t k = static_cast<std::size_t>(it - high_masks.begin());
     if (it == high_masks.end()) {
       high_masks.push_back(hm);
-      tables.emplace_back(bsize, 0.0);
+      tr.emplace_back(bsize, 0.0);
+      ti.emplace_back(bsize, 0.0);
     }
     for (index_t i = 0; i < bsize; ++i) {
-      tables[gi][i] += parity(i & g.z[t] & low_mask) ? -g.w[t] : g.w[t];
+      const double s = parity(i & g.z[t] & low_mask) ? -1.0 : 1.0;
+      tr[k][i] += s * g.w[t].real();
+      ti[k][i] += s * g.w[t].imag();
     }
   }
+  const index_t xlo = g.x & low_mask, xhi = g.x & ~low_mask;
   const std::int64_t nblocks = std::int64_t{1} << (n - lb);
   std::vector<cplx> partial(nblocks);
   parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t b) {
-    std::vector<double> vr(bsize, 0.0), vi(bsize, 0.0);
-    for (std::size_t k = 0; k < high_masks.size(); ++k) {
-      const double s = parity(static_cast<index_t>(b) & high_masks[k]) ? -1.0 : 1.0;
-      const cplx* tab = tables[k].data();
-      for (index_t i = 0; i < bsize; ++i) {
-        vr[i] += s * tab[i].real();
-        vi[i] += s * tab[i].imag();
-      }
-    }
     const index_t base = static_cast<index_t>(b) << lb;
-    double acc_r = 0, acc_i = 0;
-    for (index_t i = 0; i < bsize; ++i) {
-      const index_t j = base + i;
-      const double kr = ket[2 * j], ki = ket[2 * j + 1];
-      const double br = bra[2 * (j ^ g.x)], bi = -bra[2 * (j ^ g.x) + 1];
-      const double pr = br * kr - bi * ki, pi = br * ki + bi * kr;  // conj(bra) * ket
-      acc_r += pr * vr[i] - pi * vi[i];
-      acc_i += pr * vi[i] + pi * vr[i];
+    const R* k0 = ket + 2 * base;
+    const R* b0 = bra + 2 * (base ^ xhi);
+    cplx total = 0;
+    for (std::size_t k = 0; k < high_masks.size(); ++k) {
+      const double* wr = tr[k].data();
+      const double* wi = ti[k].data();
+      double ar[2] = {0, 0}, ai[2] = {0, 0};  // two chains for instruction-level parallelism
+      for (index_t i = 0; i < bsize; ++i) {
+        const index_t bi_ = i ^ xlo;
+        const double kr = k0[2 * i], ki = k0[2 * i + 1];
+        const double br = b0[2 * bi_], bi = -b0[2 * bi_ + 1];
+        const double pr = br * kr - bi * ki, pi = br * ki + bi * kr;  // conj(bra) * ket
+        ar[i & 1] += pr * wr[i] - pi * wi[i];
+        ai[i & 1] += pr * wi[i] + pi * wr[i];
+      }
+      const double sign = parity(static_cast<index_t>(b) & high_masks[k]) ? -1.0 : 1.0;
+      total += sign * cplx{ar[0] + ar[1], ai[0] + ai[1]};
     }
-    partial[b] = {acc_r, acc_i};
+    partial[b] = total;
   });
   cplx sum = 0;
   for (cplx p : partial) sum += p;
@@ -211,51 +217,171 @@ void StateVector<R>::apply(const std::vector<BoundGate>& gates) {
   }
 }
 
+// How a chunk (the 2^|W| amplitudes sharing the bits outside W) lies in memory:
+// runs of 2^p contiguous amplitudes, p = the length of W's prefix 0, 1, ..., p-1.
+struct ChunkLayout {
+  std::vector<int> w;
+  int b = 0, p = 0;
+  index_t run_len = 0, nruns = 0;
+  std::vector<index_t> run_off;
+
+  explicit ChunkLayout(const std::vector<int>& qubits) : w(qubits), b(static_cast<int>(qubits.size())) {
+    while (p < b && w[p] == p) ++p;
+    run_len = index_t{1} << p;
+    nruns = index_t{1} << (b - p);
+    run_off.assign(nruns, 0);
+    for (index_t r = 0; r < nruns; ++r)
+      for (int j = p; j < b; ++j)
+        if (r >> (j - p) & 1) run_off[r] |= bit(w[j]);
+  }
+  bool contiguous() const { return p == b; }
+  index_t base(std::int64_t chunk) const {
+    return insert_zero_bits(static_cast<index_t>(chunk), w.data(), b);
+  }
+  int to_local(int q) const {
+    return static_cast<int>(std::lower_bound(w.begin(), w.end(), q) - w.begin());
+  }
+  template <class R>
+  void gather(R* buf, const R* amps, index_t base) const {
+    for (index_t r = 0; r < nruns; ++r)
+      std::memcpy(buf + 2 * r * run_len, amps + 2 * (base | run_off[r]), 2 * run_len * sizeof(R));
+  }
+  template <class R>
+  void scatter(const R* buf, R* amps, index_t base) const {
+    for (index_t r = 0; r < nruns; ++r)
+      std::memcpy(amps + 2 * (base | run_off[r]), buf + 2 * r * run_len, 2 * run_len * sizeof(R));
+  }
+  KernelGate local_gate(const BoundGate& g, BoundGate& storage) const {
+    storage = g;  // W ascending keeps the canonical order
+    for (int& q : storage.targets) q = to_local(q);
+    for (int& q : storage.controls) q = to_local(q);
+    return to_kernel_gate(storage);
+  }
+  PauliSum local_sum(const PauliSum& h) const {
+    PauliSum out;
+    for (const PauliTerm& t : h.terms) {
+      index_t x = 0, z = 0;
+      for (int j = 0; j < b; ++j) {
+        x |= ((t.xmask >> w[j]) & 1) << j;
+        z |= ((t.zmask >> w[j]) & 1) << j;
+      }
+      out.add(t.coeff, x, z);
+    }
+    return out;
+  }
+};
+
 template <class R>
 void StateVector<R>::apply_segment(const std::vector<BoundGate>& gates, int begin, int end,
                                    const std::vector<int>& w) {
-  const int b = static_cast<int>(w.size());
-  // Gates renumbered to chunk positions (W ascending keeps the canonical order).
-  std::vector<BoundGate> local(gates.begin() + begin, gates.begin() + end);
-  auto to_local = [&](int q) {
-    return static_cast<int>(std::lower_bound(w.begin(), w.end(), q) - w.begin());
-  };
+  const ChunkLayout layout(w);
+  const int b = layout.b;
+  std::vector<BoundGate> storage(static_cast<std::size_t>(end - begin));
   std::vector<KernelGate> kg;
-  for (BoundGate& g : local) {
-    for (int& q : g.targets) q = to_local(q);
-    for (int& q : g.controls) q = to_local(q);
-    kg.push_back(to_kernel_gate(g));
-  }
+  for (int i = begin; i < end; ++i) kg.push_back(layout.local_gate(gates[i], storage[i - begin]));
   const PreparedGates<R> prepared(*kernels_, kg.data(), static_cast<int>(kg.size()), b);
-  int p = 0;  // W starts with qubits 0..p-1: runs of 2^p contiguous amplitudes
-  while (p < b && w[p] == p) ++p;
-  const index_t run_len = index_t{1} << p, nruns = index_t{1} << (b - p);
-  std::vector<index_t> run_off(nruns, 0);
-  for (index_t r = 0; r < nruns; ++r)
-    for (int j = p; j < b; ++j)
-      if (r >> (j - p) & 1) run_off[r] |= bit(w[j]);
   const std::int64_t nchunks = std::int64_t{1} << (n_ - b);
   R* amps = amps_.data();
   const int threads = nchunks >= 2 ? threads_ : 1;
 #pragma omp parallel num_threads(threads)
   {
-    AlignedBuffer<R> buf(p == b ? 0 : std::size_t{2} << b);
+    AlignedBuffer<R> buf(layout.contiguous() ? 0 : std::size_t{2} << b);
 #pragma omp for schedule(static)
     for (std::int64_t c = 0; c < nchunks; ++c) {
-      const index_t base = insert_zero_bits(static_cast<index_t>(c), w.data(), b);
-      if (p == b) {  // the chunk is contiguous: work in place
+      const index_t base = layout.base(c);
+      if (layout.contiguous()) {  // work in place
         prepared.run(amps + 2 * base, 1);
         continue;
       }
-      for (index_t r = 0; r < nruns; ++r) {
-        std::memcpy(buf.data() + 2 * r * run_len, amps + 2 * (base | run_off[r]),
-                    2 * run_len * sizeof(R));
-      }
+      layout.gather(buf.data(), amps, base);
       prepared.run(buf.data(), 1);
-      for (index_t r = 0; r < nruns; ++r) {
-        std::memcpy(amps + 2 * (base | run_off[r]), buf.data() + 2 * r * run_len,
-                    2 * run_len * sizeof(R));
+      layout.scatter(buf.data(), amps, base);
+    }
+  }
+}
+
+template <class R>
+void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
+                                   const std::vector<const PauliSum*>& generators,
+                                   std::vector<cplx>& out) {
+  assert(lambda.n_ == n_ && inverse.size() == generators.size());
+  const int count = static_cast<int>(inverse.size());
+  out.assign(inverse.size(), 0.0);
+  // Process in reverse: rev[j] is inverse[count - 1 - j].
+  std::vector<BoundGate> rev(inverse.rbegin(), inverse.rend());
+  auto orig = [&](int j) { return count - 1 - j; };
+  auto direct = [&](int begin, int end) {
+    for (int j = begin; j < end; ++j) {
+      if (const PauliSum* g = generators[orig(j)]) out[orig(j)] = lambda.matrix_element(*g, *this);
+      apply(rev[j]);
+      lambda.apply(rev[j]);
+    }
+  };
+  if (chunk_qubits_ <= kRunQubits || n_ <= chunk_qubits_ || count < 2) {
+    direct(0, count);
+    return;
+  }
+  for (const Segment& s : plan_segments(rev, n_, chunk_qubits_, kRunQubits)) {
+    if (s.qubits.empty()) {
+      direct(s.begin, s.end);
+      continue;
+    }
+    const ChunkLayout layout(s.qubits);
+    const int b = layout.b;
+    const int len = s.end - s.begin;
+    std::vector<BoundGate> storage(static_cast<std::size_t>(len));
+    std::vector<std::unique_ptr<PreparedGates<R>>> prepared;
+    std::vector<std::vector<TermGroup>> gens(static_cast<std::size_t>(len));
+    std::vector<double> consts(static_cast<std::size_t>(len), 0.0);
+    std::vector<int> slot(static_cast<std::size_t>(len), -1);  // index into partial sums
+    int nparam = 0;
+    for (int j = 0; j < len; ++j) {
+      const KernelGate kg = layout.local_gate(rev[s.begin + j], storage[j]);
+      prepared.push_back(std::make_unique<PreparedGates<R>>(*kernels_, &kg, 1, b));
+      if (const PauliSum* g = generators[orig(s.begin + j)]) {
+        gens[j] = group_terms(layout.local_sum(*g), consts[j]);
+        slot[j] = nparam++;
       }
+    }
+    const std::int64_t nchunks = std::int64_t{1} << (n_ - b);
+    std::vector<cplx> partial(static_cast<std::size_t>(nchunks * nparam));
+    R* phi_amps = amps_.data();
+    R* lam_amps = lambda.amps_.data();
+    const int threads = nchunks >= 2 ? threads_ : 1;
+#pragma omp parallel num_threads(threads)
+    {
+      const bool copy = !layout.contiguous();
+      AlignedBuffer<R> pb(copy ? std::size_t{2} << b : 0), lb(copy ? std::size_t{2} << b : 0);
+#pragma omp for schedule(static)
+      for (std::int64_t c = 0; c < nchunks; ++c) {
+        const index_t base = layout.base(c);
+        R* ph = copy ? pb.data() : phi_amps + 2 * base;
+        R* la = copy ? lb.data() : lam_amps + 2 * base;
+        if (copy) {
+          layout.gather(ph, phi_amps, base);
+          layout.gather(la, lam_amps, base);
+        }
+        for (int j = 0; j < len; ++j) {
+          if (slot[j] >= 0) {
+            cplx m = 0;
+            for (const TermGroup& g : gens[j]) m += group_pass(g, la, ph, b, 1);
+            if (consts[j] != 0) m += consts[j] * group_pass(TermGroup{0, {1.0}, {0}}, la, ph, b, 1);
+            partial[static_cast<std::size_t>(c * nparam + slot[j])] = m;
+          }
+          prepared[j]->run(ph, 1);
+          prepared[j]->run(la, 1);
+        }
+        if (copy) {
+          layout.scatter(ph, phi_amps, base);
+          layout.scatter(la, lam_amps, base);
+        }
+      }
+    }
+    for (int j = 0; j < len; ++j) {  // fixed-order sums over chunks
+      if (slot[j] < 0) continue;
+      cplx sum = 0;
+      for (std::int64_t c = 0; c < nchunks; ++c) sum += partial[static_cast<std::size_t>(c * nparam + slot[j])];
+      out[orig(s.begin + j)] = sum;
     }
   }
 }

@@ -49,6 +49,14 @@ class StateVector {
   // state is larger than a chunk: each segment costs one pass over memory.
   void apply(const std::vector<BoundGate>& gates);
 
+  // The reverse sweep of adjoint differentiation. `inverse` holds the inverses of
+  // a forward gate list, in forward order. For i from last to first:
+  //   out[i] = <lambda|G_i|this> where generators[i] is not null, then
+  //   this = inverse[i] this and lambda = inverse[i] lambda.
+  // Cache-blocked like apply(); the sums do not depend on the thread count.
+  void adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
+                     const std::vector<const PauliSum*>& generators, std::vector<cplx>& out);
+
   // Chunk size for cache blocking, in qubits; 0 disables blocking.
   int chunk_qubits() const { return chunk_qubits_; }
   void set_chunk_qubits(int q) { chunk_qubits_ = q; }
