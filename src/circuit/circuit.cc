@@ -66,8 +66,10 @@ std::string describe(const Operation& op) {
     for (std::size_t i = 0; i < op.params.size(); ++i) {
       const ParamExpr& p = op.params[i];
       if (i) s << ",";
-      if (p.slot < 0) s << p.shift;
-      else s << p.scale << "*theta[" << p.slot << "]+" << p.shift;
+      if (p.slot < 0)
+        s << p.shift;
+      else
+        s << p.scale << "*theta[" << p.slot << "]+" << p.shift;
     }
     s << ")";
   }

@@ -84,16 +84,26 @@ Matrix base_matrix(G id, std::span<const double> p, int k) {
   using std::cos, std::exp, std::sin;
   const double r2 = std::numbers::sqrt2 / 2;
   switch (id) {
-    case G::I: return diag({1, 1});
-    case G::X: return m2(0, 1, 1, 0);
-    case G::Y: return m2(0, -kI, kI, 0);
-    case G::Z: return diag({1, -1});
-    case G::H: return m2(r2, r2, r2, -r2);
-    case G::S: return diag({1, kI});
-    case G::Sdg: return diag({1, -kI});
-    case G::T: return diag({1, exp(kI * (std::numbers::pi / 4))});
-    case G::Tdg: return diag({1, exp(-kI * (std::numbers::pi / 4))});
-    case G::SX: return m2({0.5, 0.5}, {0.5, -0.5}, {0.5, -0.5}, {0.5, 0.5});
+    case G::I:
+      return diag({1, 1});
+    case G::X:
+      return m2(0, 1, 1, 0);
+    case G::Y:
+      return m2(0, -kI, kI, 0);
+    case G::Z:
+      return diag({1, -1});
+    case G::H:
+      return m2(r2, r2, r2, -r2);
+    case G::S:
+      return diag({1, kI});
+    case G::Sdg:
+      return diag({1, -kI});
+    case G::T:
+      return diag({1, exp(kI * (std::numbers::pi / 4))});
+    case G::Tdg:
+      return diag({1, exp(-kI * (std::numbers::pi / 4))});
+    case G::SX:
+      return m2({0.5, 0.5}, {0.5, -0.5}, {0.5, -0.5}, {0.5, 0.5});
     case G::RX: {
       const double c = cos(p[0] / 2), s = sin(p[0] / 2);
       return m2(c, -kI * s, -kI * s, c);
@@ -102,9 +112,11 @@ Matrix base_matrix(G id, std::span<const double> p, int k) {
       const double c = cos(p[0] / 2), s = sin(p[0] / 2);
       return m2(c, -s, s, c);
     }
-    case G::RZ: return diag({exp(-kI * (p[0] / 2)), exp(kI * (p[0] / 2))});
+    case G::RZ:
+      return diag({exp(-kI * (p[0] / 2)), exp(kI * (p[0] / 2))});
     case G::PhaseShift:
-    case G::U1: return diag({1, exp(kI * p[0])});
+    case G::U1:
+      return diag({1, exp(kI * p[0])});
     case G::Rot: {
       const double a = p[0], b = p[1], c = p[2];
       const double cb = cos(b / 2), sb = sin(b / 2);
@@ -146,7 +158,8 @@ Matrix base_matrix(G id, std::span<const double> p, int k) {
       for (index_t j = 0; j < dim; ++j) m[j * dim + j] = parity(j) ? b : a;
       return m;
     }
-    default: break;
+    default:
+      break;
   }
   assert(false && "base_matrix: gate has controls or no closed form");
   return {};
@@ -183,8 +196,7 @@ Matrix full_matrix(GateId id, std::span<const double> params, int num_wires) {
   return m;
 }
 
-Matrix target_matrix_derivative(GateId id, std::span<const double> params, int num_targets,
-                                int p) {
+Matrix target_matrix_derivative(GateId id, std::span<const double> params, int num_targets, int p) {
   const GateInfo& g = gate_info(id);
   assert(p >= 0 && p < g.num_params);
   const double w = g.frequency[p];

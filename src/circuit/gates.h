@@ -16,12 +16,43 @@
 namespace qmlsim {
 
 enum class GateId : std::uint8_t {
-  I, X, Y, Z, H, S, Sdg, T, Tdg, SX,
-  RX, RY, RZ, PhaseShift, Rot, U1, U2, U3,
-  CNOT, CY, CZ, CH, SWAP, ISWAP,
-  CRX, CRY, CRZ, CRot, ControlledPhaseShift,
-  IsingXX, IsingYY, IsingZZ, IsingXY, MultiRZ,
-  Toffoli, CSWAP, QubitUnitary,
+  I,
+  X,
+  Y,
+  Z,
+  H,
+  S,
+  Sdg,
+  T,
+  Tdg,
+  SX,
+  RX,
+  RY,
+  RZ,
+  PhaseShift,
+  Rot,
+  U1,
+  U2,
+  U3,
+  CNOT,
+  CY,
+  CZ,
+  CH,
+  SWAP,
+  ISWAP,
+  CRX,
+  CRY,
+  CRZ,
+  CRot,
+  ControlledPhaseShift,
+  IsingXX,
+  IsingYY,
+  IsingZZ,
+  IsingXY,
+  MultiRZ,
+  Toffoli,
+  CSWAP,
+  QubitUnitary,
   kCount
 };
 
@@ -52,8 +83,7 @@ Matrix target_matrix(GateId id, std::span<const double> params, int num_targets)
 Matrix full_matrix(GateId id, std::span<const double> params, int num_wires);
 
 // dM/dtheta_p of the target matrix, exact (see GateInfo::frequency).
-Matrix target_matrix_derivative(GateId id, std::span<const double> params, int num_targets,
-                                int p);
+Matrix target_matrix_derivative(GateId id, std::span<const double> params, int num_targets, int p);
 
 // True if m (dimension 2^k) is unitary within `tol` (max-abs of M^dagger M - I).
 bool is_unitary(const Matrix& m, double tol = 1e-8);

@@ -20,7 +20,8 @@ Matrix kron(const Matrix& a, const Matrix& b) {
   for (std::size_t i = 0; i < da; ++i)
     for (std::size_t j = 0; j < da; ++j)
       for (std::size_t k = 0; k < db; ++k)
-        for (std::size_t l = 0; l < db; ++l) m[(i * db + k) * da * db + j * db + l] = a[i * da + j] * b[k * db + l];
+        for (std::size_t l = 0; l < db; ++l)
+          m[(i * db + k) * da * db + j * db + l] = a[i * da + j] * b[k * db + l];
   return m;
 }
 
@@ -47,7 +48,8 @@ const Matrix kX = {0, 1, 1, 0}, kY = {0, -I, I, 0}, kZ = {1, 0, 0, -1}, kId = {1
 
 void expect_near(const Matrix& a, const Matrix& b, const char* what) {
   ASSERT_EQ(a.size(), b.size()) << what;
-  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_LT(std::abs(a[i] - b[i]), 1e-12) << what << " entry " << i;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    ASSERT_LT(std::abs(a[i] - b[i]), 1e-12) << what << " entry " << i;
 }
 
 Matrix controlled(const Matrix& u) {  // control is the first (most significant) wire

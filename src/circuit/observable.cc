@@ -21,8 +21,10 @@ std::string PauliSum::to_string() const {
   std::ostringstream s;
   for (std::size_t i = 0; i < terms.size(); ++i) {
     const PauliTerm& t = terms[i];
-    if (i) s << (t.coeff < 0 ? " - " : " + ");
-    else if (t.coeff < 0) s << "-";
+    if (i)
+      s << (t.coeff < 0 ? " - " : " + ");
+    else if (t.coeff < 0)
+      s << "-";
     s << std::abs(t.coeff);
     for (int q = 0; q < 64; ++q) {
       const bool x = t.xmask >> q & 1, z = t.zmask >> q & 1;
@@ -51,7 +53,8 @@ class PauliParser {
       parse_term(sign, sum);
       skip_space();
       if (at_end()) break;
-      if (peek() != '+' && peek() != '-') fail(std::string("expected '+' or '-', found '") + peek() + "'");
+      if (peek() != '+' && peek() != '-')
+        fail(std::string("expected '+' or '-', found '") + peek() + "'");
       sign = peek() == '-' ? -1 : 1;
       ++pos_;
     }

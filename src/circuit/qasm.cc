@@ -157,25 +157,44 @@ struct Builtin {
 
 const std::map<std::string, Builtin, std::less<>>& builtins_qelib1() {
   static const std::map<std::string, Builtin, std::less<>> m = {
-      {"u3", {GateId::U3, 0}},       {"u2", {GateId::U2, 0}},
-      {"u1", {GateId::U1, 0}},       {"u", {GateId::U3, 0}},
-      {"p", {GateId::PhaseShift, 0}}, {"cx", {GateId::CNOT, 0}},
-      {"id", {GateId::I, 0}},        {"x", {GateId::X, 0}},
-      {"y", {GateId::Y, 0}},         {"z", {GateId::Z, 0}},
-      {"h", {GateId::H, 0}},         {"s", {GateId::S, 0}},
-      {"sdg", {GateId::Sdg, 0}},     {"t", {GateId::T, 0}},
-      {"tdg", {GateId::Tdg, 0}},     {"sx", {GateId::SX, 0}},
-      {"rx", {GateId::RX, 0}},       {"ry", {GateId::RY, 0}},
-      {"rz", {GateId::RZ, 0}},       {"cz", {GateId::CZ, 0}},
-      {"cy", {GateId::CY, 0}},       {"ch", {GateId::CH, 0}},
-      {"swap", {GateId::SWAP, 0}},   {"iswap", {GateId::ISWAP, 0}},
-      {"ccx", {GateId::Toffoli, 0}}, {"cswap", {GateId::CSWAP, 0}},
-      {"crx", {GateId::CRX, 0}},     {"cry", {GateId::CRY, 0}},
-      {"crz", {GateId::CRZ, 0}},     {"cu1", {GateId::ControlledPhaseShift, 0}},
-      {"cp", {GateId::ControlledPhaseShift, 0}}, {"cu3", {GateId::U3, 1}},
-      {"csx", {GateId::SX, 1}},      {"c3x", {GateId::X, 3}},
-      {"c4x", {GateId::X, 4}},       {"c3sqrtx", {GateId::SX, 3}},
-      {"rxx", {GateId::IsingXX, 0}}, {"ryy", {GateId::IsingYY, 0}},
+      {"u3", {GateId::U3, 0}},
+      {"u2", {GateId::U2, 0}},
+      {"u1", {GateId::U1, 0}},
+      {"u", {GateId::U3, 0}},
+      {"p", {GateId::PhaseShift, 0}},
+      {"cx", {GateId::CNOT, 0}},
+      {"id", {GateId::I, 0}},
+      {"x", {GateId::X, 0}},
+      {"y", {GateId::Y, 0}},
+      {"z", {GateId::Z, 0}},
+      {"h", {GateId::H, 0}},
+      {"s", {GateId::S, 0}},
+      {"sdg", {GateId::Sdg, 0}},
+      {"t", {GateId::T, 0}},
+      {"tdg", {GateId::Tdg, 0}},
+      {"sx", {GateId::SX, 0}},
+      {"rx", {GateId::RX, 0}},
+      {"ry", {GateId::RY, 0}},
+      {"rz", {GateId::RZ, 0}},
+      {"cz", {GateId::CZ, 0}},
+      {"cy", {GateId::CY, 0}},
+      {"ch", {GateId::CH, 0}},
+      {"swap", {GateId::SWAP, 0}},
+      {"iswap", {GateId::ISWAP, 0}},
+      {"ccx", {GateId::Toffoli, 0}},
+      {"cswap", {GateId::CSWAP, 0}},
+      {"crx", {GateId::CRX, 0}},
+      {"cry", {GateId::CRY, 0}},
+      {"crz", {GateId::CRZ, 0}},
+      {"cu1", {GateId::ControlledPhaseShift, 0}},
+      {"cp", {GateId::ControlledPhaseShift, 0}},
+      {"cu3", {GateId::U3, 1}},
+      {"csx", {GateId::SX, 1}},
+      {"c3x", {GateId::X, 3}},
+      {"c4x", {GateId::X, 4}},
+      {"c3sqrtx", {GateId::SX, 3}},
+      {"rxx", {GateId::IsingXX, 0}},
+      {"ryy", {GateId::IsingYY, 0}},
       {"rzz", {GateId::IsingZZ, 0}},
   };
   return m;
@@ -494,30 +513,47 @@ class QasmParser {
   double eval(const Expr& e, const std::vector<double>& env, const std::string& src) const {
     double v = 0;
     switch (e.kind) {
-      case Expr::Num: return e.value;
-      case Expr::Param: return env[e.param];
-      case Expr::Neg: return -eval(*e.a, env, src);
+      case Expr::Num:
+        return e.value;
+      case Expr::Param:
+        return env[e.param];
+      case Expr::Neg:
+        return -eval(*e.a, env, src);
       case Expr::Fn: {
         const double x = eval(*e.a, env, src);
-        if (e.fn == "sin") v = std::sin(x);
-        else if (e.fn == "cos") v = std::cos(x);
-        else if (e.fn == "tan") v = std::tan(x);
-        else if (e.fn == "exp") v = std::exp(x);
-        else if (e.fn == "ln") v = std::log(x);
-        else v = std::sqrt(x);
+        if (e.fn == "sin")
+          v = std::sin(x);
+        else if (e.fn == "cos")
+          v = std::cos(x);
+        else if (e.fn == "tan")
+          v = std::tan(x);
+        else if (e.fn == "exp")
+          v = std::exp(x);
+        else if (e.fn == "ln")
+          v = std::log(x);
+        else
+          v = std::sqrt(x);
         break;
       }
       case Expr::Bin: {
         const double a = eval(*e.a, env, src), b = eval(*e.b, env, src);
         switch (e.op) {
-          case '+': v = a + b; break;
-          case '-': v = a - b; break;
-          case '*': v = a * b; break;
+          case '+':
+            v = a + b;
+            break;
+          case '-':
+            v = a - b;
+            break;
+          case '*':
+            v = a * b;
+            break;
           case '/':
             if (b == 0) throw_at({src, e.line, e.col}, "division by zero");
             v = a / b;
             break;
-          default: v = std::pow(a, b); break;
+          default:
+            v = std::pow(a, b);
+            break;
         }
         break;
       }
@@ -555,8 +591,8 @@ class QasmParser {
       const int idx = expect_int("an index");
       expect_sym("]");
       if (idx >= reg.second) {
-        fail_at(idx_tok, "index " + std::to_string(idx) + " is out of range for register '" +
-                             name + "' of size " + std::to_string(reg.second));
+        fail_at(idx_tok, "index " + std::to_string(idx) + " is out of range for register '" + name +
+                             "' of size " + std::to_string(reg.second));
       }
       a.first += idx;
       a.size = 1;

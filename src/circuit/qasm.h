@@ -17,7 +17,7 @@ struct QasmProgram {
   // trainable slot, numbered in program order; `angles` holds their values.
   Circuit circuit;
   std::vector<double> angles;
-  std::vector<int> measured;  // qubits named by `measure`, in order of appearance
+  std::vector<int> measured;             // qubits named by `measure`, in order of appearance
   std::vector<std::string> qubit_names;  // "q[0]", ... in global qubit order
 };
 

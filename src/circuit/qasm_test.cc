@@ -155,14 +155,17 @@ TEST(Qasm, MalformedProgramsGiveLocatedErrors) {
   for (const BadQasm& c : cases) {
     // Cases starting with OPENQASM, or with '!' (removed), are taken as they are.
     std::string text = c.text;
-    if (text[0] == '!') text = text.substr(1);
-    else if (text.rfind("OPENQASM", 0) != 0) text = h + text;
+    if (text[0] == '!')
+      text = text.substr(1);
+    else if (text.rfind("OPENQASM", 0) != 0)
+      text = h + text;
     try {
       parse_qasm(text, "bad.qasm");
       ADD_FAILURE() << "no error for:\n" << text;
     } catch (const Error& e) {
       const std::string msg = e.what();
-      EXPECT_EQ(msg.rfind(std::string("bad.qasm:") + c.where + ": ", 0), 0u) << text << "\n-> " << msg;
+      EXPECT_EQ(msg.rfind(std::string("bad.qasm:") + c.where + ": ", 0), 0u)
+          << text << "\n-> " << msg;
       EXPECT_NE(msg.find(c.message), std::string::npos) << msg;
       EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     }
@@ -171,9 +174,7 @@ TEST(Qasm, MalformedProgramsGiveLocatedErrors) {
   EXPECT_GE(n, 30);
 }
 
-TEST(Qasm, MissingFileIsAnError) {
-  EXPECT_THROW(read_qasm_file("/nonexistent/x.qasm"), Error);
-}
+TEST(Qasm, MissingFileIsAnError) { EXPECT_THROW(read_qasm_file("/nonexistent/x.qasm"), Error); }
 
 }  // namespace
 }  // namespace qmlsim

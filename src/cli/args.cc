@@ -24,8 +24,8 @@ Args::Args(const std::vector<std::string>& argv, const std::vector<OptionSpec>& 
       inline_value = a.substr(eq + 1);
       a = a.substr(0, eq);
     }
-    auto spec = std::find_if(specs.begin(), specs.end(),
-                             [&](const OptionSpec& s) { return s.name == a; });
+    auto spec =
+        std::find_if(specs.begin(), specs.end(), [&](const OptionSpec& s) { return s.name == a; });
     if (spec == specs.end()) throw Error(a + ": unknown option (see --help)");
     std::string value;
     if (spec->value_name.empty()) {
@@ -129,8 +129,10 @@ std::string format_help(const std::string& usage, const std::vector<OptionSpec>&
   s << "usage: " << usage << "\n\noptions:\n";
   for (const OptionSpec& o : specs) {
     std::string left = "  " + o.name + (o.value_name.empty() ? "" : " " + o.value_name);
-    if (left.size() < 28) left.resize(28, ' ');
-    else left += "  ";
+    if (left.size() < 28)
+      left.resize(28, ' ');
+    else
+      left += "  ";
     s << left << o.help << (o.repeatable ? " (repeatable)" : "") << "\n";
   }
   return s.str();

@@ -1,6 +1,8 @@
 // qmlsim bench: time per gate for the kernel shapes that matter, each as a
 // ratio to the memory-bandwidth bound measured in the same run (one in-place
 // read-write pass over an array of the state's size, same thread count).
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -8,8 +10,6 @@
 #include <iostream>
 #include <numbers>
 #include <random>
-
-#include <sys/resource.h>
 
 #include "backends/cpu/statevector.h"
 #include "cli/args.h"
@@ -30,10 +30,12 @@ const std::vector<OptionSpec> kSpecs = {
     {"--repetitions", "N", "timed repetitions per case; the median is reported (default 5)"},
     {"--circuit-qubits", "LIST", "sizes for the random-circuit fusion benchmark (default 20,24)"},
     {"--circuit-gates", "N", "gates in the random circuit (default 200)"},
-    {"--gradient", "", "instead: adjoint-gradient time / forward time and peak memory, for "
-                       "layers of Rot on every wire and a CNOT ring (default qubits 20,24)"},
-    {"--layers", "N", "with --gradient: Rot + CNOT-ring layers (default: enough for >= 100 "
-                      "parameters)"},
+    {"--gradient", "",
+     "instead: adjoint-gradient time / forward time and peak memory, for "
+     "layers of Rot on every wire and a CNOT ring (default qubits 20,24)"},
+    {"--layers", "N",
+     "with --gradient: Rot + CNOT-ring layers (default: enough for >= 100 "
+     "parameters)"},
     {"--json", "FILE", "also write all results to FILE as JSON"},
     {"--help", "", "show this help"},
 };
@@ -121,7 +123,7 @@ BoundGate diag_gate(std::vector<int> targets, double phase) {
 std::vector<BoundGate> random_circuit(int n, int gates, std::mt19937_64& rng) {
   static const GateId one[] = {GateId::H, GateId::RX, GateId::RY, GateId::RZ,
                                GateId::T, GateId::SX, GateId::U3, GateId::S};
-  static const GateId two[] = {GateId::CNOT, GateId::CZ, GateId::ISWAP,
+  static const GateId two[] = {GateId::CNOT,    GateId::CZ,  GateId::ISWAP,
                                GateId::IsingXX, GateId::CRY, GateId::IsingZZ};
   Circuit c(n);
   std::uniform_real_distribution<double> angle(-std::numbers::pi, std::numbers::pi);
@@ -162,7 +164,10 @@ void bench_size(int n, int threads, int reps, std::vector<Row>& rows, JsonWriter
   std::vector<double> tb;
   for (int i = 0; i < reps; ++i) tb.push_back(time_once(pass));
   const double bound = median(tb);
-  const double gbs = 2.0 * static_cast<double>(cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128)) / bound / 1e9;
+  const double gbs =
+      2.0 *
+      static_cast<double>(cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128)) /
+      bound / 1e9;
   std::printf("\n== n=%d %s threads=%d kernels=%s: bandwidth bound %.3f ms per pass (%.1f GB/s)\n",
               n, prec.c_str(), threads, sv.kernels().name, bound * 1e3, gbs);
   rows.push_back({n, prec, threads, "bandwidth pass", bound, 1.0});
@@ -189,7 +194,8 @@ void bench_size(int n, int threads, int reps, std::vector<Row>& rows, JsonWriter
   std::printf("  %-26s %12s %10s\n", "kernel", "ms/gate", "x bound");
   for (const auto& [name, g] : cases) {
     if (g.num_targets() > 4 && n > 24) continue;  // the scalar path: minutes at 28 qubits
-    const Timing t = measure(reps, [&] { sv.apply(g); }, pass);
+    const Timing t = measure(
+        reps, [&] { sv.apply(g); }, pass);
     std::printf("  %-26s %12.3f %10.2f\n", name.c_str(), t.seconds * 1e3, t.ratio);
     rows.push_back({n, prec, threads, name, t.seconds, t.ratio});
   }
@@ -230,17 +236,20 @@ void bench_circuit(int n, int threads, int gates, int reps, std::vector<Row>& ro
   for (const std::string family : {"random pairs", "brickwork"}) {
     const std::vector<BoundGate> circuit =
         family == "brickwork" ? brickwork_circuit(n, gates, rng) : random_circuit(n, gates, rng);
-    std::printf("\n== %s circuit: n=%d %s threads=%d, %d gates; speedup = time of %d bandwidth "
-                "passes / time of the circuit\n",
-                family.c_str(), n, prec.c_str(), threads, gates, gates);
+    std::printf(
+        "\n== %s circuit: n=%d %s threads=%d, %d gates; speedup = time of %d bandwidth "
+        "passes / time of the circuit\n",
+        family.c_str(), n, prec.c_str(), threads, gates, gates);
     std::printf("  %-30s %8s %12s %10s\n", "setting", "blocks", "ms/circuit", "speedup");
     for (int k : {0, 2, 3, 4}) {
       for (bool blocking : {false, true}) {
         const std::vector<BoundGate> fused = k == 0 ? circuit : fuse(circuit, {k, 10});
         sv.set_chunk_qubits(blocking ? cpu::StateVector<R>::default_chunk_qubits() : 0);
-        const Timing t = measure(reps, [&] { sv.apply(fused); }, pass, gates);
-        const std::string name = (k == 0 ? std::string("no fusion") : "fusion " + std::to_string(k)) +
-                                 (blocking ? " + cache blocking" : "");
+        const Timing t = measure(
+            reps, [&] { sv.apply(fused); }, pass, gates);
+        const std::string name =
+            (k == 0 ? std::string("no fusion") : "fusion " + std::to_string(k)) +
+            (blocking ? " + cache blocking" : "");
         std::printf("  %-30s %8zu %12.1f %10.2f\n", name.c_str(), fused.size(), t.seconds * 1e3,
                     1.0 / t.ratio);
         rows.push_back({n, prec, threads, family + " " + std::to_string(gates) + " gates, " + name,
@@ -289,15 +298,18 @@ void bench_gradient(int n, int threads, int layers, int reps, std::vector<Row>& 
   };
   auto gradient = [&] { adjoint_vjp<R>(c, theta, obs, w, {threads, 3}); };
   const Timing t = measure(reps, gradient, forward);
-  const double state = static_cast<double>(cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128));
+  const double state =
+      static_cast<double>(cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128));
   const double peak = static_cast<double>(peak_rss_bytes());
-  std::printf("  n=%2d %-4s threads=%d params=%4d: gradient %8.1f ms = %5.2f x forward; "
-              "peak memory %.2f state vectors (before: %.2f)\n",
-              n, prec.c_str(), threads, slot, t.seconds * 1e3, t.ratio, peak / state,
-              static_cast<double>(before) / state);
+  std::printf(
+      "  n=%2d %-4s threads=%d params=%4d: gradient %8.1f ms = %5.2f x forward; "
+      "peak memory %.2f state vectors (before: %.2f)\n",
+      n, prec.c_str(), threads, slot, t.seconds * 1e3, t.ratio, peak / state,
+      static_cast<double>(before) / state);
   std::fflush(stdout);
-  rows.push_back({n, prec, threads, "adjoint gradient / forward, " + std::to_string(slot) + " params",
-                  t.seconds, t.ratio});
+  rows.push_back({n, prec, threads,
+                  "adjoint gradient / forward, " + std::to_string(slot) + " params", t.seconds,
+                  t.ratio});
 }
 
 }  // namespace
@@ -312,7 +324,8 @@ int bench_command(const std::vector<std::string>& argv) {
   const std::vector<int> qubits = args.get_int_list("--qubits", {16, 20, 24, 28}, 4, kMaxQubits);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows line by line, also in a file
   const std::vector<int> threads = args.get_int_list("--threads", {1, 2}, 1, 4096);
-  const std::vector<int> circuit_qubits = args.get_int_list("--circuit-qubits", {20, 24}, 4, kMaxQubits);
+  const std::vector<int> circuit_qubits =
+      args.get_int_list("--circuit-qubits", {20, 24}, 4, kMaxQubits);
   const int reps = static_cast<int>(args.get_int("--repetitions", 5, 1, 1000));
   const int gates = static_cast<int>(args.get_int("--circuit-gates", 200, 1, 100000));
   std::vector<std::string> precs;
@@ -340,27 +353,35 @@ int bench_command(const std::vector<std::string>& argv) {
     for (int n : sizes)
       for (const std::string& prec : precs)
         for (int t : threads) {
-          if (prec == "c64") bench_gradient<float>(n, t, layers, reps, rows);
-          else bench_gradient<double>(n, t, layers, reps, rows);
+          if (prec == "c64")
+            bench_gradient<float>(n, t, layers, reps, rows);
+          else
+            bench_gradient<double>(n, t, layers, reps, rows);
         }
   }
   for (const std::string& prec : precs) {
     if (gradient_mode) break;
     for (int n : qubits) {
-      const std::uint64_t bytes = cpu::state_bytes(n, prec == "c64" ? Precision::c64 : Precision::c128);
+      const std::uint64_t bytes =
+          cpu::state_bytes(n, prec == "c64" ? Precision::c64 : Precision::c128);
       if (bytes > physical_memory_bytes() / 10 * 6) {
-        std::printf("\n== n=%d %s: skipped (state needs %s)\n", n, prec.c_str(), format_gib(bytes).c_str());
+        std::printf("\n== n=%d %s: skipped (state needs %s)\n", n, prec.c_str(),
+                    format_gib(bytes).c_str());
         continue;
       }
       for (int t : threads) {
-        if (prec == "c64") bench_size<float>(n, t, reps, rows, nullptr);
-        else bench_size<double>(n, t, reps, rows, nullptr);
+        if (prec == "c64")
+          bench_size<float>(n, t, reps, rows, nullptr);
+        else
+          bench_size<double>(n, t, reps, rows, nullptr);
       }
     }
     for (int n : circuit_qubits) {
       for (int t : threads) {
-        if (prec == "c64") bench_circuit<float>(n, t, gates, reps, rows);
-        else bench_circuit<double>(n, t, gates, reps, rows);
+        if (prec == "c64")
+          bench_circuit<float>(n, t, gates, reps, rows);
+        else
+          bench_circuit<double>(n, t, gates, reps, rows);
       }
     }
   }

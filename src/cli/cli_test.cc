@@ -23,7 +23,8 @@ std::string read_file(const std::string& p) {
 
 std::filesystem::path temp_dir() {
   static const std::filesystem::path d = [] {
-    auto p = std::filesystem::temp_directory_path() / ("qmlsim_cli_test_" + std::to_string(getpid()));
+    auto p =
+        std::filesystem::temp_directory_path() / ("qmlsim_cli_test_" + std::to_string(getpid()));
     std::filesystem::create_directories(p);
     return p;
   }();
@@ -82,15 +83,16 @@ TEST(Cli, HelpAndHumanOutput) {
 }
 
 struct Bad {
-  const char* args;     // {f} is replaced by a valid circuit, {g} by an invalid one
-  const char* qasm;     // contents of {g}
-  const char* expect;   // in the one-line error
+  const char* args;    // {f} is replaced by a valid circuit, {g} by an invalid one
+  const char* qasm;    // contents of {g}
+  const char* expect;  // in the one-line error
 };
 
 TEST(Cli, BadInputGivesOneLocatedLineAndStatus2) {
   const std::string good = write("good.qasm", kBell);
   const Bad cases[] = {
-      {"run {g} --observable Z0", "OPENQASM 2.0;\nqreg q[1];\nh q[0];\n", "g.qasm:3:1: unknown gate 'h'"},
+      {"run {g} --observable Z0", "OPENQASM 2.0;\nqreg q[1];\nh q[0];\n",
+       "g.qasm:3:1: unknown gate 'h'"},
       {"run {g} --observable Z0", "OPENQASM 2.0;\nqreg q[2];\nCX q[0], q[0];\n", "g.qasm:3:1:"},
       {"run {g} --observable Z0", "OPENQASM 2.0;\nqreg q[40];\n", "needs 16384 GiB"},
       {"run {g} --observable Z0", "OPENQASM 2.0;\n", "declares no qubits"},
@@ -112,7 +114,8 @@ TEST(Cli, BadInputGivesOneLocatedLineAndStatus2) {
   for (const Bad& c : cases) {
     std::string args = c.args;
     if (auto p = args.find("{f}"); p != std::string::npos) args.replace(p, 3, good);
-    if (auto p = args.find("{g}"); p != std::string::npos) args.replace(p, 3, write("g.qasm", c.qasm));
+    if (auto p = args.find("{g}"); p != std::string::npos)
+      args.replace(p, 3, write("g.qasm", c.qasm));
     const Result r = run(args);
     EXPECT_EQ(r.status, 2) << args << "\n" << r.err;
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << args << "\n" << r.err;

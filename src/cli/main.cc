@@ -10,7 +10,8 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(qmlsim: state-vector simulation for hybrid quantum-classical machine learning
+constexpr const char* kUsage =
+    R"(qmlsim: state-vector simulation for hybrid quantum-classical machine learning
 
 usage: qmlsim COMMAND [options]
 

@@ -5,12 +5,12 @@
 
 #include "backends/cpu/statevector.h"
 #include "circuit/qasm.h"
-#include "grad/adjoint.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/json.h"
 #include "core/memory.h"
 #include "core/parallel.h"
+#include "grad/adjoint.h"
 #include "passes/fusion.h"
 
 namespace qmlsim::cli {
@@ -118,9 +118,10 @@ int run_command(const std::vector<std::string>& argv) {
   const double parse_s = seconds_since(t0);
 
   const auto t1 = Clock::now();
-  const Outcome out = prec == Precision::c64
-                          ? simulate<float>(prog, observables, threads, fusion, shots, seed, gradient)
-                          : simulate<double>(prog, observables, threads, fusion, shots, seed, gradient);
+  const Outcome out =
+      prec == Precision::c64
+          ? simulate<float>(prog, observables, threads, fusion, shots, seed, gradient)
+          : simulate<double>(prog, observables, threads, fusion, shots, seed, gradient);
   const double sim_s = seconds_since(t1);
   const double total_s = seconds_since(t0);
 
@@ -137,7 +138,10 @@ int run_command(const std::vector<std::string>& argv) {
       w.key("counts").begin_object();
       for (const auto& [i, c] : out.counts) w.key(bitstring(i, n)).value(static_cast<long long>(c));
       w.end_object();
-      w.key("shots").value(static_cast<long long>(shots)).key("seed").value(static_cast<long long>(seed));
+      w.key("shots")
+          .value(static_cast<long long>(shots))
+          .key("seed")
+          .value(static_cast<long long>(seed));
     }
     w.key("num_qubits").value(n).key("precision").value(precision);
     w.key("num_gates").value(static_cast<long long>(prog.circuit.ops().size()));

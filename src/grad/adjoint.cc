@@ -12,7 +12,7 @@ namespace {
 
 // The tape with runs of fixed steps fused; parametric steps stay as they are.
 struct Segmented {
-  std::vector<BoundGate> gates;      // forward order
+  std::vector<BoundGate> gates;       // forward order
   std::vector<const TapeStep*> step;  // parametric step for gates[i], or null
 };
 
@@ -21,7 +21,8 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion) {
   std::vector<BoundGate> run;
   auto flush = [&] {
     if (run.empty()) return;
-    std::vector<BoundGate> fused = fusion > 0 ? fuse(run, {fusion, std::max(10, fusion), 2.0}) : run;
+    std::vector<BoundGate> fused =
+        fusion > 0 ? fuse(run, {fusion, std::max(10, fusion), 2.0}) : run;
     for (BoundGate& g : fused) {
       s.gates.push_back(std::move(g));
       s.step.push_back(nullptr);
@@ -64,7 +65,8 @@ void backward(const Segmented& s, cpu::StateVector<R>& phi, cpu::StateVector<R>&
   phi.adjoint_sweep(lambda, inverse, generators, m);
   for (std::size_t i = 0; i < s.gates.size(); ++i) {
     // dL/da = 2 Re <lambda| i G |phi_after> = -2 Im <lambda|G|phi_after>
-    if (const TapeStep* t = s.step[i]) grad[static_cast<std::size_t>(t->slot)] += -2.0 * m[i].imag() * t->scale;
+    if (const TapeStep* t = s.step[i])
+      grad[static_cast<std::size_t>(t->slot)] += -2.0 * m[i].imag() * t->scale;
   }
 }
 
@@ -72,8 +74,8 @@ void backward(const Segmented& s, cpu::StateVector<R>& phi, cpu::StateVector<R>&
 
 template <class R>
 AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
-                          const std::vector<PauliSum>& observables,
-                          std::span<const double> weights, const AdjointOptions& options) {
+                          const std::vector<PauliSum>& observables, std::span<const double> weights,
+                          const AdjointOptions& options) {
   assert(weights.size() == observables.size());
   const std::vector<TapeStep> tape = make_tape(c, theta);
   const Segmented s = segment(tape, options.fusion);
@@ -131,7 +133,7 @@ std::vector<AdjointResult> adjoint_vjp_batch(const Circuit& c,
 }
 
 #define QMLSIM_INSTANTIATE(R)                                                                  \
-  template AdjointResult adjoint_vjp<R>(const Circuit&, std::span<const double>,              \
+  template AdjointResult adjoint_vjp<R>(const Circuit&, std::span<const double>,               \
                                         const std::vector<PauliSum>&, std::span<const double>, \
                                         const AdjointOptions&);                                \
   template std::vector<std::vector<double>> adjoint_jacobian<R>(                               \

@@ -19,7 +19,7 @@ namespace qmlsim {
 
 struct AdjointOptions {
   int threads = 1;
-  int fusion = 3;  // fuse the fixed gates between parametric ones (0: off)
+  int fusion = 3;         // fuse the fixed gates between parametric ones (0: off)
   int chunk_qubits = -1;  // cache-blocking chunk (see StateVector); -1: the default
 };
 
@@ -32,8 +32,8 @@ struct AdjointResult {
 // theta.size() >= c.num_slots().
 template <class R>
 AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
-                          const std::vector<PauliSum>& observables,
-                          std::span<const double> weights, const AdjointOptions& options);
+                          const std::vector<PauliSum>& observables, std::span<const double> weights,
+                          const AdjointOptions& options);
 
 // d<H_k>/dtheta for every observable: one row per observable.
 template <class R>

@@ -13,14 +13,26 @@
 namespace qmlsim {
 namespace {
 
-const GateId kParametric[] = {GateId::RX,  GateId::RY,  GateId::RZ,  GateId::PhaseShift,
-                              GateId::Rot, GateId::U1,  GateId::U2,  GateId::U3,
-                              GateId::CRX, GateId::CRY, GateId::CRZ, GateId::CRot,
-                              GateId::ControlledPhaseShift,        GateId::IsingXX,
-                              GateId::IsingYY, GateId::IsingZZ,    GateId::IsingXY,
+const GateId kParametric[] = {GateId::RX,
+                              GateId::RY,
+                              GateId::RZ,
+                              GateId::PhaseShift,
+                              GateId::Rot,
+                              GateId::U1,
+                              GateId::U2,
+                              GateId::U3,
+                              GateId::CRX,
+                              GateId::CRY,
+                              GateId::CRZ,
+                              GateId::CRot,
+                              GateId::ControlledPhaseShift,
+                              GateId::IsingXX,
+                              GateId::IsingYY,
+                              GateId::IsingZZ,
+                              GateId::IsingXY,
                               GateId::MultiRZ};
-const GateId kFixed[] = {GateId::H, GateId::CNOT, GateId::SX, GateId::ISWAP, GateId::Toffoli,
-                         GateId::CY, GateId::T};
+const GateId kFixed[] = {GateId::H,       GateId::CNOT, GateId::SX, GateId::ISWAP,
+                         GateId::Toffoli, GateId::CY,   GateId::T};
 
 // A random circuit over `slots` shared trainable parameters.
 Circuit random_parametric_circuit(int n, int gates, int slots, std::mt19937_64& rng) {
@@ -45,7 +57,8 @@ Circuit random_parametric_circuit(int n, int gates, int slots, std::mt19937_64& 
       if (rng() % 8 == 0) {
         op.params.push_back(ParamExpr::literal(u(rng)));
       } else {
-        op.params.push_back(ParamExpr::ref(static_cast<int>(rng() % slots), scales[rng() % 4], u(rng)));
+        op.params.push_back(
+            ParamExpr::ref(static_cast<int>(rng() % slots), scales[rng() % 4], u(rng)));
       }
     }
     c.add(std::move(op));
@@ -159,7 +172,8 @@ TEST(Adjoint, BatchEqualsOneByOne) {
     thetas.push_back({u(rng), u(rng), u(rng), u(rng)});
     weights.push_back({u(rng)});
   }
-  const std::vector<AdjointResult> batch = adjoint_vjp_batch<double>(c, thetas, obs, weights, {2, 3});
+  const std::vector<AdjointResult> batch =
+      adjoint_vjp_batch<double>(c, thetas, obs, weights, {2, 3});
   for (std::size_t i = 0; i < thetas.size(); ++i) {
     const AdjointResult one = adjoint_vjp<double>(c, thetas[i], obs, weights[i], {1, 3});
     EXPECT_EQ(batch[i].gradient, one.gradient);

@@ -8,8 +8,7 @@
 namespace qmlsim {
 
 bool needs_four_term_rule(const Operation& op) {
-  return !op.controls.empty() || gate_info(op.gate).num_controls > 0 ||
-         op.gate == GateId::IsingXY;
+  return !op.controls.empty() || gate_info(op.gate).num_controls > 0 || op.gate == GateId::IsingXY;
 }
 
 template <class R>
@@ -69,12 +68,12 @@ std::vector<double> finite_difference_gradient(const Circuit& c, std::span<const
   return grad;
 }
 
-#define QMLSIM_INSTANTIATE(R)                                                                    \
-  template double shifted_expval<R>(const Circuit&, std::span<const double>, const PauliSum&,   \
-                                    int, int, double, int);                                     \
-  template std::vector<double> parameter_shift_gradient<R>(                                     \
-      const Circuit&, std::span<const double>, const PauliSum&, int);                           \
-  template std::vector<double> finite_difference_gradient<R>(                                   \
+#define QMLSIM_INSTANTIATE(R)                                                                      \
+  template double shifted_expval<R>(const Circuit&, std::span<const double>, const PauliSum&, int, \
+                                    int, double, int);                                             \
+  template std::vector<double> parameter_shift_gradient<R>(                                        \
+      const Circuit&, std::span<const double>, const PauliSum&, int);                              \
+  template std::vector<double> finite_difference_gradient<R>(                                      \
       const Circuit&, std::span<const double>, const PauliSum&, double, int);
 QMLSIM_INSTANTIATE(float)
 QMLSIM_INSTANTIATE(double)

@@ -19,13 +19,23 @@ PauliSum primitive_generator(GateId g, const std::vector<int>& wires) {
   index_t all = 0;
   for (int w : wires) all |= bit(w);
   switch (g) {
-    case GateId::RX: s.add(-0.5, all, 0); break;
-    case GateId::RY: s.add(-0.5, all, all); break;
+    case GateId::RX:
+      s.add(-0.5, all, 0);
+      break;
+    case GateId::RY:
+      s.add(-0.5, all, all);
+      break;
     case GateId::RZ:
     case GateId::MultiRZ:
-    case GateId::IsingZZ: s.add(-0.5, 0, all); break;
-    case GateId::IsingXX: s.add(-0.5, all, 0); break;
-    case GateId::IsingYY: s.add(-0.5, all, all); break;
+    case GateId::IsingZZ:
+      s.add(-0.5, 0, all);
+      break;
+    case GateId::IsingXX:
+      s.add(-0.5, all, 0);
+      break;
+    case GateId::IsingYY:
+      s.add(-0.5, all, all);
+      break;
     case GateId::IsingXY:  // exp(i a/4 (XX + YY))
       s.add(0.25, all, 0);
       s.add(0.25, all, all);
@@ -34,7 +44,8 @@ PauliSum primitive_generator(GateId g, const std::vector<int>& wires) {
       s.add(0.5, 0, 0);
       s.add(-0.5, 0, all);
       break;
-    default: break;
+    default:
+      break;
   }
   return s;
 }
@@ -58,15 +69,18 @@ std::vector<Factor> factors(const Operation& op) {
   const GateId base = g.base;
   const auto& p = op.params;
   switch (base) {
-    case GateId::Rot: return {{GateId::RZ, p[0]}, {GateId::RY, p[1]}, {GateId::RZ, p[2]}};
-    case GateId::U1: return {{GateId::PhaseShift, p[0]}};
+    case GateId::Rot:
+      return {{GateId::RZ, p[0]}, {GateId::RY, p[1]}, {GateId::RZ, p[2]}};
+    case GateId::U1:
+      return {{GateId::PhaseShift, p[0]}};
     case GateId::U2:
       return {{GateId::PhaseShift, p[1]},
               {GateId::RY, ParamExpr::literal(std::numbers::pi / 2)},
               {GateId::PhaseShift, p[0]}};
     case GateId::U3:
       return {{GateId::PhaseShift, p[2]}, {GateId::RY, p[0]}, {GateId::PhaseShift, p[1]}};
-    default: return {{base, p[0]}};
+    default:
+      return {{base, p[0]}};
   }
 }
 

@@ -14,10 +14,10 @@
 namespace qmlsim {
 
 struct TapeStep {
-  BoundGate gate;       // bound at the current parameter values
-  int slot = -1;        // trainable slot, or -1 for a fixed step
-  double scale = 0;     // d(angle)/d(slot)
-  PauliSum generator;   // G with U(a) = exp(i a G); empty for fixed steps
+  BoundGate gate;      // bound at the current parameter values
+  int slot = -1;       // trainable slot, or -1 for a fixed step
+  double scale = 0;    // d(angle)/d(slot)
+  PauliSum generator;  // G with U(a) = exp(i a G); empty for fixed steps
 };
 
 // Unrolls c at parameter values theta (indexed by slot).

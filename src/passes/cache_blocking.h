@@ -12,7 +12,7 @@
 namespace qmlsim {
 
 struct Segment {
-  int begin = 0, end = 0;  // gates [begin, end) of the input
+  int begin = 0, end = 0;   // gates [begin, end) of the input
   std::vector<int> qubits;  // W, ascending; empty: apply the gates directly (no blocking)
 };
 

@@ -109,8 +109,10 @@ std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOpt
     Block& b = blocks[bi];
     for (int q = 0; q < 64; ++q)
       if (b.mask >> q & 1) open[q] = -1;
-    if (b.gates.size() == 1) out.push_back(gates[b.gates[0]]);  // keep controls and storage
-    else out.push_back(build_block(b, gates));
+    if (b.gates.size() == 1)
+      out.push_back(gates[b.gates[0]]);  // keep controls and storage
+    else
+      out.push_back(build_block(b, gates));
     b.gates.clear();
   };
 

@@ -57,7 +57,8 @@ State apply_dense(const Matrix& m, const State& psi) {
 }
 
 State run_dense(const Circuit& c, std::span<const double> theta, State psi) {
-  for (const Operation& op : c.ops()) psi = apply_dense(full_operator(op, c.num_qubits(), theta), psi);
+  for (const Operation& op : c.ops())
+    psi = apply_dense(full_operator(op, c.num_qubits(), theta), psi);
   return psi;
 }
 
@@ -71,13 +72,14 @@ Matrix pauli_matrix(const PauliSum& h, int n) {
     std::size_t d = 1;
     for (int q = n - 1; q >= 0; --q) {
       const bool x = t.xmask >> q & 1, z = t.zmask >> q & 1;
-      const cplx p[4] = {x ? 0.0 : 1.0, x ? (z ? -I : cplx{1}) : 0.0,
-                         x ? (z ? I : cplx{1}) : 0.0, x ? 0.0 : (z ? -1.0 : 1.0)};
+      const cplx p[4] = {x ? 0.0 : 1.0, x ? (z ? -I : cplx{1}) : 0.0, x ? (z ? I : cplx{1}) : 0.0,
+                         x ? 0.0 : (z ? -1.0 : 1.0)};
       Matrix next(4 * d * d, 0.0);
       for (std::size_t a = 0; a < d; ++a)
         for (std::size_t b = 0; b < d; ++b)
           for (int i = 0; i < 2; ++i)
-            for (int j = 0; j < 2; ++j) next[(a * 2 + i) * 2 * d + b * 2 + j] = m[a * d + b] * p[i * 2 + j];
+            for (int j = 0; j < 2; ++j)
+              next[(a * 2 + i) * 2 * d + b * 2 + j] = m[a * d + b] * p[i * 2 + j];
       m = std::move(next);
       d *= 2;
     }

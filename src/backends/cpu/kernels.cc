@@ -25,8 +25,8 @@ const KernelSet& best_kernels() {
         if (std::strcmp(k->name, want) == 0) return k;
       std::string names;
       for (const KernelSet* k : sets) names += std::string(names.empty() ? "" : ", ") + k->name;
-      throw Error("QMLSIM_KERNELS=" + std::string(want) + ": not available here (available: " +
-                  names + ")");
+      throw Error("QMLSIM_KERNELS=" + std::string(want) +
+                  ": not available here (available: " + names + ")");
     }
     const CpuFeatures f = detect_cpu_features();
     if (f.avx512f) return &avx512::kernels();

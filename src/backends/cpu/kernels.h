@@ -45,19 +45,25 @@ template <class R>
 class PreparedGates {
  public:
   PreparedGates(const KernelSet& k, const KernelGate* gates, int count, int n) : k_(&k) {
-    if constexpr (sizeof(R) == 4) p_ = k.prepare_f32(gates, count, n);
-    else p_ = k.prepare_f64(gates, count, n);
+    if constexpr (sizeof(R) == 4)
+      p_ = k.prepare_f32(gates, count, n);
+    else
+      p_ = k.prepare_f64(gates, count, n);
   }
   PreparedGates(const PreparedGates&) = delete;
   PreparedGates& operator=(const PreparedGates&) = delete;
   ~PreparedGates() {
-    if constexpr (sizeof(R) == 4) k_->release_f32(p_);
-    else k_->release_f64(p_);
+    if constexpr (sizeof(R) == 4)
+      k_->release_f32(p_);
+    else
+      k_->release_f64(p_);
   }
   // Applies the gates in order to amps (2^n interleaved amplitudes).
   void run(R* amps, int threads) const {
-    if constexpr (sizeof(R) == 4) k_->run_f32(p_, amps, threads);
-    else k_->run_f64(p_, amps, threads);
+    if constexpr (sizeof(R) == 4)
+      k_->run_f32(p_, amps, threads);
+    else
+      k_->run_f64(p_, amps, threads);
   }
 
  private:

@@ -72,7 +72,8 @@ void check_every_gate(const KernelSet* ks) {
                 break;
               }
           }
-          for (int p = 0; p < g.num_params; ++p) op.params.push_back(ParamExpr::literal(angle(rng)));
+          for (int p = 0; p < g.num_params; ++p)
+            op.params.push_back(ParamExpr::literal(angle(rng)));
           if (id == GateId::QubitUnitary)
             op.unitary = std::make_shared<Matrix>(testing::random_unitary(k, rng));
           Circuit c(n);

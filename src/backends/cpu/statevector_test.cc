@@ -21,10 +21,18 @@ PauliSum random_pauli_sum(int n, int terms, std::mt19937_64& rng) {
     index_t x = 0, z = 0;
     for (int q = 0; q < n; ++q) {
       switch (rng() % 4) {
-        case 1: x |= index_t{1} << q; break;
-        case 2: x |= index_t{1} << q; z |= index_t{1} << q; break;
-        case 3: z |= index_t{1} << q; break;
-        default: break;
+        case 1:
+          x |= index_t{1} << q;
+          break;
+        case 2:
+          x |= index_t{1} << q;
+          z |= index_t{1} << q;
+          break;
+        case 3:
+          z |= index_t{1} << q;
+          break;
+        default:
+          break;
       }
     }
     if (t % 3 == 0) x = 0;  // plenty of diagonal terms
