@@ -30,7 +30,7 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion) {
     run.clear();
   };
   for (const TapeStep& t : tape) {
-    if (t.slot < 0) {
+    if (t.derivatives.empty()) {
       run.push_back(t.gate);
       continue;
     }
@@ -56,17 +56,22 @@ void backward(const Segmented& s, cpu::StateVector<R>& phi, cpu::StateVector<R>&
               const PauliSum& h, std::vector<double>& grad) {
   lambda.assign_applied(h, phi);
   std::vector<BoundGate> inverse;
-  std::vector<const PauliSum*> generators;
+  std::vector<char> measure;
   for (std::size_t i = 0; i < s.gates.size(); ++i) {
     inverse.push_back(adjoint(s.gates[i]));
-    generators.push_back(s.step[i] ? &s.step[i]->generator : nullptr);
+    measure.push_back(s.step[i] != nullptr);
   }
-  std::vector<cplx> m;
-  phi.adjoint_sweep(lambda, inverse, generators, m);
+  std::vector<Matrix> m;
+  phi.adjoint_sweep(lambda, inverse, measure, m);
   for (std::size_t i = 0; i < s.gates.size(); ++i) {
-    // dL/da = 2 Re <lambda| i G |phi_after> = -2 Im <lambda|G|phi_after>
-    if (const TapeStep* t = s.step[i])
-      grad[static_cast<std::size_t>(t->slot)] += -2.0 * m[i].imag() * t->scale;
+    const TapeStep* t = s.step[i];
+    if (!t) continue;
+    // dL/da = 2 Re <lambda| dU/da |phi_before> = 2 Re sum_ab dU_ab M_ab
+    for (const TapeDerivative& d : t->derivatives) {
+      cplx acc = 0;
+      for (std::size_t e = 0; e < d.d.size(); ++e) acc += d.d[e] * m[i][e];
+      grad[static_cast<std::size_t>(d.slot)] += 2.0 * acc.real() * d.scale;
+    }
   }
 }
 

@@ -51,11 +51,12 @@ class StateVector {
 
   // The reverse sweep of adjoint differentiation. `inverse` holds the inverses of
   // a forward gate list, in forward order. For i from last to first:
-  //   out[i] = <lambda|G_i|this> where generators[i] is not null, then
-  //   this = inverse[i] this and lambda = inverse[i] lambda.
+  //   this = inverse[i] this; where measure[i]:
+  //   out[i][a][b] = sum conj(lambda_a) this_b over gate i's targets (controls 1);
+  //   then lambda = inverse[i] lambda.
   // Cache-blocked like apply(); the sums do not depend on the thread count.
   void adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
-                     const std::vector<const PauliSum*>& generators, std::vector<cplx>& out);
+                     const std::vector<char>& measure, std::vector<Matrix>& out);
 
   // Chunk size for cache blocking, in qubits; 0 disables blocking.
   int chunk_qubits() const { return chunk_qubits_; }
