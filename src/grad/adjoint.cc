@@ -42,6 +42,14 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion) {
   return s;
 }
 
+// The forward pass needs only the final state: fuse across parametric gates too.
+std::vector<BoundGate> forward_gates(const std::vector<TapeStep>& tape, int fusion) {
+  std::vector<BoundGate> gates;
+  gates.reserve(tape.size());
+  for (const TapeStep& t : tape) gates.push_back(t.gate);
+  return fusion > 0 ? fuse(gates, {fusion, std::max(10, fusion), 2.0}) : gates;
+}
+
 PauliSum weighted_sum(const std::vector<PauliSum>& obs, std::span<const double> w) {
   PauliSum h;
   for (std::size_t k = 0; k < obs.size(); ++k)
@@ -86,7 +94,7 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
   const Segmented s = segment(tape, options.fusion);
   cpu::StateVector<R> phi(c.num_qubits(), options.threads);
   if (options.chunk_qubits >= 0) phi.set_chunk_qubits(options.chunk_qubits);
-  phi.apply(s.gates);
+  phi.apply(forward_gates(tape, options.fusion));
   AdjointResult out;
   for (const PauliSum& h : observables) out.expvals.push_back(phi.expval(h));
   out.gradient.assign(theta.size(), 0.0);
@@ -102,7 +110,7 @@ std::vector<std::vector<double>> adjoint_jacobian(const Circuit& c, std::span<co
   const std::vector<TapeStep> tape = make_tape(c, theta);
   const Segmented s = segment(tape, options.fusion);
   cpu::StateVector<R> final_state(c.num_qubits(), options.threads);
-  final_state.apply(s.gates);
+  final_state.apply(forward_gates(tape, options.fusion));
   cpu::StateVector<R> phi(c.num_qubits(), options.threads), lambda(c.num_qubits(), options.threads);
   if (options.chunk_qubits >= 0) {
     final_state.set_chunk_qubits(options.chunk_qubits);
