@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "backends/cpu/batch.h"
 #include "passes/fusion.h"
 #include "testing/dense_oracle.h"
 
@@ -133,6 +134,24 @@ void check_cache_blocking(double tol) {
 
 TEST(StateVector, CacheBlockedEqualsPlainC128) { check_cache_blocking<double>(1e-12); }
 TEST(StateVector, CacheBlockedEqualsPlainC64) { check_cache_blocking<float>(1e-5); }
+
+TEST(StateVector, BatchesRunOneStatePerThreadWithIdenticalResults) {
+  std::mt19937_64 rng(31);
+  const int n = 8;
+  std::vector<std::vector<BoundGate>> circuits;
+  for (int i = 0; i < 37; ++i) circuits.push_back(bind(testing::random_circuit(n, 30, rng, true), {}));
+  const std::vector<PauliSum> obs = {random_pauli_sum(n, 5, rng), parse_pauli_sum("Z0 Z7", "t")};
+  const auto two = expvals_batch<double>(n, circuits, obs, 2);
+  const auto one = expvals_batch<double>(n, circuits, obs, 1);
+  ASSERT_EQ(two.size(), circuits.size());
+  for (std::size_t i = 0; i < circuits.size(); ++i) {
+    EXPECT_EQ(two[i], one[i]);
+    StateVector<double> sv(n);
+    sv.apply(circuits[i]);
+    EXPECT_NEAR(two[i][0], sv.expval(obs[0]), 1e-12);
+    EXPECT_NEAR(two[i][1], sv.expval(obs[1]), 1e-12);
+  }
+}
 
 TEST(StateVector, ImpossibleSizesAreErrors) {
   EXPECT_THROW(StateVector<double>(-1), Error);
