@@ -10,3 +10,6 @@ for preset in release debug; do
   echo "== $preset: test"
   ctest --preset "$preset" -j "$(nproc)"
 done
+echo "== format check (clang-format)"
+find src -name '*.cc' -o -name '*.h' -o -name '*.inc' | xargs clang-format --dry-run --Werror
+echo "format: clean"

@@ -18,7 +18,7 @@ struct TapeDerivative {
 };
 
 struct TapeStep {
-  BoundGate gate;                            // at the current parameter values
+  BoundGate gate;                           // at the current parameter values
   std::vector<TapeDerivative> derivatives;  // empty: nothing to differentiate
 };
 

@@ -22,7 +22,8 @@ std::vector<std::vector<double>> expvals_batch(int n,
     for (std::int64_t i = 0; i < count; ++i) {
       sv.set_basis_state(0);
       sv.apply(circuits[static_cast<std::size_t>(i)]);
-      for (const PauliSum& h : observables) out[static_cast<std::size_t>(i)].push_back(sv.expval(h));
+      for (const PauliSum& h : observables)
+        out[static_cast<std::size_t>(i)].push_back(sv.expval(h));
     }
   }
   return out;

@@ -201,6 +201,11 @@ int StateVector<R>::default_chunk_qubits() {
 constexpr int kRunQubits = 8;
 
 template <class R>
+bool StateVector<R>::blocking_pays(int gates) const {
+  return chunk_qubits_ > kRunQubits && n_ > chunk_qubits_ && gates >= 2;
+}
+
+template <class R>
 void StateVector<R>::apply(const std::vector<BoundGate>& gates) {
   auto apply_direct = [&](int begin, int end) {
     std::vector<KernelGate> kg;
@@ -208,7 +213,7 @@ void StateVector<R>::apply(const std::vector<BoundGate>& gates) {
     PreparedGates<R>(*kernels_, kg.data(), end - begin, n_).run(amps_.data(), threads_);
   };
   const int count = static_cast<int>(gates.size());
-  if (chunk_qubits_ <= kRunQubits || n_ <= chunk_qubits_ || count < 2) {
+  if (!blocking_pays(count)) {
     apply_direct(0, count);
     return;
   }
@@ -326,7 +331,8 @@ Matrix cross_matrix_1q(const R* bra, const R* ket, int n, const BoundGate& g, in
   std::vector<std::array<double, 8>> partial(static_cast<std::size_t>(nblocks));
   parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t blk) {
     double m0r = 0, m0i = 0, m1r = 0, m1i = 0, m2r = 0, m2i = 0, m3r = 0, m3i = 0;
-    for (index_t o = static_cast<index_t>(blk) << bb; o < (static_cast<index_t>(blk) + 1) << bb; ++o) {
+    for (index_t o = static_cast<index_t>(blk) << bb; o < (static_cast<index_t>(blk) + 1) << bb;
+         ++o) {
       const index_t base = insert_zero_bits(o << run_bits, pos.data(), npos) | ones;
       const R* a0 = bra + 2 * base;
       const R* a1 = bra + 2 * (base | tbit);
@@ -381,7 +387,8 @@ Matrix cross_matrix(const R* bra, const R* ket, int n, const BoundGate& g, int t
   parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t blk) {
     Matrix& m = partial[static_cast<std::size_t>(blk)];
     std::vector<double> ar(dim), ai(dim), kr(dim), ki(dim);
-    for (index_t i = static_cast<index_t>(blk) << bb; i < (static_cast<index_t>(blk) + 1) << bb; ++i) {
+    for (index_t i = static_cast<index_t>(blk) << bb; i < (static_cast<index_t>(blk) + 1) << bb;
+         ++i) {
       const index_t base = insert_zero_bits(i, pos.data(), npos) | ones;
       for (std::size_t r = 0; r < dim; ++r) {
         ar[r] = bra[2 * (base | off[r])];
@@ -418,7 +425,7 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
       lambda.apply(rev[j]);
     }
   };
-  if (chunk_qubits_ <= kRunQubits || n_ <= chunk_qubits_ || count < 2) {
+  if (!blocking_pays(count)) {
     direct(0, count);
     return;
   }
@@ -460,7 +467,8 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
         for (int j = 0; j < len; ++j) {
           prepared[j]->run(ph, 1);
           if (slot[j] >= 0) {
-            partial[static_cast<std::size_t>(c * nmeasure + slot[j])] = cross_matrix(la, ph, b, local[j], 1);
+            partial[static_cast<std::size_t>(c * nmeasure + slot[j])] =
+                cross_matrix(la, ph, b, local[j], 1);
           }
           prepared[j]->run(la, 1);
         }

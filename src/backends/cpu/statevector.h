@@ -82,6 +82,8 @@ class StateVector {
  private:
   int n_;
   int threads_;
+  // True when cache blocking is on and the state is larger than one chunk.
+  bool blocking_pays(int gates) const;
   void apply_segment(const std::vector<BoundGate>& gates, int begin, int end,
                      const std::vector<int>& qubits);
 

@@ -139,7 +139,8 @@ TEST(StateVector, BatchesRunOneStatePerThreadWithIdenticalResults) {
   std::mt19937_64 rng(31);
   const int n = 8;
   std::vector<std::vector<BoundGate>> circuits;
-  for (int i = 0; i < 37; ++i) circuits.push_back(bind(testing::random_circuit(n, 30, rng, true), {}));
+  for (int i = 0; i < 37; ++i)
+    circuits.push_back(bind(testing::random_circuit(n, 30, rng, true), {}));
   const std::vector<PauliSum> obs = {random_pauli_sum(n, 5, rng), parse_pauli_sum("Z0 Z7", "t")};
   const auto two = expvals_batch<double>(n, circuits, obs, 2);
   const auto one = expvals_batch<double>(n, circuits, obs, 1);
