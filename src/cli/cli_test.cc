@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -73,6 +74,17 @@ TEST(Cli, RunPrintsOneJsonObject) {
   }
 }
 
+TEST(Cli, GradientMatchesTheAnalyticValue) {
+  // <Z0> after RX(a) is cos(a): d/da = -sin(a).
+  const std::string f =
+      write("rx.qasm", "OPENQASM 2.0;\ninclude \"qelib1.inc\";\nqreg q[1];\nrx(0.7) q[0];\n");
+  const Result r = run("run " + f + " --observable Z0 --gradient --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto at = r.out.find("\"gradient\":[[");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NEAR(std::strtod(r.out.c_str() + at + 13, nullptr), -std::sin(0.7), 1e-12);
+}
+
 TEST(Cli, HelpAndHumanOutput) {
   EXPECT_EQ(run("--help").status, 0);
   EXPECT_EQ(run("run --help").status, 0);
@@ -95,6 +107,9 @@ TEST(Cli, BadInputGivesOneLocatedLineAndStatus2) {
        "g.qasm:3:1: unknown gate 'h'"},
       {"run {g} --observable Z0", "OPENQASM 2.0;\nqreg q[2];\nCX q[0], q[0];\n", "g.qasm:3:1:"},
       {"run {g} --observable Z0", "OPENQASM 2.0;\nqreg q[40];\n", "needs 16384 GiB"},
+      {"run {g} --observable Z0 --gradient --precision c64", "OPENQASM 2.0;\nqreg q[33];\n",
+       "3 33-qubit c64 state(s): needs 192 GiB"},
+      {"run {f} --gradient --shots 3", "", "--gradient: needs an --observable"},
       {"run {g} --observable Z0", "OPENQASM 2.0;\n", "declares no qubits"},
       {"run {f} --observable 'Z0 +'", "", "--observable 1:1:5:"},
       {"run {f} --observable Z0 --observable 'Z7'", "", "--observable 2: names qubit 7"},

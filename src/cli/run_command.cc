@@ -54,12 +54,14 @@ Outcome simulate(const QasmProgram& prog, const std::vector<PauliSum>& observabl
                  int fusion, std::int64_t shots, std::uint64_t seed, bool gradient) {
   std::vector<BoundGate> gates = bind(prog.circuit, prog.angles);
   if (fusion > 0) gates = fuse(gates, {fusion, std::max(10, fusion)});
-  cpu::StateVector<R> sv(prog.circuit.num_qubits(), threads);
-  sv.apply(gates);
   Outcome out;
   out.gates_after_fusion = gates.size();
-  for (const PauliSum& h : observables) out.expvals.push_back(sv.expval(h));
-  if (shots > 0) out.counts = sv.sample(shots, seed);
+  {  // freed before the gradient, which needs three states of its own
+    cpu::StateVector<R> sv(prog.circuit.num_qubits(), threads);
+    sv.apply(gates);
+    for (const PauliSum& h : observables) out.expvals.push_back(sv.expval(h));
+    if (shots > 0) out.counts = sv.sample(shots, seed);
+  }
   if (gradient) {
     out.gradient = adjoint_jacobian<R>(prog.circuit, prog.angles, observables, {threads, fusion});
   }
@@ -113,8 +115,10 @@ int run_command(const std::vector<std::string>& argv) {
     observables.push_back(std::move(h));
   }
   const Precision prec = precision == "c64" ? Precision::c64 : Precision::c128;
-  check_fits_in_memory(cpu::state_bytes(n, prec),
-                       path + ": a " + std::to_string(n) + "-qubit " + precision + " state");
+  const int states = gradient ? 3 : 1;  // the adjoint Jacobian keeps three
+  check_fits_in_memory(states * cpu::state_bytes(n, prec), path + ": " + std::to_string(states) +
+                                                               " " + std::to_string(n) + "-qubit " +
+                                                               precision + " state(s)");
   const double parse_s = seconds_since(t0);
 
   const auto t1 = Clock::now();
