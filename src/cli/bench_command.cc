@@ -150,8 +150,7 @@ struct Row {
 };
 
 template <class R>
-void bench_size(int n, int threads, int reps, std::vector<Row>& rows, JsonWriter* json) {
-  (void)json;
+void bench_size(int n, int threads, int reps, std::vector<Row>& rows) {
   const std::string prec = sizeof(R) == 4 ? "c64" : "c128";
   cpu::StateVector<R> sv(n, threads);
   std::mt19937_64 rng(42);
@@ -371,9 +370,9 @@ int bench_command(const std::vector<std::string>& argv) {
       }
       for (int t : threads) {
         if (prec == "c64")
-          bench_size<float>(n, t, reps, rows, nullptr);
+          bench_size<float>(n, t, reps, rows);
         else
-          bench_size<double>(n, t, reps, rows, nullptr);
+          bench_size<double>(n, t, reps, rows);
       }
     }
     for (int n : circuit_qubits) {
