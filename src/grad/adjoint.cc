@@ -21,8 +21,7 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion) {
   std::vector<BoundGate> run;
   auto flush = [&] {
     if (run.empty()) return;
-    std::vector<BoundGate> fused =
-        fusion > 0 ? fuse(run, {fusion, std::max(10, fusion), 2.0}) : run;
+    std::vector<BoundGate> fused = fusion > 0 ? fuse(run, {fusion, std::max(10, fusion)}) : run;
     for (BoundGate& g : fused) {
       s.gates.push_back(std::move(g));
       s.step.push_back(nullptr);
@@ -47,7 +46,7 @@ std::vector<BoundGate> forward_gates(const std::vector<TapeStep>& tape, int fusi
   std::vector<BoundGate> gates;
   gates.reserve(tape.size());
   for (const TapeStep& t : tape) gates.push_back(t.gate);
-  return fusion > 0 ? fuse(gates, {fusion, std::max(10, fusion), 2.0}) : gates;
+  return fusion > 0 ? fuse(gates, {fusion, std::max(10, fusion)}) : gates;
 }
 
 PauliSum weighted_sum(const std::vector<PauliSum>& obs, std::span<const double> w) {
