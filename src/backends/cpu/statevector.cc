@@ -267,18 +267,6 @@ struct ChunkLayout {
     for (int& q : storage.controls) q = to_local(q);
     return to_kernel_gate(storage);
   }
-  PauliSum local_sum(const PauliSum& h) const {
-    PauliSum out;
-    for (const PauliTerm& t : h.terms) {
-      index_t x = 0, z = 0;
-      for (int j = 0; j < b; ++j) {
-        x |= ((t.xmask >> w[j]) & 1) << j;
-        z |= ((t.zmask >> w[j]) & 1) << j;
-      }
-      out.add(t.coeff, x, z);
-    }
-    return out;
-  }
 };
 
 template <class R>
