@@ -6,37 +6,54 @@
 
 namespace qmlsim {
 
-std::vector<Segment> plan_segments(const std::vector<BoundGate>& gates, int n, int chunk_qubits,
-                                   int run_qubits) {
+SegmentPlan plan_segments(const std::vector<BoundGate>& gates, int n, int chunk_qubits,
+                          int run_qubits) {
   const index_t runs = bit(run_qubits) - 1;
-  std::vector<Segment> out;
-  const int count = static_cast<int>(gates.size());
-  auto close = [&](int begin, int end, index_t used) {
+  const index_t all = n >= 64 ? ~index_t{0} : bit(n) - 1;
+  std::vector<index_t> mask(gates.size(), 0);
+  for (std::size_t i = 0; i < gates.size(); ++i) {
+    for (int q : gates[i].targets) mask[i] |= bit(q);
+    for (int q : gates[i].controls) mask[i] |= bit(q);
+  }
+  SegmentPlan plan;
+  std::vector<int> pending(gates.size());
+  for (std::size_t i = 0; i < gates.size(); ++i) pending[i] = static_cast<int>(i);
+  while (!pending.empty()) {
+    std::vector<int> taken, rest;
+    index_t used = runs, blocked = 0;
+    for (std::size_t k = 0; k < pending.size(); ++k) {
+      const int i = pending[k];
+      if ((blocked & all) == all) {  // nothing further can move past the skipped gates
+        rest.insert(rest.end(), pending.begin() + static_cast<std::ptrdiff_t>(k), pending.end());
+        break;
+      }
+      const bool fits = std::popcount(used | mask[i]) <= chunk_qubits;
+      if ((mask[i] & blocked) == 0 && fits) {
+        used |= mask[i];
+        taken.push_back(i);
+      } else {
+        blocked |= mask[i];
+        rest.push_back(i);
+      }
+    }
+    if (taken.empty()) {  // the first gate is wider than a chunk: alone, applied directly
+      taken.push_back(rest.front());
+      rest.erase(rest.begin());
+      used = 0;
+    }
     Segment s;
-    s.begin = begin;
-    s.end = end;
-    if (end - begin >= 2 && std::popcount(used) <= chunk_qubits) {
+    s.begin = static_cast<int>(plan.order.size());
+    s.end = s.begin + static_cast<int>(taken.size());
+    if (taken.size() >= 2) {
       for (int q = 0; q < n && std::popcount(used) < chunk_qubits; ++q) used |= bit(q);
       for (int q = 0; q < n; ++q)
         if (used >> q & 1) s.qubits.push_back(q);
     }
-    out.push_back(std::move(s));
-  };
-  int begin = 0;
-  index_t used = runs;
-  for (int i = 0; i < count; ++i) {
-    index_t m = 0;
-    for (int q : gates[i].targets) m |= bit(q);
-    for (int q : gates[i].controls) m |= bit(q);
-    if (i > begin && std::popcount(used | m) > chunk_qubits) {
-      close(begin, i, used);
-      begin = i;
-      used = runs;
-    }
-    used |= m;
+    plan.order.insert(plan.order.end(), taken.begin(), taken.end());
+    plan.segments.push_back(std::move(s));
+    pending = std::move(rest);
   }
-  if (begin < count) close(begin, count, used);
-  return out;
+  return plan;
 }
 
 }  // namespace qmlsim

@@ -207,21 +207,25 @@ bool StateVector<R>::blocking_pays(int gates) const {
 
 template <class R>
 void StateVector<R>::apply(const std::vector<BoundGate>& gates) {
-  auto apply_direct = [&](int begin, int end) {
+  auto apply_direct_on = [&](const std::vector<BoundGate>& list, int begin, int end) {
     std::vector<KernelGate> kg;
-    for (int i = begin; i < end; ++i) kg.push_back(to_kernel_gate(gates[i]));
+    for (int i = begin; i < end; ++i) kg.push_back(to_kernel_gate(list[i]));
     PreparedGates<R>(*kernels_, kg.data(), end - begin, n_).run(amps_.data(), threads_);
   };
   const int count = static_cast<int>(gates.size());
   if (!blocking_pays(count)) {
-    apply_direct(0, count);
+    apply_direct_on(gates, 0, count);
     return;
   }
-  for (const Segment& s : plan_segments(gates, n_, chunk_qubits_, kRunQubits)) {
+  const SegmentPlan plan = plan_segments(gates, n_, chunk_qubits_, kRunQubits);
+  std::vector<BoundGate> ordered;
+  ordered.reserve(gates.size());
+  for (int i : plan.order) ordered.push_back(gates[i]);
+  for (const Segment& s : plan.segments) {
     if (s.qubits.empty()) {
-      apply_direct(s.begin, s.end);
+      apply_direct_on(ordered, s.begin, s.end);
     } else {
-      apply_segment(gates, s.begin, s.end, s.qubits);
+      apply_segment(ordered, s.begin, s.end, s.qubits);
     }
   }
 }
@@ -401,9 +405,13 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
   assert(lambda.n_ == n_ && inverse.size() == measure.size());
   const int count = static_cast<int>(inverse.size());
   out.assign(inverse.size(), Matrix{});
-  // Process in reverse: rev[j] is inverse[count - 1 - j].
+  // Process in reverse: rev[j] is inverse[orig(j)]. With blocking, the plan may
+  // move a gate past gates on other qubits; a cross matrix over a gate's targets
+  // does not change under unitaries on other qubits applied to both vectors.
   std::vector<BoundGate> rev(inverse.rbegin(), inverse.rend());
-  auto orig = [&](int j) { return count - 1 - j; };
+  std::vector<int> orig_index(inverse.size());
+  for (int j = 0; j < count; ++j) orig_index[j] = count - 1 - j;
+  auto orig = [&](int j) { return orig_index[j]; };
   auto direct = [&](int begin, int end) {
     for (int j = begin; j < end; ++j) {
       apply(rev[j]);
@@ -417,7 +425,18 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
     direct(0, count);
     return;
   }
-  for (const Segment& s : plan_segments(rev, n_, chunk_qubits_, kRunQubits)) {
+  const SegmentPlan plan = plan_segments(rev, n_, chunk_qubits_, kRunQubits);
+  {
+    std::vector<BoundGate> ordered;
+    std::vector<int> ordered_orig;
+    for (int j : plan.order) {
+      ordered.push_back(std::move(rev[j]));
+      ordered_orig.push_back(orig_index[j]);
+    }
+    rev = std::move(ordered);
+    orig_index = std::move(ordered_orig);
+  }
+  for (const Segment& s : plan.segments) {
     if (s.qubits.empty()) {
       direct(s.begin, s.end);
       continue;
