@@ -20,6 +20,13 @@ struct BoundGate {
 
   int num_targets() const { return static_cast<int>(targets.size()); }
   std::size_t dim() const { return std::size_t{1} << targets.size(); }
+  // Bit q set for every target and control wire q.
+  index_t wire_mask() const {
+    index_t m = 0;
+    for (int q : targets) m |= index_t{1} << q;
+    for (int q : controls) m |= index_t{1} << q;
+    return m;
+  }
   cplx at(std::size_t r, std::size_t c) const {  // entry of the (dense view of the) matrix
     if (diagonal) return r == c ? matrix[r] : cplx{0};
     return matrix[r * dim() + c];

@@ -43,10 +43,9 @@ std::vector<double> parameter_shift_gradient(const Circuit& c, std::span<const d
       const ParamExpr& e = op.params[p];
       if (e.slot < 0) continue;
       auto f = [&](double d) { return shifted_expval<R>(c, theta, h, i, p, d, threads); };
-      double d = (f(pi / 2) - f(-pi / 2)) / 2;
-      if (needs_four_term_rule(op)) {
-        d = c1 * (f(pi / 2) - f(-pi / 2)) - c2 * (f(3 * pi / 2) - f(-3 * pi / 2));
-      }
+      const double near = f(pi / 2) - f(-pi / 2);
+      const double d =
+          needs_four_term_rule(op) ? c1 * near - c2 * (f(3 * pi / 2) - f(-3 * pi / 2)) : near / 2;
       grad[static_cast<std::size_t>(e.slot)] += e.scale * d;
     }
   }

@@ -10,11 +10,8 @@ SegmentPlan plan_segments(const std::vector<BoundGate>& gates, int n, int chunk_
                           int run_qubits) {
   const index_t runs = bit(run_qubits) - 1;
   const index_t all = n >= 64 ? ~index_t{0} : bit(n) - 1;
-  std::vector<index_t> mask(gates.size(), 0);
-  for (std::size_t i = 0; i < gates.size(); ++i) {
-    for (int q : gates[i].targets) mask[i] |= bit(q);
-    for (int q : gates[i].controls) mask[i] |= bit(q);
-  }
+  std::vector<index_t> mask(gates.size());
+  for (std::size_t i = 0; i < gates.size(); ++i) mask[i] = gates[i].wire_mask();
   SegmentPlan plan;
   std::vector<int> pending(gates.size());
   for (std::size_t i = 0; i < gates.size(); ++i) pending[i] = static_cast<int>(i);

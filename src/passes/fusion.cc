@@ -43,13 +43,6 @@ double gate_cost(const BoundGate& g) {
 
 namespace {
 
-index_t wire_mask(const BoundGate& g) {
-  index_t m = 0;
-  for (int q : g.targets) m |= bit(q);
-  for (int q : g.controls) m |= bit(q);
-  return m;
-}
-
 struct Block {
   std::vector<int> gates;  // indices into the input, in program order
   index_t mask = 0;
@@ -118,7 +111,7 @@ std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOpt
 
   for (int gi = 0; gi < static_cast<int>(gates.size()); ++gi) {
     const BoundGate& g = gates[gi];
-    const index_t m = wire_mask(g);
+    const index_t m = g.wire_mask();
     std::vector<int> touched;  // open blocks on g's wires
     for (int q = 0; q < 64; ++q) {
       if ((m >> q & 1) && open[q] >= 0 &&
