@@ -47,7 +47,7 @@ BoundGate adjoint(const BoundGate& g) {
   return a;
 }
 
-BoundGate bind(const Operation& op, std::span<const double> theta) {
+BoundGate bind_params(const Operation& op, std::span<const double> theta) {
   const GateInfo& g = gate_info(op.gate);
   BoundGate b;
   std::vector<int> targets(op.wires.begin() + g.num_controls, op.wires.end());
@@ -74,11 +74,11 @@ BoundGate bind(const Operation& op, std::span<const double> theta) {
   return b;
 }
 
-std::vector<BoundGate> bind(const Circuit& c, std::span<const double> theta) {
+std::vector<BoundGate> bind_params(const Circuit& c, std::span<const double> theta) {
   assert(static_cast<int>(theta.size()) >= c.num_slots());
   std::vector<BoundGate> out;
   out.reserve(c.ops().size());
-  for (const Operation& op : c.ops()) out.push_back(bind(op, theta));
+  for (const Operation& op : c.ops()) out.push_back(bind_params(op, theta));
   return out;
 }
 

@@ -43,9 +43,9 @@ Matrix to_canonical(const Matrix& m, bool diagonal, const std::vector<int>& wire
 BoundGate adjoint(const BoundGate& g);
 
 // Binds one operation with parameter values theta (indexed by slot).
-BoundGate bind(const Operation& op, std::span<const double> theta);
+BoundGate bind_params(const Operation& op, std::span<const double> theta);
 
 // Binds every operation of the circuit.
-std::vector<BoundGate> bind(const Circuit& c, std::span<const double> theta);
+std::vector<BoundGate> bind_params(const Circuit& c, std::span<const double> theta);
 
 }  // namespace qmlsim

@@ -12,7 +12,7 @@ TEST(Bound, CanonicalFormSortsTargetsAndReordersTheMatrix) {
   c.add(GateId::CNOT, {2, 0});  // control 2, target 0
   c.add(GateId::SWAP, {2, 1});
   c.add(GateId::IsingZZ, {2, 0}, std::vector<double>{0.5});
-  const std::vector<BoundGate> b = bind(c, {});
+  const std::vector<BoundGate> b = bind_params(c, {});
   EXPECT_EQ(b[0].targets, std::vector<int>{0});
   EXPECT_EQ(b[0].controls, std::vector<int>{2});
   EXPECT_FALSE(b[0].diagonal);
@@ -28,7 +28,7 @@ TEST(Bound, CanonicalFormSortsTargetsAndReordersTheMatrix) {
   m[1 * 4 + 2] = cplx{0, 1};
   m[2 * 4 + 1] = cplx{0, 1};
   op.unitary = std::make_shared<Matrix>(m);
-  const BoundGate g = bind(op, {});
+  const BoundGate g = bind_params(op, {});
   EXPECT_EQ(g.targets, (std::vector<int>{0, 1}));
   // table row 1 = (w1=0, w0=1) -> canonical row 1 (bit0 = w0 = 1): the ISWAP is symmetric.
   EXPECT_EQ(g.at(1, 2), (cplx{0, 1}));
@@ -39,7 +39,7 @@ TEST(Bound, ParameterReferencesUseScaleAndShift) {
   c.add(GateId::RZ, {0}, std::vector<ParamExpr>{ParamExpr::ref(1, 2.0, 0.5)});
   EXPECT_EQ(c.num_slots(), 2);
   const double theta[] = {0.0, 0.25};
-  const BoundGate g = bind(c.ops()[0], theta);
+  const BoundGate g = bind_params(c.ops()[0], theta);
   EXPECT_NEAR(std::arg(g.matrix[1]), 0.5, 1e-15);  // RZ(1.0): phase +0.5 on |1>
 }
 

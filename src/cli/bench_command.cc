@@ -137,7 +137,7 @@ std::vector<BoundGate> random_circuit(int n, int gates, std::mt19937_64& rng) {
     for (int k = 0; k < gate_info(id).num_params; ++k) p.push_back(angle(rng));
     c.add(id, is2 ? std::vector<int>{a, b} : std::vector<int>{a}, p);
   }
-  return bind(c, {});
+  return bind_params(c, {});
 }
 
 struct Row {
@@ -223,7 +223,7 @@ std::vector<BoundGate> brickwork_circuit(int n, int gates, std::mt19937_64& rng)
       c.add(id, {q, q + 1}, params(id));
     }
   }
-  return bind(c, {});
+  return bind_params(c, {});
 }
 
 template <class R>
@@ -292,7 +292,7 @@ void bench_gradient(int n, int threads, int layers, int reps, std::vector<Row>& 
   const std::uint64_t before = peak_rss_bytes();
   auto forward = [&] {
     cpu::StateVector<R> sv(n, threads);
-    sv.apply(fuse(bind(c, theta), {}));
+    sv.apply(fuse(bind_params(c, theta), {}));
     return sv.expval(obs[0]);
   };
   auto gradient = [&] { adjoint_vjp<R>(c, theta, obs, w, {threads, 3}); };

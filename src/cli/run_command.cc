@@ -52,7 +52,7 @@ struct Outcome {
 template <class R>
 Outcome simulate(const QasmProgram& prog, const std::vector<PauliSum>& observables, int threads,
                  int fusion, std::int64_t shots, std::uint64_t seed, bool gradient) {
-  std::vector<BoundGate> gates = bind(prog.circuit, prog.angles);
+  std::vector<BoundGate> gates = bind_params(prog.circuit, prog.angles);
   if (fusion > 0) gates = fuse(gates, {fusion, std::max(10, fusion)});
   Outcome out;
   out.gates_after_fusion = gates.size();

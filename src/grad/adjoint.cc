@@ -1,8 +1,10 @@
 #include "grad/adjoint.h"
 
 #include <cassert>
+#include <string>
 
 #include "backends/cpu/statevector.h"
+#include "core/error.h"
 #include "core/parallel.h"
 #include "grad/tape.h"
 #include "passes/fusion.h"
@@ -89,6 +91,15 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, std::span<const double> weights,
                           const AdjointOptions& options) {
   assert(weights.size() == observables.size());
+  const std::vector<double> w(weights.begin(), weights.end());
+  return adjoint_vjp<R>(
+      c, theta, observables, [&w](std::span<const double>) { return w; }, options);
+}
+
+template <class R>
+AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
+                          const std::vector<PauliSum>& observables, const WeightsFn& weights,
+                          const AdjointOptions& options) {
   const std::vector<TapeStep> tape = make_tape(c, theta);
   const Segmented s = segment(tape, options.fusion);
   cpu::StateVector<R> phi(c.num_qubits(), options.threads);
@@ -97,8 +108,12 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
   AdjointResult out;
   for (const PauliSum& h : observables) out.expvals.push_back(phi.expval(h));
   out.gradient.assign(theta.size(), 0.0);
+  const std::vector<double> w = weights(out.expvals);
+  if (w.size() != observables.size())
+    throw Error("adjoint_vjp: " + std::to_string(w.size()) + " weights for " +
+                std::to_string(observables.size()) + " observables");
   cpu::StateVector<R> lambda(c.num_qubits(), options.threads);
-  backward(s, phi, lambda, weighted_sum(observables, weights), out.gradient);
+  backward(s, phi, lambda, weighted_sum(observables, w), out.gradient);
   return out;
 }
 
@@ -147,6 +162,9 @@ std::vector<AdjointResult> adjoint_vjp_batch(const Circuit& c,
 #define QMLSIM_INSTANTIATE(R)                                                                  \
   template AdjointResult adjoint_vjp<R>(const Circuit&, std::span<const double>,               \
                                         const std::vector<PauliSum>&, std::span<const double>, \
+                                        const AdjointOptions&);                                \
+  template AdjointResult adjoint_vjp<R>(const Circuit&, std::span<const double>,               \
+                                        const std::vector<PauliSum>&, const WeightsFn&,        \
                                         const AdjointOptions&);                                \
   template std::vector<std::vector<double>> adjoint_jacobian<R>(                               \
       const Circuit&, std::span<const double>, const std::vector<PauliSum>&,                   \

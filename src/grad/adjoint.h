@@ -10,6 +10,7 @@
 // pass per gate, not per angle, and no third state vector.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -35,6 +36,16 @@ struct AdjointResult {
 template <class R>
 AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, std::span<const double> weights,
+                          const AdjointOptions& options);
+
+// The upstream weights computed from the expectation values at theta: for a
+// hybrid model whose classical layers after the circuit need <H_k> before the
+// backward pass (one forward pass, one backward pass). `weights` returns one
+// weight per observable and must be safe to call from several threads.
+using WeightsFn = std::function<std::vector<double>(std::span<const double> expvals)>;
+template <class R>
+AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
+                          const std::vector<PauliSum>& observables, const WeightsFn& weights,
                           const AdjointOptions& options);
 
 // d<H_k>/dtheta for every observable: one row per observable.

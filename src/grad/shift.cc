@@ -18,12 +18,12 @@ double shifted_expval(const Circuit& c, std::span<const double> theta, const Pau
   gates.reserve(c.ops().size());
   for (int i = 0; i < static_cast<int>(c.ops().size()); ++i) {
     if (i != op) {
-      gates.push_back(bind(c.ops()[i], theta));
+      gates.push_back(bind_params(c.ops()[i], theta));
       continue;
     }
     Operation moved = c.ops()[i];
     moved.params[p].shift += delta;
-    gates.push_back(bind(moved, theta));
+    gates.push_back(bind_params(moved, theta));
   }
   cpu::StateVector<R> sv(c.num_qubits(), threads);
   sv.apply(gates);

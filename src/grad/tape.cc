@@ -9,7 +9,7 @@ std::vector<TapeStep> make_tape(const Circuit& c, std::span<const double> theta)
   tape.reserve(c.ops().size());
   for (const Operation& op : c.ops()) {
     TapeStep step;
-    step.gate = bind(op, theta);
+    step.gate = bind_params(op, theta);
     const GateInfo& g = gate_info(op.gate);
     std::array<double, kMaxGateParams> values{};
     for (int p = 0; p < g.num_params; ++p) values[p] = op.params[p].value(theta);

@@ -19,7 +19,7 @@ index_t wires(const BoundGate& g) {
 TEST(CacheBlocking, PlanIsAValidReorderingAndSegmentsFitTheirChunk) {
   std::mt19937_64 rng(4);
   const int n = 12;
-  const std::vector<BoundGate> gates = bind(testing::random_circuit(n, 300, rng, true), {});
+  const std::vector<BoundGate> gates = bind_params(testing::random_circuit(n, 300, rng, true), {});
   const SegmentPlan plan = plan_segments(gates, n, 7, 2);
   // A permutation of the gates...
   std::vector<int> sorted = plan.order;
@@ -56,7 +56,7 @@ TEST(CacheBlocking, LookaheadTakesGatesPastOnesOnOtherQubits) {
   c.add(GateId::Toffoli, {4, 5, 6});  // does not fit a 3-qubit chunk that holds qubit 0
   c.add(GateId::H, {2});              // commutes with the Toffoli: joins the first segment
   c.add(GateId::H, {6});              // behind the Toffoli on qubit 6: must wait
-  const SegmentPlan plan = plan_segments(bind(c, {}), 8, 3, 1);
+  const SegmentPlan plan = plan_segments(bind_params(c, {}), 8, 3, 1);
   ASSERT_GE(plan.segments.size(), 2u);
   EXPECT_EQ(plan.segments[0].end - plan.segments[0].begin, 2);
   EXPECT_EQ(plan.order[0], 0);
@@ -70,7 +70,7 @@ TEST(CacheBlocking, WideGateIsAppliedDirectly) {
   c.add(GateId::H, {0});
   c.add(GateId::MultiRZ, {0, 1, 2, 3, 4}, std::vector<double>{0.3});
   c.add(GateId::H, {1});
-  const SegmentPlan plan = plan_segments(bind(c, {}), 6, 4, 1);
+  const SegmentPlan plan = plan_segments(bind_params(c, {}), 6, 4, 1);
   ASSERT_EQ(plan.segments.size(), 3u);
   for (const Segment& s : plan.segments) EXPECT_TRUE(s.qubits.empty());
   EXPECT_EQ(plan.order, (std::vector<int>{0, 1, 2}));

@@ -25,7 +25,7 @@ TEST(Fusion, FusedCircuitsEqualTheOracleForEveryBlockSize) {
       const State want = testing::run_dense(c, {}, in);
       for (int k = 1; k <= 6; ++k) {
         for (double sweep : {0.0, 2.0, 100.0}) {
-          const std::vector<BoundGate> fused = fuse(bind(c, {}), {k, 8, sweep});
+          const std::vector<BoundGate> fused = fuse(bind_params(c, {}), {k, 8, sweep});
           for (const BoundGate& g : fused) {
             const int width = g.num_targets() + static_cast<int>(g.controls.size());
             // Blocks respect the limits; wider input gates (up to 4 wires) pass through.
@@ -47,14 +47,14 @@ TEST(Fusion, DiagonalRunsStayDiagonalAndSingleGatesPassThrough) {
   for (int q = 0; q < 4; ++q) c.add(GateId::RZ, {q}, std::vector<double>{0.1 * q});
   c.add(GateId::CZ, {0, 3});
   c.add(GateId::MultiRZ, {0, 1, 2}, std::vector<double>{0.7});
-  const std::vector<BoundGate> fused = fuse(bind(c, {}), {2, 10, 2.0});
+  const std::vector<BoundGate> fused = fuse(bind_params(c, {}), {2, 10, 2.0});
   ASSERT_EQ(fused.size(), 1u);
   EXPECT_TRUE(fused[0].diagonal);
   EXPECT_EQ(fused[0].num_targets(), 4);
 
   Circuit t(3);
   t.add(GateId::Toffoli, {0, 1, 2});
-  const std::vector<BoundGate> alone = fuse(bind(t, {}), {4, 10, 2.0});
+  const std::vector<BoundGate> alone = fuse(bind_params(t, {}), {4, 10, 2.0});
   ASSERT_EQ(alone.size(), 1u);
   EXPECT_EQ(alone[0].controls, (std::vector<int>{0, 1}));  // kept controlled: cheaper
 }
@@ -65,7 +65,7 @@ TEST(Fusion, OneQubitRunsMergeIntoTheirTwoQubitGate) {
   c.add(GateId::RX, {1}, std::vector<double>{0.3});
   c.add(GateId::ISWAP, {0, 1});
   c.add(GateId::RY, {0}, std::vector<double>{0.2});
-  const std::vector<BoundGate> fused = fuse(bind(c, {}), {2, 10, 2.0});
+  const std::vector<BoundGate> fused = fuse(bind_params(c, {}), {2, 10, 2.0});
   ASSERT_EQ(fused.size(), 1u);
   EXPECT_EQ(fused[0].num_targets(), 2);
   EXPECT_DOUBLE_EQ(gate_cost(fused[0]), 4.0);

@@ -80,7 +80,7 @@ void check_every_gate(const KernelSet* ks) {
           c.add(op);
           const State in = testing::random_state(n, rng);
           const State want = testing::run_dense(c, {}, in);
-          const State got = simulate<R>(ks, n, bind(c, {}), in);
+          const State got = simulate<R>(ks, n, bind_params(c, {}), in);
           ASSERT_LT(testing::max_abs_diff(want, got), tol<R>())
               << ks->name << " " << describe(c.ops()[0]);
         }
@@ -118,7 +118,7 @@ void check_controls(const KernelSet* ks) {
     c.add(op);
     const State in = testing::random_state(n, rng);
     const State want = testing::run_dense(c, {}, in);
-    ASSERT_LT(testing::max_abs_diff(want, simulate<R>(ks, n, bind(c, {}), in)), tol<R>())
+    ASSERT_LT(testing::max_abs_diff(want, simulate<R>(ks, n, bind_params(c, {}), in)), tol<R>())
         << ks->name << " " << describe(op);
   }
 }
@@ -133,7 +133,7 @@ void check_fused(const KernelSet* ks) {
     const Circuit c = testing::random_circuit(n, 40, rng, true);
     const State in = testing::random_state(n, rng);
     const State want = testing::run_dense(c, {}, in);
-    const std::vector<BoundGate> gates = bind(c, {});
+    const std::vector<BoundGate> gates = bind_params(c, {});
     const State unfused = simulate<R>(ks, n, gates, in);
     ASSERT_LT(testing::max_abs_diff(want, unfused), 10 * tol<R>()) << ks->name << " n=" << n;
     for (int k = 1; k <= 6; ++k) {
@@ -162,7 +162,7 @@ TEST(Kernels, NormPreservedOver10000RandomGates) {
   const Circuit c = testing::random_circuit(n, 10000, rng, true);
   StateVector<double> d(n);
   StateVector<float> f(n);
-  const std::vector<BoundGate> gates = bind(c, {});
+  const std::vector<BoundGate> gates = bind_params(c, {});
   d.apply(gates);
   f.apply(gates);
   EXPECT_NEAR(d.norm_squared(), 1.0, 1e-10);
@@ -173,7 +173,7 @@ TEST(Kernels, ThreadedEqualsSerialBitwise) {
   std::mt19937_64 rng(9);
   const int n = 16;  // above the parallel threshold
   const Circuit c = testing::random_circuit(n, 60, rng, true);
-  const std::vector<BoundGate> gates = fuse(bind(c, {}), {4, 10});
+  const std::vector<BoundGate> gates = fuse(bind_params(c, {}), {4, 10});
   StateVector<double> a(n, 1), b(n, 2);
   a.apply(gates);
   b.apply(gates);

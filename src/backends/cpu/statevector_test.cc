@@ -120,7 +120,7 @@ void check_cache_blocking(double tol) {
   std::mt19937_64 rng(77);
   const int n = 14;
   const Circuit c = testing::random_circuit(n, 200, rng, true);
-  const std::vector<BoundGate> gates = fuse(bind(c, {}), {3, 10, 2.0});
+  const std::vector<BoundGate> gates = fuse(bind_params(c, {}), {3, 10, 2.0});
   const State psi = testing::random_state(n, rng);
   StateVector<R> plain(n, 2), blocked(n, 2);
   plain.set_chunk_qubits(0);
@@ -140,7 +140,7 @@ TEST(StateVector, BatchesRunOneStatePerThreadWithIdenticalResults) {
   const int n = 8;
   std::vector<std::vector<BoundGate>> circuits;
   for (int i = 0; i < 37; ++i)
-    circuits.push_back(bind(testing::random_circuit(n, 30, rng, true), {}));
+    circuits.push_back(bind_params(testing::random_circuit(n, 30, rng, true), {}));
   const std::vector<PauliSum> obs = {random_pauli_sum(n, 5, rng), parse_pauli_sum("Z0 Z7", "t")};
   const auto two = expvals_batch<double>(n, circuits, obs, 2);
   const auto one = expvals_batch<double>(n, circuits, obs, 1);
