@@ -1,0 +1,136 @@
+#include "ml/datasets.h"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <numbers>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace qmlsim::ml {
+namespace {
+
+[[noreturn]] void fail(const std::string& path, int line, const std::string& message) {
+  throw Error(path + ":" + std::to_string(line) + ": " + message);
+}
+
+std::ifstream open_or_throw(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot open file");
+  return in;
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
+}  // namespace
+
+Dataset Dataset::subset(const std::vector<std::size_t>& index) const {
+  Dataset d;
+  for (std::size_t i : index) d.add(x[i], y[i]);
+  return d;
+}
+
+std::pair<Dataset, Dataset> Dataset::split(std::size_t count) const {
+  std::vector<std::size_t> a(std::min(count, size())), b(size() - a.size());
+  std::iota(a.begin(), a.end(), std::size_t{0});
+  std::iota(b.begin(), b.end(), a.size());
+  return {subset(a), subset(b)};
+}
+
+Dataset read_sonar(const std::string& path) {
+  std::ifstream in = open_or_throw(path);
+  Dataset d;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    line = trim(line);
+    if (line.empty()) continue;
+    std::vector<std::string> fields;
+    std::stringstream ss(line);
+    for (std::string f; std::getline(ss, f, ',');) fields.push_back(trim(f));
+    if (fields.size() != 61)
+      fail(path, lineno,
+           "expected 60 features and a label, found " + std::to_string(fields.size()) + " fields");
+    std::vector<double> x(60);
+    for (int i = 0; i < 60; ++i) {
+      const std::string& f = fields[static_cast<std::size_t>(i)];
+      const auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), x[i]);
+      if (ec != std::errc() || p != f.data() + f.size() || !std::isfinite(x[i]))
+        fail(path, lineno, "field " + std::to_string(i + 1) + ": '" + f + "' is not a number");
+    }
+    const std::string& label = fields[60];
+    if (label != "R" && label != "M")
+      fail(path, lineno, "label '" + label + "' is neither R (rock) nor M (mine)");
+    d.add(std::move(x), label == "M" ? 1.0 : -1.0);
+  }
+  if (d.size() == 0) throw Error(path + ": no data rows");
+  return d;
+}
+
+Graph read_graph(const std::string& path, int nodes) {
+  std::ifstream in = open_or_throw(path);
+  Graph g;
+  std::set<std::pair<int, int>> seen;
+  int largest = -1;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    line = trim(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    std::stringstream ss(line);
+    std::vector<int> ids;
+    for (std::string tok; ss >> tok;) {
+      int v = 0;
+      const auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+      if (ec != std::errc() || p != tok.data() + tok.size() || v < 0)
+        fail(path, lineno, "node '" + tok + "' is not a non-negative integer");
+      if (nodes > 0 && v >= nodes)
+        fail(path, lineno,
+             "node " + tok + " is out of range for " + std::to_string(nodes) + " nodes");
+      largest = std::max(largest, v);
+      ids.push_back(v);
+    }
+    for (std::size_t k = 1; k < ids.size(); ++k) {
+      const int u = std::min(ids[0], ids[k]), v = std::max(ids[0], ids[k]);
+      if (u == v) fail(path, lineno, "self-loop on node " + std::to_string(u));
+      if (!seen.insert({u, v}).second)
+        fail(path, lineno,
+             "edge " + std::to_string(u) + "-" + std::to_string(v) + " appears twice");
+      g.edges.push_back({u, v});
+    }
+  }
+  if (g.edges.empty()) throw Error(path + ": no edges");
+  g.nodes = nodes > 0 ? nodes : largest + 1;
+  return g;
+}
+
+Dataset qcnn_excitations(int qubits, int rounds, Rng& rng) {
+  Dataset d;
+  for (int r = 0; r < rounds; ++r)
+    for (int q = 0; q < qubits; ++q) {
+      const double theta = rng.uniform(-std::numbers::pi, std::numbers::pi);
+      d.add({static_cast<double>(q), theta}, std::abs(theta) <= std::numbers::pi / 2 ? 1.0 : -1.0);
+    }
+  return d;
+}
+
+std::vector<std::size_t> epoch_order(std::size_t n, std::uint64_t seed, int epoch, bool shuffle) {
+  if (!shuffle) {
+    std::vector<std::size_t> p(n);
+    std::iota(p.begin(), p.end(), std::size_t{0});
+    return p;
+  }
+  Rng rng(seed + static_cast<std::uint64_t>(epoch));
+  return rng.permutation(n);
+}
+
+}  // namespace qmlsim::ml
