@@ -1,0 +1,118 @@
+#include "models/hybrid.h"
+
+#include "backends/cpu/statevector.h"
+#include "core/parallel.h"
+#include "grad/adjoint.h"
+#include "passes/fusion.h"
+
+namespace qmlsim::models {
+namespace {
+
+// Items run one per thread when states are small; otherwise in turn with the
+// threads inside each state. fn(i, threads_inside).
+template <class Fn>
+void for_each_example(std::size_t count, int num_qubits, int threads, Fn&& fn) {
+  const bool small = (std::int64_t{1} << num_qubits) < kMinParallelWork;
+  if (!small || threads <= 1) {
+    for (std::size_t i = 0; i < count; ++i) fn(i, threads);
+    return;
+  }
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+  for (std::size_t i = 0; i < count; ++i) fn(i, 1);
+}
+
+}  // namespace
+
+PauliSum pauli_z(int qubit) {
+  PauliSum h;
+  h.add(1.0, 0, index_t{1} << qubit);
+  return h;
+}
+
+std::vector<double> HybridModel::theta(std::span<const double> params,
+                                       std::span<const double> x) const {
+  std::vector<double> t(num_quantum_ + num_inputs_);
+  std::copy_n(params.begin() + static_cast<std::ptrdiff_t>(quantum_offset_), num_quantum_,
+              t.begin());
+  encode(params, x, std::span<double>(t).subspan(num_quantum_));
+  return t;
+}
+
+template <class R>
+double HybridModel::predict_one(std::span<const double> params, std::span<const double> x,
+                                const EvalOptions& options) const {
+  const Circuit& c = circuit(x);
+  const std::vector<double> t = theta(params, x);
+  std::vector<BoundGate> gates = bind_params(c, t);
+  if (options.fusion > 0) gates = fuse(gates, {options.fusion, std::max(10, options.fusion)});
+  cpu::StateVector<R> psi(c.num_qubits(), options.threads);
+  psi.apply(gates);
+  std::vector<double> e;
+  for (const PauliSum& h : readouts_) e.push_back(psi.expval(h));
+  return head(params, e);
+}
+
+template <class R>
+double HybridModel::gradient_one(std::span<const double> params, std::span<const double> x,
+                                 double label, const ml::Loss& loss, std::span<double> grad,
+                                 double* loss_value, const EvalOptions& options) const {
+  const Circuit& c = circuit(x);
+  const std::vector<double> t = theta(params, x);
+  double prediction = 0;
+  // The head runs inside the adjoint pass, between its forward and backward
+  // halves: the upstream weights need the readouts.
+  const WeightsFn weights = [&](std::span<const double> e) {
+    prediction = head(params, e);
+    *loss_value = loss.value(prediction, label);
+    std::vector<double> d_e(e.size());
+    head_backward(params, e, loss.derivative(prediction, label), d_e, grad);
+    return d_e;
+  };
+  AdjointOptions ao;
+  ao.threads = options.threads;
+  ao.fusion = options.fusion;
+  const AdjointResult r = adjoint_vjp<R>(c, t, readouts_, weights, ao);
+  for (std::size_t i = 0; i < num_quantum_; ++i) grad[quantum_offset_ + i] += r.gradient[i];
+  encode_backward(params, x, std::span<const double>(r.gradient).subspan(num_quantum_), grad);
+  return prediction;
+}
+
+std::vector<double> HybridModel::predict(std::span<const double> params, const ml::Dataset& data,
+                                         const std::vector<std::size_t>& index,
+                                         const EvalOptions& options) const {
+  std::vector<double> out(index.size());
+  for_each_example(index.size(), num_qubits_, options.threads, [&](std::size_t i, int threads) {
+    EvalOptions o = options;
+    o.threads = threads;
+    const std::vector<double>& x = data.x[index[i]];
+    out[i] = options.precision == Precision::c64 ? predict_one<float>(params, x, o)
+                                                 : predict_one<double>(params, x, o);
+  });
+  return out;
+}
+
+HybridModel::Batch HybridModel::loss_and_gradient(std::span<const double> params,
+                                                  const ml::Dataset& data,
+                                                  const std::vector<std::size_t>& index,
+                                                  const ml::Loss& loss, std::span<double> grad_sum,
+                                                  const EvalOptions& options) const {
+  Batch b;
+  b.predictions.resize(index.size());
+  b.losses.resize(index.size());
+  std::vector<std::vector<double>> grads(index.size());
+  for_each_example(index.size(), num_qubits_, options.threads, [&](std::size_t i, int threads) {
+    EvalOptions o = options;
+    o.threads = threads;
+    grads[i].assign(layout_.size(), 0.0);
+    const std::vector<double>& x = data.x[index[i]];
+    const double y = data.y[index[i]];
+    b.predictions[i] = options.precision == Precision::c64
+                           ? gradient_one<float>(params, x, y, loss, grads[i], &b.losses[i], o)
+                           : gradient_one<double>(params, x, y, loss, grads[i], &b.losses[i], o);
+  });
+  for (const std::vector<double>& g : grads)
+    for (std::size_t k = 0; k < g.size(); ++k) grad_sum[k] += g[k];
+  return b;
+}
+
+}  // namespace qmlsim::models

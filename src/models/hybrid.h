@@ -1,0 +1,93 @@
+// A hybrid model for supervised jobs: classical encoder -> circuit -> Pauli
+// readouts -> classical head -> one scalar prediction per example. Subclasses
+// supply the pieces; this class runs batches (one state per thread for small
+// circuits, threads inside the state for large ones) and joins backpropagation
+// through the classical parts to the circuit's adjoint vector-Jacobian product:
+// one forward and one backward circuit pass per example.
+//
+// Circuit slots: 0..num_quantum-1 are the trainable circuit parameters (one
+// contiguous block of the flat parameter vector, at quantum_offset), followed
+// by the example's input angles written by encode().
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "circuit/circuit.h"
+#include "circuit/observable.h"
+#include "core/rng.h"
+#include "core/types.h"
+#include "ml/datasets.h"
+#include "ml/loss.h"
+#include "ml/params.h"
+
+namespace qmlsim::models {
+
+struct EvalOptions {
+  Precision precision = Precision::c128;
+  int threads = 1;
+  int fusion = 3;
+};
+
+class HybridModel {
+ public:
+  virtual ~HybridModel() = default;
+
+  const ml::ParamLayout& layout() const { return layout_; }
+  int num_qubits() const { return num_qubits_; }
+  virtual void init(std::span<double> params, Rng& rng) const = 0;
+
+  // One prediction per example data.x[index[i]].
+  std::vector<double> predict(std::span<const double> params, const ml::Dataset& data,
+                              const std::vector<std::size_t>& index,
+                              const EvalOptions& options) const;
+
+  struct Batch {
+    std::vector<double> predictions;
+    std::vector<double> losses;
+  };
+  // Per-example predictions and losses; grad_sum (size layout().size()) gets the
+  // SUM of the per-example gradients, added in index order (so the result does
+  // not depend on the thread count).
+  Batch loss_and_gradient(std::span<const double> params, const ml::Dataset& data,
+                          const std::vector<std::size_t>& index, const ml::Loss& loss,
+                          std::span<double> grad_sum, const EvalOptions& options) const;
+
+ protected:
+  // The circuit template for example x (its input slots follow the quantum ones).
+  virtual const Circuit& circuit(std::span<const double> x) const = 0;
+  // Input angles for example x (size num_inputs).
+  virtual void encode(std::span<const double> params, std::span<const double> x,
+                      std::span<double> inputs) const = 0;
+  // Given dL/d(inputs), adds dL/d(params) of the encoder to grad.
+  virtual void encode_backward(std::span<const double> params, std::span<const double> x,
+                               std::span<const double> d_inputs, std::span<double> grad) const = 0;
+  // Prediction from the readouts <H_k>.
+  virtual double head(std::span<const double> params, std::span<const double> expvals) const = 0;
+  // Given dL/d(prediction), writes dL/d(expvals) and adds the head's dL/d(params) to grad.
+  virtual void head_backward(std::span<const double> params, std::span<const double> expvals,
+                             double d_prediction, std::span<double> d_expvals,
+                             std::span<double> grad) const = 0;
+
+  ml::ParamLayout layout_;
+  int num_qubits_ = 0;
+  std::size_t quantum_offset_ = 0;
+  std::size_t num_quantum_ = 0;
+  std::size_t num_inputs_ = 0;
+  std::vector<PauliSum> readouts_;
+
+ private:
+  std::vector<double> theta(std::span<const double> params, std::span<const double> x) const;
+  template <class R>
+  double predict_one(std::span<const double> params, std::span<const double> x,
+                     const EvalOptions& options) const;
+  template <class R>
+  double gradient_one(std::span<const double> params, std::span<const double> x, double label,
+                      const ml::Loss& loss, std::span<double> grad, double* loss_value,
+                      const EvalOptions& options) const;
+};
+
+// Observable Z on one qubit.
+PauliSum pauli_z(int qubit);
+
+}  // namespace qmlsim::models

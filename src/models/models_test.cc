@@ -1,0 +1,165 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "models/dressed.h"
+#include "models/qaoa.h"
+#include "models/qcnn.h"
+#include "testing/dense_oracle.h"
+
+namespace qmlsim::models {
+namespace {
+
+std::vector<std::size_t> all_of(const ml::Dataset& d) {
+  std::vector<std::size_t> i(d.size());
+  std::iota(i.begin(), i.end(), std::size_t{0});
+  return i;
+}
+
+// Total loss over the batch, from predictions only (no gradient code involved).
+double total_loss(const HybridModel& m, const std::vector<double>& p, const ml::Dataset& d,
+                  const ml::Loss& loss, const EvalOptions& o) {
+  const std::vector<double> pred = m.predict(p, d, all_of(d), o);
+  double l = 0;
+  for (std::size_t i = 0; i < pred.size(); ++i) l += loss.value(pred[i], d.y[i]);
+  return l;
+}
+
+// The full hybrid gradient (classical layers + adjoint) against central finite differences.
+void expect_gradient_matches_fd(const HybridModel& m, const ml::Dataset& d, const ml::Loss& loss) {
+  Rng rng(11);
+  std::vector<double> p(m.layout().size());
+  m.init(p, rng);
+  EvalOptions o;
+  o.threads = 2;
+  std::vector<double> grad(p.size(), 0.0);
+  m.loss_and_gradient(p, d, all_of(d), loss, grad, o);
+  const double h = 1e-5;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    auto a = p, b = p;
+    a[i] += h;
+    b[i] -= h;
+    const double fd = (total_loss(m, a, d, loss, o) - total_loss(m, b, d, loss, o)) / (2 * h);
+    EXPECT_NEAR(grad[i], fd, 1e-6 * std::max(1.0, std::abs(fd))) << "parameter " << i;
+  }
+}
+
+TEST(Qcnn, ParameterCountsOfThePublishedModels) {
+  EXPECT_EQ(Qcnn(8, QcnnVariant::kHybrid).layout().size(), 21u + 49u);
+  EXPECT_EQ(Qcnn(8, QcnnVariant::kPure).layout().size(), 63u);
+}
+
+TEST(Qcnn, HybridAndPureGradientsMatchFiniteDifferences) {
+  Rng rng(3);
+  const ml::Dataset d = ml::qcnn_excitations(4, 2, rng);
+  const ml::Loss mse = ml::Loss::parse("mse", 0, "loss");
+  expect_gradient_matches_fd(Qcnn(4, QcnnVariant::kHybrid, 3), d, mse);
+  expect_gradient_matches_fd(Qcnn(5, QcnnVariant::kPure), ml::qcnn_excitations(5, 1, rng), mse);
+}
+
+TEST(Qcnn, ConvolutionPairsFollowCirq) {
+  // 4 qubits: (0,1), (2,3), then (1,2), (3,0); each two_qubit_unitary has 15 gates.
+  Circuit c(4);
+  qcnn_conv_layer(c, {0, 1, 2, 3}, 0);
+  ASSERT_EQ(c.ops().size(), 60u);
+  const std::vector<std::pair<int, int>> pairs = {{0, 1}, {2, 3}, {1, 2}, {3, 0}};
+  for (std::size_t k = 0; k < 4; ++k) {
+    const Operation& zz = c.ops()[15 * k + 6];
+    EXPECT_EQ(zz.gate, GateId::IsingZZ);
+    EXPECT_EQ(zz.wires, (std::vector<int>{pairs[k].first, pairs[k].second}));
+    EXPECT_EQ(zz.params[0].slot, 6);  // the upstream fix: s6, s7, s8
+    EXPECT_EQ(c.ops()[15 * k + 8].params[0].slot, 8);
+  }
+  // Odd counts do not close the ring (zip stops at the shorter list).
+  Circuit odd(3);
+  qcnn_conv_layer(odd, {0, 1, 2}, 0);
+  EXPECT_EQ(odd.ops().size(), 30u);
+}
+
+TEST(Dressed, ParameterCountAndGradient) {
+  const DressedClassifier m(4, 5);
+  EXPECT_EQ(m.layout().size(), 5u * 4 + 4 + 12 * 4 + 3 + 2);
+  EXPECT_EQ(DressedClassifier(10).layout().size(), 61u * 10 + 12 * 10 + 3 + 2);
+  ml::Dataset d;
+  std::mt19937_64 g(5);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int i = 0; i < 3; ++i) d.add({u(g), u(g), u(g), u(g), u(g)}, i % 2 ? 1.0 : -1.0);
+  expect_gradient_matches_fd(m, d, ml::Loss::parse("margin_ranking", 0.1, "loss"));
+  expect_gradient_matches_fd(m, d, ml::Loss::parse("mse", 0, "loss"));
+}
+
+TEST(Dressed, CircuitEqualsTheOriginalsInlinedCRot) {
+  // The original PennyLane job writes CRot(a,b,c) on (w,t) as seven gates.
+  const int n = 5;
+  const DressedClassifier m(n, 2);
+  const Circuit& ours = m.quantum_circuit();
+  Circuit theirs(n);
+  std::mt19937_64 g(9);
+  std::uniform_real_distribution<double> u(-3, 3);
+  std::vector<double> theta(static_cast<std::size_t>(ours.num_slots()));
+  for (double& t : theta) t = u(g);
+  for (const Operation& op : ours.ops()) {
+    if (op.gate != GateId::CRot) {
+      theirs.add(op);
+      continue;
+    }
+    const double a = op.params[0].value(theta), b = op.params[1].value(theta),
+                 c = op.params[2].value(theta);
+    const int w = op.wires[0], t = op.wires[1];
+    theirs.add(GateId::RZ, {t}, std::vector<double>{(a - c) / 2});
+    theirs.add(GateId::CNOT, {w, t});
+    theirs.add(GateId::RZ, {t}, std::vector<double>{-(a + c) / 2});
+    theirs.add(GateId::RY, {t}, std::vector<double>{-b / 2});
+    theirs.add(GateId::CNOT, {w, t});
+    theirs.add(GateId::RY, {t}, std::vector<double>{b / 2});
+    theirs.add(GateId::RZ, {t}, std::vector<double>{c});
+  }
+  testing::State zero(std::size_t{1} << n, 0.0);
+  zero[0] = 1;
+  const auto a = testing::run_dense(ours, theta, zero);
+  const auto b = testing::run_dense(theirs, theta, zero);
+  // Equal up to a global phase: compare <Z_q> on every wire and |<a|b>| = 1.
+  cplx overlap = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) overlap += std::conj(a[i]) * b[i];
+  EXPECT_NEAR(std::abs(overlap), 1.0, 1e-12);
+}
+
+ml::Graph ring(int n) {
+  ml::Graph g;
+  g.nodes = n;
+  for (int i = 0; i < n; ++i)
+    g.edges.push_back({std::min(i, (i + 1) % n), std::max(i, (i + 1) % n)});
+  return g;
+}
+
+TEST(Qaoa, CostGradientAndExhaustiveCut) {
+  ml::Graph g = ring(5);
+  g.edges.push_back({0, 2});
+  const QaoaMaxCut m(g, 2);
+  EvalOptions o;
+  // At zero angles the state is uniform: the expected cut is |E| / 2.
+  EXPECT_NEAR(m.cost(std::vector<double>(4, 0.0), {}, o), -3.0, 1e-12);
+  const std::vector<double> p = {0.3, -0.5, 0.7, 0.2};
+  std::vector<double> grad(4);
+  const double c = m.cost(p, grad, o);
+  EXPECT_NEAR(c, m.cost(p, {}, o), 1e-12);
+  for (std::size_t i = 0; i < 4; ++i) {
+    auto a = p, b = p;
+    a[i] += 1e-6;
+    b[i] -= 1e-6;
+    EXPECT_NEAR(grad[i], (m.cost(a, {}, o) - m.cost(b, {}, o)) / 2e-6, 1e-6);
+  }
+  // Odd ring of 5 plus a chord 0-2: the maximum cut is 5 of 6 edges.
+  EXPECT_EQ(m.max_cut(2).size, 5);
+  EXPECT_EQ(m.cut_size(0b01010), 4);
+  const QaoaMaxCut::Readout r = m.readout(p, 200, 7, o);
+  EXPECT_EQ(r.most_probable.size, m.cut_size(r.most_probable.assignment));
+  EXPECT_EQ(r.best_sampled.size, m.cut_size(r.best_sampled.assignment));
+  EXPECT_LE(r.best_sampled.size, 5);
+  EXPECT_GE(r.best_sampled.size, 4);  // 200 samples of 32 states find a good cut
+}
+
+}  // namespace
+}  // namespace qmlsim::models

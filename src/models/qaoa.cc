@@ -1,0 +1,123 @@
+#include "models/qaoa.h"
+
+#include <omp.h>
+
+#include "backends/cpu/statevector.h"
+#include "core/error.h"
+#include "grad/adjoint.h"
+#include "passes/fusion.h"
+
+namespace qmlsim::models {
+
+QaoaMaxCut::QaoaMaxCut(ml::Graph graph, int depth)
+    : graph_(std::move(graph)), depth_(depth), circuit_(graph_.nodes) {
+  if (depth < 1) throw Error("QAOA depth must be at least 1");
+  if (graph_.nodes < 2 || graph_.nodes > kMaxQubits)
+    throw Error("QAOA needs 2 to " + std::to_string(kMaxQubits) + " nodes, the graph has " +
+                std::to_string(graph_.nodes));
+  layout_.add("params", {2, depth});
+  const int n = graph_.nodes;
+  for (int q = 0; q < n; ++q) circuit_.add(GateId::H, {q});
+  for (int k = 0; k < depth; ++k) {
+    for (const auto& [u, v] : graph_.edges)
+      circuit_.add(GateId::MultiRZ, {u, v}, {ParamExpr::ref(k)});
+    for (int q = 0; q < n; ++q) circuit_.add(GateId::RX, {q}, {ParamExpr::ref(depth + k, 2.0)});
+  }
+  for (const auto& [u, v] : graph_.edges) cost_.add(0.5, 0, (index_t{1} << u) | (index_t{1} << v));
+  cost_.add(-0.5 * static_cast<double>(graph_.edges.size()), 0, 0);
+}
+
+void QaoaMaxCut::init(std::span<double> params, Rng& rng, double scale) const {
+  for (double& p : params) p = scale * rng.uniform();
+}
+
+namespace {
+
+template <class R>
+double cost_impl(const Circuit& c, const PauliSum& h, std::span<const double> params,
+                 std::span<double> grad, const EvalOptions& o) {
+  if (!grad.empty()) {
+    AdjointOptions ao;
+    ao.threads = o.threads;
+    ao.fusion = o.fusion;
+    const double w[1] = {1.0};
+    const AdjointResult r = adjoint_vjp<R>(c, params, {h}, w, ao);
+    std::copy(r.gradient.begin(), r.gradient.end(), grad.begin());
+    return r.expvals[0];
+  }
+  cpu::StateVector<R> psi(c.num_qubits(), o.threads);
+  std::vector<BoundGate> gates = bind_params(c, params);
+  if (o.fusion > 0) gates = fuse(gates, {o.fusion, std::max(10, o.fusion)});
+  psi.apply(gates);
+  return psi.expval(h);
+}
+
+template <class R>
+QaoaMaxCut::Readout readout_impl(const QaoaMaxCut& m, std::span<const double> params,
+                                 std::int64_t shots, std::uint64_t seed, const EvalOptions& o) {
+  const Circuit& c = m.circuit();
+  cpu::StateVector<R> psi(c.num_qubits(), o.threads);
+  std::vector<BoundGate> gates = bind_params(c, params);
+  if (o.fusion > 0) gates = fuse(gates, {o.fusion, std::max(10, o.fusion)});
+  psi.apply(gates);
+  QaoaMaxCut::Readout r;
+  const R* a = psi.data();
+  double best_p = -1;
+  for (index_t i = 0; i < psi.size(); ++i) {
+    const double p = double(a[2 * i]) * a[2 * i] + double(a[2 * i + 1]) * a[2 * i + 1];
+    if (p > best_p) {
+      best_p = p;
+      r.most_probable.assignment = i;
+    }
+  }
+  r.most_probable.size = m.cut_size(r.most_probable.assignment);
+  r.best_sampled.size = -1;
+  if (shots > 0)
+    for (const auto& [x, count] : psi.sample(shots, seed)) {  // ascending x
+      const int cut = m.cut_size(x);
+      if (cut > r.best_sampled.size) r.best_sampled = {x, cut};
+    }
+  return r;
+}
+
+}  // namespace
+
+double QaoaMaxCut::cost(std::span<const double> params, std::span<double> grad,
+                        const EvalOptions& o) const {
+  return o.precision == Precision::c64 ? cost_impl<float>(circuit_, cost_, params, grad, o)
+                                       : cost_impl<double>(circuit_, cost_, params, grad, o);
+}
+
+QaoaMaxCut::Readout QaoaMaxCut::readout(std::span<const double> params, std::int64_t shots,
+                                        std::uint64_t seed, const EvalOptions& o) const {
+  return o.precision == Precision::c64 ? readout_impl<float>(*this, params, shots, seed, o)
+                                       : readout_impl<double>(*this, params, shots, seed, o);
+}
+
+int QaoaMaxCut::cut_size(index_t x) const {
+  int cut = 0;
+  for (const auto& [u, v] : graph_.edges) cut += static_cast<int>(((x >> u) ^ (x >> v)) & 1);
+  return cut;
+}
+
+QaoaMaxCut::Cut QaoaMaxCut::max_cut(int threads) const {
+  const index_t count = index_t{1} << (graph_.nodes - 1);
+  std::vector<Cut> best(static_cast<std::size_t>(std::max(1, threads)));
+#pragma omp parallel num_threads(threads)
+  {
+    Cut local;
+    local.size = -1;
+#pragma omp for schedule(static)
+    for (index_t x = 0; x < count; ++x) {
+      const int c = cut_size(x);
+      if (c > local.size) local = {x, c};
+    }
+    best[static_cast<std::size_t>(omp_get_thread_num())] = local;
+  }
+  Cut out{0, -1};
+  for (const Cut& c : best)
+    if (c.size > out.size || (c.size == out.size && c.assignment < out.assignment)) out = c;
+  return out;
+}
+
+}  // namespace qmlsim::models
