@@ -7,6 +7,8 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev
+  libhdf5-dev libtomlplusplus-dev
+  python3-h5py
   clang-format
 )
 

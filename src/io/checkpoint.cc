@@ -1,0 +1,150 @@
+#include "io/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.h"
+#include "io/hdf5_file.h"
+
+namespace qmlsim::io {
+namespace {
+
+// FNV-1a (64 bit) over the bytes of every saved number, in a fixed order.
+class Checksum {
+ public:
+  void add(const void* p, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) h_ = (h_ ^ b[i]) * 0x100000001b3ULL;
+  }
+  template <class T>
+  void add(std::span<const T> v) {
+    add(v.data(), v.size_bytes());
+  }
+  std::string hex() const {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h_));
+    return buf;
+  }
+
+ private:
+  std::uint64_t h_ = 0xcbf29ce484222325ULL;
+};
+
+void fsync_path(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (fd < 0) throw Error(path + ": cannot open for sync: " + std::strerror(errno));
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) throw Error(path + ": fsync failed: " + std::strerror(errno));
+}
+
+void write_params(H5Writer& w, const ml::ParamLayout& layout, std::span<const double> params,
+                  Checksum& sum) {
+  for (const ml::TensorSpec& t : layout.tensors()) {
+    const auto v = params.subspan(t.offset, t.size());
+    w.write("params/" + t.name, v, t.shape);
+    sum.add(v);
+  }
+}
+
+std::vector<double> read_params(const H5Reader& r, const std::string& path,
+                                const ml::ParamLayout& layout, Checksum* sum) {
+  std::vector<double> params(layout.size());
+  for (const ml::TensorSpec& t : layout.tensors()) {
+    std::vector<int> shape;
+    const std::vector<double> v = r.doubles("params/" + t.name, &shape);
+    if (shape != t.shape) throw Error(path + ": tensor '" + t.name + "' has the wrong shape");
+    std::copy(v.begin(), v.end(), params.begin() + static_cast<std::ptrdiff_t>(t.offset));
+    if (sum) sum->add(std::span<const double>(v));
+  }
+  return params;
+}
+
+}  // namespace
+
+void commit_file(const std::string& tmp, const std::string& path) {
+  fsync_path(tmp, false);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw Error(path + ": cannot rename " + tmp + ": " + std::strerror(errno));
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  fsync_path(dir.empty() ? "." : dir, true);
+}
+
+void save_checkpoint(const std::string& path, const std::string& job, const ml::ParamLayout& layout,
+                     const TrainingState& s) {
+  write_atomically(path, [&](const std::string& tmp) {
+    H5Writer w(tmp);
+    Checksum sum;
+    write_params(w, layout, s.params, sum);
+    for (const auto& [name, v] : s.optimizer) {
+      w.write("optimizer/" + name, v, {static_cast<int>(v.size())});
+      sum.add(name.data(), name.size());
+      sum.add(std::span<const double>(v));
+    }
+    w.write("state/rng", std::span<const std::uint64_t>(s.rng));
+    const std::int64_t counters[3] = {s.epoch, s.step, s.step_in_epoch};
+    w.write("state/counters", std::span<const std::int64_t>(counters));
+    w.write("state/sums", s.sums, {static_cast<int>(s.sums.size())});
+    sum.add(std::span<const std::uint64_t>(s.rng));
+    sum.add(std::span<const std::int64_t>(counters));
+    sum.add(std::span<const double>(s.sums));
+    w.attribute("job", job);
+    w.attribute("checksum", sum.hex());
+    w.close();
+  });
+}
+
+TrainingState load_checkpoint(const std::string& path, const std::string& job,
+                              const ml::ParamLayout& layout) {
+  H5Reader r(path);
+  const std::string saved_job = r.attribute("job");
+  if (saved_job != job)
+    throw Error(path + ": checkpoint of a '" + saved_job + "' job, not '" + job + "'");
+  TrainingState s;
+  Checksum sum;
+  s.params = read_params(r, path, layout, &sum);
+  for (const char* name : {"m", "t", "v"}) {  // std::map order, as saved
+    const std::string key = std::string("optimizer/") + name;
+    if (!r.has(key)) continue;
+    s.optimizer[name] = r.doubles(key);
+    sum.add(name, std::strlen(name));
+    sum.add(std::span<const double>(s.optimizer[name]));
+  }
+  const std::vector<std::uint64_t> rng = r.uint64s("state/rng");
+  const std::vector<std::int64_t> counters = r.int64s("state/counters");
+  s.sums = r.doubles("state/sums");
+  if (rng.size() != 4 || counters.size() != 3)
+    throw Error(path + ": damaged checkpoint (state has the wrong size)");
+  std::copy(rng.begin(), rng.end(), s.rng.begin());
+  s.epoch = counters[0];
+  s.step = counters[1];
+  s.step_in_epoch = counters[2];
+  sum.add(std::span<const std::uint64_t>(rng));
+  sum.add(std::span<const std::int64_t>(counters));
+  sum.add(std::span<const double>(s.sums));
+  if (sum.hex() != r.attribute("checksum"))
+    throw Error(path + ": damaged checkpoint (checksum mismatch)");
+  return s;
+}
+
+void save_weights(const std::string& path, const std::string& job, const ml::ParamLayout& layout,
+                  std::span<const double> params) {
+  write_atomically(path, [&](const std::string& tmp) {
+    H5Writer w(tmp);
+    Checksum sum;
+    write_params(w, layout, params, sum);
+    w.attribute("job", job);
+    w.close();
+  });
+}
+
+std::vector<double> load_weights(const std::string& path, const ml::ParamLayout& layout) {
+  H5Reader r(path);
+  return read_params(r, path, layout, nullptr);
+}
+
+}  // namespace qmlsim::io

@@ -1,0 +1,59 @@
+// Checkpoints and weight files (HDF5). Both are written atomically: a temporary
+// file in the same folder, fsync, rename, fsync of the folder, so a crash leaves
+// either the old file or the new one. Checkpoints carry a checksum over their
+// contents; load_checkpoint rejects a damaged one with an Error.
+//
+// Layout: params/<tensor> (one dataset per tensor, its shape), and in
+// checkpoints also optimizer/<name>, state/rng, state/counters (int64:
+// epoch, step, step_in_epoch), state/sums (epoch accumulators), and the root
+// attributes "job" and "checksum".
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "ml/params.h"
+
+namespace qmlsim::io {
+
+struct TrainingState {
+  std::vector<double> params;
+  std::map<std::string, std::vector<double>> optimizer;
+  Rng::State rng{};
+  std::int64_t epoch = 0;          // the epoch in progress (0-based)
+  std::int64_t step = 0;           // optimizer steps taken in total
+  std::int64_t step_in_epoch = 0;  // steps taken in the current epoch
+  std::vector<double> sums;        // running sums of the current epoch's metrics
+};
+
+void save_checkpoint(const std::string& path, const std::string& job, const ml::ParamLayout& layout,
+                     const TrainingState& s);
+// Error when the file is damaged, its checksum does not match, it belongs to
+// another job or its tensors do not match the layout.
+TrainingState load_checkpoint(const std::string& path, const std::string& job,
+                              const ml::ParamLayout& layout);
+
+// weights.h5: params/<tensor> only (plus the "job" attribute).
+void save_weights(const std::string& path, const std::string& job, const ml::ParamLayout& layout,
+                  std::span<const double> params);
+std::vector<double> load_weights(const std::string& path, const ml::ParamLayout& layout);
+
+// Writes `path` by way of a temporary file: write(tmp) creates it, then it is
+// synced and renamed over `path`.
+template <class Fn>
+void write_atomically(const std::string& path, Fn&& write);
+void commit_file(const std::string& tmp, const std::string& path);
+
+template <class Fn>
+void write_atomically(const std::string& path, Fn&& write) {
+  const std::string tmp = path + ".tmp";
+  write(tmp);
+  commit_file(tmp, path);
+}
+
+}  // namespace qmlsim::io

@@ -1,0 +1,77 @@
+#include "io/config.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace qmlsim::io {
+namespace {
+
+std::string defaults(const std::string& kind) {
+  if (kind != "toy") throw Error("unknown job kind '" + kind + "'");
+  return "[job]\nkind = \"toy\"\nseed = 1\n[data]\npath = \"\"\n[train]\nrate = 0.5\n"
+         "name = \"adam\"\nshuffle = true\n";
+}
+
+Config parse(const std::string& text, const std::vector<std::string>& sets = {}) {
+  return Config::parse(text, "job.toml", "/base", sets, defaults, {"data.path"});
+}
+
+std::string error_of(const std::string& text, const std::vector<std::string>& sets = {}) {
+  try {
+    parse(text, sets);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Config, DefaultsFileAndOverrides) {
+  const Config c = parse("[job]\nkind = \"toy\"\n\n[train]\nrate = 2\n", {"job.seed=7"});
+  EXPECT_EQ(c.kind(), "toy");
+  EXPECT_EQ(c.get_int("job.seed", 0, 100), 7);
+  EXPECT_DOUBLE_EQ(c.get_double("train.rate", 0, 10), 2.0);  // an integer is a valid float
+  EXPECT_EQ(c.get_string("train.name"), "adam");
+  EXPECT_TRUE(c.get_bool("train.shuffle"));
+  EXPECT_EQ(c.origin("train.rate"), "job.toml:5");
+  EXPECT_EQ(c.origin("job.seed"), "--set job.seed=7");
+  EXPECT_EQ(c.origin("train.name"), "default");
+  // The resolved config parses back to the same values.
+  const Config again = parse(c.to_toml());
+  EXPECT_EQ(again.get_int("job.seed", 0, 100), 7);
+  EXPECT_EQ(again.to_toml(), c.to_toml());
+}
+
+TEST(Config, PathsAreAnchoredAtTheConfigFile) {
+  const Config c = parse("[job]\nkind = \"toy\"\n[data]\npath = \"data/x.csv\"\n");
+  EXPECT_EQ(c.get_string("data.path"), "/base/data/x.csv");
+}
+
+TEST(Config, ErrorsNameTheLineAndKey) {
+  EXPECT_EQ(error_of("[job]\nkind = \"toy\"\n[train]\nrat = 1.0\n"),
+            "job.toml:4: unknown key train.rat (known keys in [train]: name, rate, shuffle)");
+  EXPECT_EQ(error_of("[job]\nkind = \"toy\"\n[train]\nrate = \"fast\"\n"),
+            "job.toml:4: train.rate must be a number, got a string");
+  EXPECT_EQ(error_of("[job]\nkind = \"toy\"\n[model]\nx = 1\n"),
+            "job.toml:3: unknown section [model] (known sections: data, job, train)");
+  EXPECT_EQ(error_of("[job]\nkind = \"toy\"\n", {"train.rate=abc"}),
+            "--set train.rate=abc: train.rate must be a number");
+  EXPECT_EQ(error_of("[job]\nkind = \"toy\"\n", {"train.nope=1"}),
+            "--set train.nope=1: unknown key train.nope (known keys in [train]: name, rate, "
+            "shuffle)");
+  EXPECT_EQ(error_of("[job]\nkind = \"toy\"\n", {"rate"}),
+            "--set rate: expected section.key=value");
+  EXPECT_EQ(error_of("[job]\nseed = 1\n"), "job.toml: missing key job.kind (qaoa, qcnn or sonar)");
+  EXPECT_EQ(error_of("[job]\nkind = \"big\"\n"), "job.toml:2: job.kind: unknown job kind 'big'");
+  EXPECT_EQ(error_of("[job\n").substr(0, 11), "job.toml:1:");
+  const Config c = parse("[job]\nkind = \"toy\"\nseed = 500\n");
+  try {
+    c.get_int("job.seed", 0, 100);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "job.toml:3: job.seed: must be in [0, 100], got 500");
+  }
+}
+
+}  // namespace
+}  // namespace qmlsim::io
