@@ -138,4 +138,88 @@ TEST(Cli, BadInputGivesOneLocatedLineAndStatus2) {
   }
 }
 
+// ---- train and infer ----
+
+const std::string kExamples = QMLSIM_EXAMPLES;
+
+TEST(Cli, TrainAndInferQaoa) {
+  const std::string dir = (temp_dir() / "qaoa_run").string();
+  std::filesystem::remove_all(dir);
+  Result r = run("train " + kExamples + "/qaoa_maxcut.toml --set train.steps=2 --run-dir " + dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Initial cost: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Time to complete iteration: "), std::string::npos);
+  EXPECT_NE(r.out.find("Maximum cut (exhaustive search): 21"), std::string::npos) << r.out;
+  const std::string svg = read_file(dir + "/graph.svg");
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  r = run("infer " + dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Approximation ratio: "), std::string::npos) << r.out;
+}
+
+TEST(Cli, WeightsAreReadableWithH5py) {
+  if (std::system("/usr/bin/python3 -c 'import h5py' 2>/dev/null") != 0)
+    GTEST_SKIP() << "h5py is not installed for /usr/bin/python3 (scripts/setup.sh installs it)";
+  const std::string dir = (temp_dir() / "qcnn_run").string();
+  std::filesystem::remove_all(dir);
+  const Result r = run("train " + kExamples +
+                       "/qcnn.toml --set data.qubits=4 --set data.rounds=5 --set train.epochs=1 "
+                       "--run-dir " +
+                       dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string py = write("read.py",
+                               "import h5py, sys\n"
+                               "f = h5py.File(sys.argv[1], 'r')\n"
+                               "names = []\n"
+                               "f.visititems(lambda n, o: names.append(f'{n}{list(o.shape)}') if "
+                               "isinstance(o, h5py.Dataset) else None)\n"
+                               "print(' '.join(names))\n");
+  const Result p = [&] {
+    const std::string out = (temp_dir() / "py_out").string();
+    const int rc = std::system(
+        ("/usr/bin/python3 " + py + " " + dir + "/weights.h5 >" + out + " 2>&1").c_str());
+    return Result{WEXITSTATUS(rc), read_file(out), ""};
+  }();
+  ASSERT_EQ(p.status, 0) << p.out;
+  EXPECT_EQ(p.out,
+            "params/dense1/bias[8] params/dense1/weight[8, 2] params/dense2/bias[1] "
+            "params/dense2/weight[1, 8] params/quantum/conv[15] params/quantum/pool[6]\n");
+}
+
+TEST(Cli, TrainErrorsAreOneLocatedLine) {
+  struct Case {
+    std::string config, args, error;
+  };
+  const std::string bad_key = write("bad_key.toml", "[job]\nkind = \"qcnn\"\n[train]\nepoch = 3\n");
+  const std::string bad_value =
+      write("bad_value.toml", "[job]\nkind = \"qcnn\"\n[train]\nepochs = -1\n");
+  const std::string bad_toml = write("bad_toml.toml", "[job]\nkind = \"qcnn\n");
+  const std::string bad_graph = write("bad.edges", "0 1\n1 x\n");
+  const std::string qaoa =
+      write("qaoa.toml", "[job]\nkind = \"qaoa\"\n[data]\ngraph = \"bad.edges\"\n");
+  const std::vector<Case> cases = {
+      {bad_key, "", bad_key + ":4: unknown key train.epoch"},
+      {bad_value, "", bad_value + ":4: train.epochs: must be in [1, 1000000], got -1"},
+      {bad_toml, "", bad_toml + ":2: "},
+      {bad_key, "--set job.kind=vqe", "--set job.kind=vqe: job.kind: unknown job kind 'vqe'"},
+      {kExamples + "/qcnn.toml", "--set train.lr=1", "--set train.lr=1: unknown key train.lr"},
+      {kExamples + "/qcnn.toml", "--set data.qubits=x",
+       "--set data.qubits=x: data.qubits must be an integer"},
+      {qaoa, "", bad_graph + ":2: node 'x' is not a non-negative integer"},
+      {"/nonexistent.toml", "", "/nonexistent.toml: cannot open config file"},
+  };
+  for (const Case& c : cases) {
+    const std::string dir = (temp_dir() / "err_run").string();
+    std::filesystem::remove_all(dir);
+    const Result r = run("train " + c.config + " " + c.args + " --run-dir " + dir);
+    EXPECT_EQ(r.status, 2) << c.config << " " << c.args;
+    EXPECT_EQ(r.err.find("qmlsim train: error: " + c.error), 0u) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  }
+  const Result r = run("infer /nonexistent_run");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "qmlsim infer: error: /nonexistent_run/config.toml: cannot open config file\n");
+}
+
 }  // namespace

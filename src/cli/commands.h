@@ -9,5 +9,7 @@ namespace qmlsim::cli {
 
 int run_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
+int train_command(const std::vector<std::string>& args);
+int infer_command(const std::vector<std::string>& args);
 
 }  // namespace qmlsim::cli

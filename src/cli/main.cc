@@ -18,6 +18,8 @@ usage: qmlsim COMMAND [options]
 commands:
   run CIRCUIT.qasm   simulate an OpenQASM 2.0 circuit: expectation values, samples
   bench              kernel timings as ratios to the measured memory-bandwidth bound
+  train CONFIG.toml  train a reference job (qaoa, qcnn, sonar): metrics, checkpoints, weights
+  infer RUN_DIR      predictions (or the QAOA cut) of a trained run's weights
 
 Run 'qmlsim COMMAND --help' for a command's options.
 )";
@@ -39,7 +41,10 @@ int main(int argc, char** argv) {
   try {
     if (command == "run") return qmlsim::cli::run_command(args);
     if (command == "bench") return qmlsim::cli::bench_command(args);
-    throw qmlsim::Error("unknown command '" + command + "' (commands: run, bench; see --help)");
+    if (command == "train") return qmlsim::cli::train_command(args);
+    if (command == "infer") return qmlsim::cli::infer_command(args);
+    throw qmlsim::Error("unknown command '" + command +
+                        "' (commands: run, bench, train, infer; see --help)");
   } catch (const qmlsim::Error& e) {
     std::fflush(stdout);
     std::cerr << "qmlsim " << command << ": error: " << e.what() << "\n";

@@ -1,0 +1,181 @@
+#include "train/jobs.h"
+
+#include <omp.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "models/dressed.h"
+#include "models/qcnn.h"
+
+namespace qmlsim::train {
+namespace {
+
+// Per kind: the [data] and [model] sections, the job-specific [train] keys, and
+// the values that differ between kinds.
+struct KindDefaults {
+  const char* kind;
+  const char* seed;
+  const char* precision;
+  const char* optimizer;
+  const char* learning_rate;
+  const char* lr_decay;
+  const char* adam_epsilon;
+  const char* sections;  // [data] and [model]
+  const char* train;     // job-specific [train] keys
+};
+
+constexpr KindDefaults kKinds[] = {
+    {"qaoa", "1967", "c128", "sgd", "0.1", "1.0", "1e-8", R"(
+[data]
+graph = ""     # edge list or networkx adjacency list
+nodes = 0      # 0: one more than the largest node id in the file
+
+[model]
+depth = 2            # p
+init_scale = 0.01    # parameters start at init_scale * U(0, 1)
+samples = 1000       # samples of the final state searched for the best cut (0: most probable state)
+)",
+     R"(steps = 5            # iterations: cost + gradient + one optimizer step
+)"},
+    {"qcnn", "1234", "c64", "adam", "0.02", "1.0", "1e-7", R"(
+[data]
+qubits = 8
+rounds = 20            # examples = rounds * qubits
+train_fraction = 0.7   # the first examples train, the rest test
+
+[model]
+variant = "hybrid"     # hybrid (readouts + two dense layers) or pure
+hidden = 8
+)",
+     R"(loss = "mse"           # mse, margin_ranking, hinge, bce
+margin = 0.1
+batch_size = 32
+epochs = 50
+shuffle = true
+)"},
+    {"sonar", "42", "c128", "adam", "0.1", "0.99", "1e-8", R"(
+[data]
+path = ""              # UCI sonar.all-data
+rows = 64              # rows kept after a seeded shuffle
+test_fraction = 0.0    # share of the kept rows held out for validation
+
+[model]
+wires = 10
+)",
+     R"(loss = "margin_ranking"
+margin = 0.1
+batch_size = 64
+epochs = 5
+shuffle = true
+)"},
+};
+
+}  // namespace
+
+std::string job_defaults(const std::string& kind) {
+  for (const KindDefaults& k : kKinds) {
+    if (kind != k.kind) continue;
+    const std::string q = "\"";
+    return "[job]\nkind = " + q + k.kind + q + "\nseed = " + k.seed + "\nprecision = " + q +
+           k.precision + q +
+           "   # c64 (complex64) or c128 (complex128)\n"
+           "threads = 0          # 0: every core\n"
+           "fusion = 3           # largest fused gate, in qubits (0: no fusion)\n" +
+           k.sections + "\n[train]\noptimizer = " + q + k.optimizer + q +
+           "   # sgd or adam\nlearning_rate = " + k.learning_rate + "\nlr_decay = " + k.lr_decay +
+           "   # multiplies the learning rate every lr_decay_epochs epochs\n"
+           "lr_decay_epochs = 1\n"
+           "adam_beta1 = 0.9\n"
+           "adam_beta2 = 0.999\n"
+           "adam_epsilon = " +
+           k.adam_epsilon +
+           "\ncheckpoint_every = 0   # steps between checkpoints; 0: at the end of every epoch\n"
+           "keep_checkpoints = 3\n" +
+           k.train;
+  }
+  throw Error("unknown job kind '" + kind + "' (qaoa, qcnn, sonar)");
+}
+
+const std::vector<std::string>& job_path_keys() {
+  static const std::vector<std::string> keys = {"data.graph", "data.path"};
+  return keys;
+}
+
+io::Config load_job_config(const std::string& path, const std::vector<std::string>& sets) {
+  return io::Config::load(path, sets, job_defaults, job_path_keys());
+}
+
+models::EvalOptions eval_options(const io::Config& c) {
+  models::EvalOptions o;
+  o.precision =
+      c.get_choice("job.precision", {"c64", "c128"}) == "c64" ? Precision::c64 : Precision::c128;
+  const auto t = static_cast<int>(c.get_int("job.threads", 0, 4096));
+  o.threads = t > 0 ? t : omp_get_max_threads();
+  o.fusion = static_cast<int>(c.get_int("job.fusion", 0, 6));
+  return o;
+}
+
+ml::OptimizerConfig optimizer_config(const io::Config& c) {
+  ml::OptimizerConfig o;
+  o.kind = c.get_choice("train.optimizer", {"sgd", "adam"});
+  o.beta1 = c.get_double("train.adam_beta1", 0, 0.999999);
+  o.beta2 = c.get_double("train.adam_beta2", 0, 0.999999999);
+  o.epsilon = c.get_double("train.adam_epsilon", 1e-300, 1);
+  return o;
+}
+
+SupervisedJob make_supervised_job(const io::Config& c) {
+  SupervisedJob job;
+  const auto seed = static_cast<std::uint64_t>(c.get_int("job.seed", 0, INT64_MAX));
+  job.loss = ml::Loss::parse(c.get_choice("train.loss", {"mse", "margin_ranking", "hinge", "bce"}),
+                             c.get_double("train.margin", -1e9, 1e9), "train.loss");
+  if (c.kind() == "qcnn") {
+    const auto n = static_cast<int>(c.get_int("data.qubits", 2, kMaxQubits));
+    const auto rounds = static_cast<int>(c.get_int("data.rounds", 1, 1000000));
+    const double frac = c.get_double("data.train_fraction", 0, 1);
+    const std::string variant = c.get_choice("model.variant", {"hybrid", "pure"});
+    job.model = std::make_unique<models::Qcnn>(
+        n, variant == "hybrid" ? models::QcnnVariant::kHybrid : models::QcnnVariant::kPure,
+        static_cast<int>(c.get_int("model.hidden", 1, 4096)));
+    Rng rng(seed);
+    const ml::Dataset all = ml::qcnn_excitations(n, rounds, rng);
+    auto [train, test] = all.split(static_cast<std::size_t>(std::llround(frac * all.size())));
+    job.train = std::move(train);
+    job.test = std::move(test);
+  } else if (c.kind() == "sonar") {
+    const std::string path = c.get_string("data.path");
+    if (path.empty()) c.fail("data.path", "needs the path of sonar.all-data");
+    const ml::Dataset all = ml::read_sonar(path);
+    const auto rows = static_cast<std::size_t>(c.get_int("data.rows", 1, 1 << 30));
+    if (rows > all.size())
+      c.fail("data.rows",
+             std::to_string(rows) + " rows asked, the file has " + std::to_string(all.size()));
+    const double frac = c.get_double("data.test_fraction", 0, 0.99);
+    Rng rng(seed);
+    std::vector<std::size_t> perm = rng.permutation(all.size());
+    perm.resize(rows);
+    const ml::Dataset kept = all.subset(perm);
+    const auto test = static_cast<std::size_t>(std::llround(frac * static_cast<double>(rows)));
+    auto [train, held] = kept.split(rows - test);
+    job.train = std::move(train);
+    job.test = std::move(held);
+    job.model = std::make_unique<models::DressedClassifier>(
+        static_cast<int>(c.get_int("model.wires", 4, kMaxQubits)),
+        static_cast<int>(job.train.x.at(0).size()));
+  } else {
+    throw Error("job kind '" + c.kind() + "' is not a supervised job");
+  }
+  if (job.train.size() == 0) throw Error("the training split is empty");
+  return job;
+}
+
+std::unique_ptr<models::QaoaMaxCut> make_qaoa_job(const io::Config& c) {
+  const std::string path = c.get_string("data.graph");
+  if (path.empty()) c.fail("data.graph", "needs the path of a graph file");
+  ml::Graph g = ml::read_graph(path, static_cast<int>(c.get_int("data.nodes", 0, kMaxQubits)));
+  return std::make_unique<models::QaoaMaxCut>(std::move(g),
+                                              static_cast<int>(c.get_int("model.depth", 1, 1000)));
+}
+
+}  // namespace qmlsim::train

@@ -1,0 +1,38 @@
+// The three reference jobs (WORKLOADS.md): their config defaults (which are
+// also the config schema), and how a resolved config becomes data and a model.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/config.h"
+#include "ml/datasets.h"
+#include "ml/loss.h"
+#include "ml/optimizer.h"
+#include "models/hybrid.h"
+#include "models/qaoa.h"
+
+namespace qmlsim::train {
+
+// TOML defaults for "qaoa", "qcnn" or "sonar"; Error for another kind.
+std::string job_defaults(const std::string& kind);
+// Config keys holding file paths (made absolute when the config is read).
+const std::vector<std::string>& job_path_keys();
+// Reads a job config (file + overrides) with the schema above.
+io::Config load_job_config(const std::string& path, const std::vector<std::string>& sets);
+
+models::EvalOptions eval_options(const io::Config& c);
+ml::OptimizerConfig optimizer_config(const io::Config& c);
+
+// QCNN and Sonar: a hybrid model, its data (seeded; the same on every call) and loss.
+struct SupervisedJob {
+  std::unique_ptr<models::HybridModel> model;
+  ml::Dataset train, test;
+  ml::Loss loss;
+};
+SupervisedJob make_supervised_job(const io::Config& c);
+
+std::unique_ptr<models::QaoaMaxCut> make_qaoa_job(const io::Config& c);
+
+}  // namespace qmlsim::train

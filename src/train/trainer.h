@@ -1,0 +1,29 @@
+// `qmlsim train` and `qmlsim infer` behind the CLI: the training loops of the
+// reference jobs with metrics, checkpoints, resume, final weights and results.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "io/config.h"
+
+namespace qmlsim::train {
+
+struct TrainOptions {
+  std::string run_dir;
+  bool resume = false;          // continue from the newest readable checkpoint
+  std::int64_t max_steps = -1;  // stop (with a checkpoint) after this many steps in this call
+  bool quiet = false;           // no progress output
+};
+
+// Trains the job; returns 0 when finished, 1 when stopped by max_steps.
+// Throws Error for bad input.
+int train(const io::Config& config, const TrainOptions& options, std::ostream& out);
+
+// Predictions of saved weights on the job's test split (QCNN, Sonar; the
+// training rows when there is no test split), or the cost and cut of saved
+// QAOA parameters.
+void infer(const io::Config& config, const std::string& weights, std::ostream& out);
+
+}  // namespace qmlsim::train
