@@ -81,58 +81,90 @@ std::vector<TermGroup> group_terms(const PauliSum& h, double& constant) {
   return groups;
 }
 
-// sum_i conj(bra[i ^ x]) ket[i] weight(i), blocked: weight(i) for the low bits
-// of a block comes from per-high-mask tables, combined once per block.
-template <class R>
-cplx group_pass(const TermGroup& g, const R* bra, const R* ket, int n, int threads) {
-  const int lb = std::min(n, kBlockBits);
-  const index_t bsize = index_t{1} << lb, low_mask = bsize - 1;
-  // Group terms by the high part of their z mask; one weight table per group
-  // over the low bits. Block b then contributes sum_k sign_k(b) * dot_k(b).
-  std::vector<index_t> high_masks;
-  std::vector<std::vector<double>> tr, ti;  // real and imaginary weight tables
-  for (std::size_t t = 0; t < g.w.size(); ++t) {
-    const index_t hm = g.z[t] >> lb;
-    auto it = std::find(high_masks.begin(), high_masks.end(), hm);
-    const std::size_t k = static_cast<std::size_t>(it - high_masks.begin());
-    if (it == high_masks.end()) {
-      high_masks.push_back(hm);
-      tr.emplace_back(bsize, 0.0);
-      ti.emplace_back(bsize, 0.0);
-    }
-    for (index_t i = 0; i < bsize; ++i) {
-      const double s = parity(i & g.z[t] & low_mask) ? -1.0 : 1.0;
-      tr[k][i] += s * g.w[t].real();
-      ti[k][i] += s * g.w[t].imag();
+// weight(i) of a term group, block by block: terms are grouped by the high part
+// of their z mask (above the block's low bits), with one table per group over
+// the low bits; the table of block b is sum_k sign_k(b) table_k, built with
+// one vectorized add per group and amplitude (instead of a parity per term).
+class BlockWeights {
+ public:
+  BlockWeights(const TermGroup& g, int n) : lb_(std::min(n, kBlockBits)) {
+    const index_t bsize = index_t{1} << lb_, low_mask = bsize - 1;
+    for (std::size_t t = 0; t < g.w.size(); ++t) {
+      const index_t hm = g.z[t] >> lb_;
+      auto it = std::find(high_.begin(), high_.end(), hm);
+      const std::size_t k = static_cast<std::size_t>(it - high_.begin());
+      if (it == high_.end()) {
+        high_.push_back(hm);
+        tr_.emplace_back(bsize, 0.0);
+        ti_.emplace_back(bsize, 0.0);
+      }
+      if (g.w[t].imag() != 0) complex_ = true;
+      for (index_t i = 0; i < bsize; ++i) {
+        const double sgn = parity(i & g.z[t] & low_mask) ? -1.0 : 1.0;
+        tr_[k][i] += sgn * g.w[t].real();
+        ti_[k][i] += sgn * g.w[t].imag();
+      }
     }
   }
+  int low_bits() const { return lb_; }
+  bool complex() const { return complex_; }
+  // wr, wi (2^low_bits entries each) = the weights of block b.
+  void fill(index_t b, double* wr, double* wi) const {
+    const index_t bsize = index_t{1} << lb_;
+    std::fill(wr, wr + bsize, 0.0);
+    if (complex_) std::fill(wi, wi + bsize, 0.0);
+    for (std::size_t k = 0; k < high_.size(); ++k) {
+      const double sgn = parity(b & high_[k]) ? -1.0 : 1.0;
+      const double* tr = tr_[k].data();
+      const double* ti = ti_[k].data();
+#pragma omp simd
+      for (index_t i = 0; i < bsize; ++i) wr[i] += sgn * tr[i];
+      if (!complex_) continue;
+#pragma omp simd
+      for (index_t i = 0; i < bsize; ++i) wi[i] += sgn * ti[i];
+    }
+    if (!complex_) std::fill(wi, wi + bsize, 0.0);
+  }
+
+ private:
+  int lb_;
+  bool complex_ = false;
+  std::vector<index_t> high_;
+  std::vector<std::vector<double>> tr_, ti_;
+};
+
+// sum_i conj(bra[i ^ x]) ket[i] weight(i), in fixed blocks.
+template <class R>
+cplx group_pass(const TermGroup& g, const R* bra, const R* ket, int n, int threads) {
+  const BlockWeights weights(g, n);
+  const int lb = weights.low_bits();
+  const index_t bsize = index_t{1} << lb, low_mask = bsize - 1;
   const index_t xlo = g.x & low_mask, xhi = g.x & ~low_mask;
   const std::int64_t nblocks = std::int64_t{1} << (n - lb);
   std::vector<cplx> partial(nblocks);
   parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t b) {
+    thread_local std::vector<double> wr, wi;
+    wr.resize(bsize);
+    wi.resize(bsize);
+    weights.fill(static_cast<index_t>(b), wr.data(), wi.data());
     const index_t base = static_cast<index_t>(b) << lb;
     const R* k0 = ket + 2 * base;
     const R* b0 = bra + 2 * (base ^ xhi);
-    cplx total = 0;
-    for (std::size_t k = 0; k < high_masks.size(); ++k) {
-      const double* wr = tr[k].data();
-      const double* wi = ti[k].data();
-      // `omp simd` lets the compiler vectorize the sums (a fixed order for a given
-      // build, so results still do not depend on the thread count).
-      double ar = 0, ai = 0;
+    const double* w_r = wr.data();
+    const double* w_i = wi.data();
+    // `omp simd` lets the compiler vectorize the sums (a fixed order for a given
+    // build, so results still do not depend on the thread count).
+    double ar = 0, ai = 0;
 #pragma omp simd reduction(+ : ar, ai)
-      for (index_t i = 0; i < bsize; ++i) {
-        const index_t bi_ = i ^ xlo;
-        const double kr = k0[2 * i], ki = k0[2 * i + 1];
-        const double br = b0[2 * bi_], bi = -b0[2 * bi_ + 1];
-        const double pr = br * kr - bi * ki, pi = br * ki + bi * kr;  // conj(bra) * ket
-        ar += pr * wr[i] - pi * wi[i];
-        ai += pr * wi[i] + pi * wr[i];
-      }
-      const double sign = parity(static_cast<index_t>(b) & high_masks[k]) ? -1.0 : 1.0;
-      total += sign * cplx{ar, ai};
+    for (index_t i = 0; i < bsize; ++i) {
+      const index_t bi_ = i ^ xlo;
+      const double kr = k0[2 * i], ki = k0[2 * i + 1];
+      const double br = b0[2 * bi_], bi = -b0[2 * bi_ + 1];
+      const double pr = br * kr - bi * ki, pi = br * ki + bi * kr;  // conj(bra) * ket
+      ar += pr * w_r[i] - pi * w_i[i];
+      ai += pr * w_i[i] + pi * w_r[i];
     }
-    partial[b] = total;
+    partial[b] = cplx{ar, ai};
   });
   cplx sum = 0;
   for (cplx p : partial) sum += p;
@@ -357,8 +389,60 @@ Matrix cross_matrix_1q(const R* bra, const R* ket, int n, const BoundGate& g, in
   return sum;
 }
 
+// cross_matrix for a diagonal gate: the derivative of a diagonal gate is
+// diagonal, so only M_aa = sum conj(bra_a) ket_a is needed (zeros elsewhere).
+// Runs of contiguous amplitudes below the lowest target or control are summed
+// in the state's precision, as in cross_matrix_1q.
+template <class R>
+Matrix cross_matrix_diagonal(const R* bra, const R* ket, int n, const BoundGate& g, int threads) {
+  const std::size_t dim = g.dim();
+  std::vector<int> pos = g.targets;
+  pos.insert(pos.end(), g.controls.begin(), g.controls.end());
+  std::sort(pos.begin(), pos.end());
+  index_t ones = 0;
+  for (int c : g.controls) ones |= bit(c);
+  std::vector<index_t> off(dim, 0);
+  for (std::size_t r = 0; r < dim; ++r)
+    for (int j = 0; j < g.num_targets(); ++j)
+      if (r >> j & 1) off[r] |= bit(g.targets[j]);
+  const int npos = static_cast<int>(pos.size());
+  const int run_bits = pos[0];
+  const index_t run = index_t{1} << run_bits;
+  const int outer_bits = n - npos - run_bits;
+  const int bb = std::min(outer_bits, kBlockBits);
+  const std::int64_t nblocks = static_cast<std::int64_t>((index_t{1} << outer_bits) >> bb);
+  std::vector<double> partial(static_cast<std::size_t>(nblocks) * 2 * dim, 0.0);
+  parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t blk) {
+    double* acc = &partial[static_cast<std::size_t>(blk) * 2 * dim];
+    for (index_t o = static_cast<index_t>(blk) << bb; o < (static_cast<index_t>(blk) + 1) << bb;
+         ++o) {
+      const index_t base = insert_zero_bits(o << run_bits, pos.data(), npos) | ones;
+      for (std::size_t a = 0; a < dim; ++a) {
+        const R* x = bra + 2 * (base | off[a]);
+        const R* y = ket + 2 * (base | off[a]);
+        R sr = 0, si = 0;
+#pragma omp simd reduction(+ : sr, si)
+        for (index_t t = 0; t < run; ++t) {
+          sr += x[2 * t] * y[2 * t] + x[2 * t + 1] * y[2 * t + 1];
+          si += x[2 * t] * y[2 * t + 1] - x[2 * t + 1] * y[2 * t];
+        }
+        acc[2 * a] += sr;
+        acc[2 * a + 1] += si;
+      }
+    }
+  });
+  Matrix sum(dim * dim, 0.0);
+  for (std::int64_t blk = 0; blk < nblocks; ++blk)
+    for (std::size_t a = 0; a < dim; ++a) {
+      const double* acc = &partial[static_cast<std::size_t>(blk) * 2 * dim];
+      sum[a * dim + a] += cplx{acc[2 * a], acc[2 * a + 1]};
+    }
+  return sum;
+}
+
 template <class R>
 Matrix cross_matrix(const R* bra, const R* ket, int n, const BoundGate& g, int threads) {
+  if (g.diagonal) return cross_matrix_diagonal(bra, ket, n, g, threads);
   if (g.num_targets() == 1) return cross_matrix_1q(bra, ket, n, g, threads);
   const int k = g.num_targets();
   const std::size_t dim = g.dim();
@@ -558,24 +642,43 @@ void StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
   assert(src.n_ == n_ && &src != this);
   double constant = 0;
   const std::vector<TermGroup> groups = group_terms(h, constant);
+  std::vector<BlockWeights> weights;
+  for (const TermGroup& g : groups) weights.emplace_back(g, n_);
   R* out = amps_.data();
   const R* in = src.amps_.data();
-  const std::int64_t size = static_cast<std::int64_t>(this->size());
-  // (P psi)_j = ph(j ^ x) psi_{j ^ x}, with P|i> = ph(i)|i ^ x>.
-  parallel_for(size, threads_, size, [&](std::int64_t jj) {
-    const index_t j = static_cast<index_t>(jj);
-    double re = constant * in[2 * j], im = constant * in[2 * j + 1];
-    for (const TermGroup& g : groups) {
-      const index_t i = j ^ g.x;
-      cplx w = 0;
-      for (std::size_t t = 0; t < g.w.size(); ++t) w += parity(i & g.z[t]) ? -g.w[t] : g.w[t];
-      const double ar = in[2 * i], ai = in[2 * i + 1];
-      re += w.real() * ar - w.imag() * ai;
-      im += w.real() * ai + w.imag() * ar;
-    }
-    out[2 * j] = static_cast<R>(re);
-    out[2 * j + 1] = static_cast<R>(im);
-  });
+  const int lb = std::min(n_, kBlockBits);
+  const index_t bsize = index_t{1} << lb, low_mask = bsize - 1;
+  // (P psi)_j = ph(j ^ x) psi_{j ^ x}, with P|i> = ph(i)|i ^ x>: block b of the
+  // output reads block b ^ (x >> lb) of the input, whose weights are filled.
+  parallel_for(std::int64_t{1} << (n_ - lb), threads_, std::int64_t{1} << n_,
+               [&](std::int64_t b) {
+                 thread_local std::vector<double> acc_r, acc_i, wr, wi;
+                 acc_r.assign(bsize, 0.0);
+                 acc_i.assign(bsize, 0.0);
+                 wr.resize(bsize);
+                 wi.resize(bsize);
+                 const index_t base = static_cast<index_t>(b) << lb;
+                 for (index_t j = 0; j < bsize; ++j) {
+                   acc_r[j] = constant * in[2 * (base + j)];
+                   acc_i[j] = constant * in[2 * (base + j) + 1];
+                 }
+                 for (std::size_t k = 0; k < groups.size(); ++k) {
+                   const index_t x = groups[k].x, xlo = x & low_mask;
+                   const index_t ibase = base ^ (x & ~low_mask);
+                   weights[k].fill(ibase >> lb, wr.data(), wi.data());
+                   const R* src_block = in + 2 * ibase;
+                   for (index_t j = 0; j < bsize; ++j) {
+                     const index_t i = j ^ xlo;
+                     const double ar = src_block[2 * i], ai = src_block[2 * i + 1];
+                     acc_r[j] += wr[i] * ar - wi[i] * ai;
+                     acc_i[j] += wr[i] * ai + wi[i] * ar;
+                   }
+                 }
+                 for (index_t j = 0; j < bsize; ++j) {
+                   out[2 * (base + j)] = static_cast<R>(acc_r[j]);
+                   out[2 * (base + j) + 1] = static_cast<R>(acc_i[j]);
+                 }
+               });
 }
 
 template <class R>
