@@ -498,11 +498,13 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
   auto orig = [&](int j) { return orig_index[j]; };
   auto direct = [&](int begin, int end) {
     for (int j = begin; j < end; ++j) {
-      apply(rev[j]);
+      const KernelGate k = to_kernel_gate(rev[j]);
+      const PreparedGates<R> gate(*kernels_, &k, 1, n_);  // once for both states
+      gate.run(amps_.data(), threads_);
       if (measure[orig(j)]) {
         out[orig(j)] = cross_matrix(lambda.amps_.data(), amps_.data(), n_, rev[j], threads_);
       }
-      lambda.apply(rev[j]);
+      gate.run(lambda.amps_.data(), threads_);
     }
   };
   if (!blocking_pays(count)) {
