@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # From a fresh Debian 12 machine: install dependencies, build, and run the main
-# job (until the training runner lands: QAOA Max-Cut on the 18-node reference
-# graph, expected cut and samples).
+# job: QAOA Max-Cut on the 18-node reference graph with the original
+# hyperparameters (reference job 1), into a new run directory under runs/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ./scripts/build.sh release
-./build/release/qmlsim run examples/circuits/qaoa_maxcut_18.qasm \
-  --observable "$(cat examples/circuits/qaoa_maxcut_18.cost)" --shots 10 --seed 1967
+./build/release/qmlsim train examples/qaoa_maxcut.toml \
+  --run-dir "runs/qaoa_maxcut-$(date +%Y%m%d-%H%M%S)"
