@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev
   libhdf5-dev libtomlplusplus-dev
+  openmpi-bin libopenmpi-dev iproute2
   python3-h5py
   clang-format
 )

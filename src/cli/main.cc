@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "comm/comm.h"
 #include "core/error.h"
 
 namespace {
@@ -23,6 +24,19 @@ commands:
 
 Run 'qmlsim COMMAND --help' for a command's options.
 )";
+
+// Prints the error; in a job of several ranks names the rank and ends every
+// rank (no rank is left waiting in a collective).
+int fail(const std::string& command, const char* kind, const std::string& what, int status) {
+  std::fflush(stdout);
+  const qmlsim::comm::Comm* world = qmlsim::comm::Comm::existing();
+  const bool parallel = world && world->size() > 1;
+  std::cerr << "qmlsim " << command << ": "
+            << (parallel ? "rank " + std::to_string(world->rank()) + ": " : std::string()) << kind
+            << what << "\n";
+  if (parallel) world->abort(status);
+  return status;
+}
 
 }  // namespace
 
@@ -46,14 +60,10 @@ int main(int argc, char** argv) {
     throw qmlsim::Error("unknown command '" + command +
                         "' (commands: run, bench, train, infer; see --help)");
   } catch (const qmlsim::Error& e) {
-    std::fflush(stdout);
-    std::cerr << "qmlsim " << command << ": error: " << e.what() << "\n";
-    return 2;
+    return fail(command, "error: ", e.what(), 2);
   } catch (const std::bad_alloc&) {
-    std::cerr << "qmlsim " << command << ": error: out of memory\n";
-    return 2;
+    return fail(command, "error: ", "out of memory", 2);
   } catch (const std::exception& e) {
-    std::cerr << "qmlsim " << command << ": internal error: " << e.what() << "\n";
-    return 3;
+    return fail(command, "internal error: ", e.what(), 3);
   }
 }

@@ -4,6 +4,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "comm/comm.h"
 #include "core/error.h"
 #include "train/jobs.h"
 #include "train/trainer.h"
@@ -17,11 +18,13 @@ const std::vector<OptionSpec> kTrainSpecs = {
     {"--resume", "", "continue from the newest checkpoint in the run directory"},
     {"--max-steps", "N", "stop after N optimizer steps (with a checkpoint); --resume continues"},
     {"--quiet", "", "no progress output"},
+    {"--expect-ranks", "N", "refuse to start unless the job has exactly N MPI ranks"},
     {"--help", "", "show this help"},
 };
 
 constexpr const char* kTrainUsage =
-    "qmlsim train CONFIG.toml [--set KEY=VALUE ...] [--run-dir DIR] [--resume] [--max-steps N]\n\n"
+    "qmlsim train CONFIG.toml [--set KEY=VALUE ...] [--run-dir DIR] [--resume] [--max-steps N]\n"
+    "mpirun -np N qmlsim train CONFIG.toml ... [--expect-ranks N]\n\n"
     "Jobs (job.kind): qaoa, qcnn, sonar; see examples/*.toml for every key and its default.\n"
     "The run directory receives config.toml (resolved), metrics.jsonl, checkpoints/,\n"
     "weights.h5 and result.json (QAOA also graph.svg).";
@@ -50,6 +53,15 @@ int train_command(const std::vector<std::string>& argv) {
     throw Error("expected exactly one config file (see qmlsim train --help)");
   const std::string config_path = args.positionals()[0];
   const io::Config config = train::load_job_config(config_path, args.all("--set"));
+  const comm::Comm& world = comm::Comm::world();
+  if (args.has("--expect-ranks")) {
+    const std::int64_t want = args.get_int("--expect-ranks", 1, 1, 1 << 20);
+    if (want != world.size())
+      throw Error(
+          "--expect-ranks " + std::to_string(want) + ": this job has " +
+          std::to_string(world.size()) +
+          (world.size() == 1 ? " rank (started as separate processes, not by mpirun?)" : " ranks"));
+  }
   train::TrainOptions options;
   options.run_dir =
       args.get("--run-dir").value_or("runs/" + std::filesystem::path(config_path).stem().string());
@@ -72,6 +84,7 @@ int infer_command(const std::vector<std::string>& argv) {
   const std::string config_path = args.get("--config").value_or(dir + "/config.toml");
   const std::string weights = args.get("--weights").value_or(dir + "/weights.h5");
   const io::Config config = train::load_job_config(config_path, args.all("--set"));
+  if (!comm::Comm::world().root()) return 0;  // under mpirun, rank 0 alone answers
   train::infer(config, weights, std::cout);
   return 0;
 }

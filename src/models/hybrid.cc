@@ -91,27 +91,41 @@ std::vector<double> HybridModel::predict(std::span<const double> params, const m
   return out;
 }
 
+std::vector<double> HybridModel::example_rows(std::span<const double> params,
+                                              const ml::Dataset& data,
+                                              const std::vector<std::size_t>& index,
+                                              const ml::Loss& loss,
+                                              const EvalOptions& options) const {
+  const std::size_t width = 2 + layout_.size();
+  std::vector<double> rows(index.size() * width, 0.0);
+  for_each_example(index.size(), num_qubits_, options.threads, [&](std::size_t i, int threads) {
+    EvalOptions o = options;
+    o.threads = threads;
+    double* row = &rows[i * width];
+    const std::span<double> grad(row + 2, layout_.size());
+    const std::vector<double>& x = data.x[index[i]];
+    const double y = data.y[index[i]];
+    row[1] = options.precision == Precision::c64
+                 ? gradient_one<float>(params, x, y, loss, grad, &row[0], o)
+                 : gradient_one<double>(params, x, y, loss, grad, &row[0], o);
+  });
+  return rows;
+}
+
 HybridModel::Batch HybridModel::loss_and_gradient(std::span<const double> params,
                                                   const ml::Dataset& data,
                                                   const std::vector<std::size_t>& index,
                                                   const ml::Loss& loss, std::span<double> grad_sum,
                                                   const EvalOptions& options) const {
+  const std::vector<double> rows = example_rows(params, data, index, loss, options);
+  const std::size_t width = 2 + layout_.size();
   Batch b;
-  b.predictions.resize(index.size());
-  b.losses.resize(index.size());
-  std::vector<std::vector<double>> grads(index.size());
-  for_each_example(index.size(), num_qubits_, options.threads, [&](std::size_t i, int threads) {
-    EvalOptions o = options;
-    o.threads = threads;
-    grads[i].assign(layout_.size(), 0.0);
-    const std::vector<double>& x = data.x[index[i]];
-    const double y = data.y[index[i]];
-    b.predictions[i] = options.precision == Precision::c64
-                           ? gradient_one<float>(params, x, y, loss, grads[i], &b.losses[i], o)
-                           : gradient_one<double>(params, x, y, loss, grads[i], &b.losses[i], o);
-  });
-  for (const std::vector<double>& g : grads)
-    for (std::size_t k = 0; k < g.size(); ++k) grad_sum[k] += g[k];
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    const double* row = &rows[i * width];
+    b.losses.push_back(row[0]);
+    b.predictions.push_back(row[1]);
+    for (std::size_t k = 0; k < layout_.size(); ++k) grad_sum[k] += row[2 + k];
+  }
   return b;
 }
 

@@ -46,6 +46,14 @@ class HybridModel {
     std::vector<double> predictions;
     std::vector<double> losses;
   };
+  // One row per example, in index order: [loss, prediction, dL/dparams...]
+  // (row length 2 + layout().size()). Each row depends only on its example, not
+  // on the thread count or on the other examples: data-parallel ranks compute
+  // slices of a batch and sum the gathered rows in global order.
+  std::vector<double> example_rows(std::span<const double> params, const ml::Dataset& data,
+                                   const std::vector<std::size_t>& index, const ml::Loss& loss,
+                                   const EvalOptions& options) const;
+
   // Per-example predictions and losses; grad_sum (size layout().size()) gets the
   // SUM of the per-example gradients, added in index order (so the result does
   // not depend on the thread count).

@@ -106,12 +106,12 @@ io::Config load_job_config(const std::string& path, const std::vector<std::strin
   return io::Config::load(path, sets, job_defaults, job_path_keys());
 }
 
-models::EvalOptions eval_options(const io::Config& c) {
+models::EvalOptions eval_options(const io::Config& c, int ranks_per_host) {
   models::EvalOptions o;
   o.precision =
       c.get_choice("job.precision", {"c64", "c128"}) == "c64" ? Precision::c64 : Precision::c128;
   const auto t = static_cast<int>(c.get_int("job.threads", 0, 4096));
-  o.threads = t > 0 ? t : omp_get_max_threads();
+  o.threads = t > 0 ? t : std::max(1, omp_get_max_threads() / std::max(1, ranks_per_host));
   o.fusion = static_cast<int>(c.get_int("job.fusion", 0, 6));
   return o;
 }

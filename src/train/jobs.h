@@ -22,7 +22,8 @@ const std::vector<std::string>& job_path_keys();
 // Reads a job config (file + overrides) with the schema above.
 io::Config load_job_config(const std::string& path, const std::vector<std::string>& sets);
 
-models::EvalOptions eval_options(const io::Config& c);
+// Threads default to the cores shared among the ranks on this host.
+models::EvalOptions eval_options(const io::Config& c, int ranks_per_host = 1);
 ml::OptimizerConfig optimizer_config(const io::Config& c);
 
 // QCNN and Sonar: a hybrid model, its data (seeded; the same on every call) and loss.

@@ -2,11 +2,14 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
+#include "comm/comm.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "io/checkpoint.h"
@@ -75,6 +78,78 @@ std::string json_line(const std::vector<std::pair<std::string, double>>& fields,
   return os.str();
 }
 
+// The training state as bytes, to broadcast from rank 0 (which alone reads
+// checkpoints) to the other ranks.
+class Bytes {
+ public:
+  template <class T>
+  void put(const T& v) {
+    const auto* p = reinterpret_cast<const char*>(&v);
+    data.append(p, sizeof v);
+  }
+  void put(const std::vector<double>& v) {
+    put(v.size());
+    data.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(double));
+  }
+  template <class T>
+  T get() {
+    T v;
+    std::memcpy(&v, data.data() + at, sizeof v);
+    at += sizeof v;
+    return v;
+  }
+  std::vector<double> get_vector() {
+    std::vector<double> v(get<std::size_t>());
+    if (!v.empty()) std::memcpy(v.data(), data.data() + at, v.size() * sizeof(double));
+    at += v.size() * sizeof(double);
+    return v;
+  }
+  std::string data;
+  std::size_t at = 0;
+};
+
+void share_state(const comm::Comm& world, io::TrainingState& s, bool& resumed) {
+  if (world.size() == 1) return;
+  Bytes b;
+  if (world.root()) {
+    b.put(resumed);
+    b.put(s.params);
+    b.put(s.optimizer.size());
+    for (const auto& [name, v] : s.optimizer) {
+      b.put(name.size());
+      b.data += name;
+      b.put(v);
+    }
+    for (std::uint64_t w : s.rng) b.put(w);
+    b.put(s.epoch);
+    b.put(s.step);
+    b.put(s.step_in_epoch);
+    b.put(s.sums);
+  }
+  world.broadcast(b.data);
+  if (world.root()) return;
+  resumed = b.get<bool>();
+  s.params = b.get_vector();
+  s.optimizer.clear();
+  for (auto n = b.get<std::size_t>(); n > 0; --n) {
+    const auto len = b.get<std::size_t>();
+    const std::string name = b.data.substr(b.at, len);
+    b.at += len;
+    s.optimizer[name] = b.get_vector();
+  }
+  for (std::uint64_t& w : s.rng) w = b.get<std::uint64_t>();
+  s.epoch = b.get<std::int64_t>();
+  s.step = b.get<std::int64_t>();
+  s.step_in_epoch = b.get<std::int64_t>();
+  s.sums = b.get_vector();
+}
+
+// This rank's contiguous share [begin, end) of n items.
+std::pair<std::size_t, std::size_t> my_share(const comm::Comm& world, std::size_t n) {
+  const auto r = static_cast<std::size_t>(world.rank()), p = static_cast<std::size_t>(world.size());
+  return {n * r / p, n * (r + 1) / p};
+}
+
 void save(const RunDir& dir, const io::Config& config, const ml::ParamLayout& layout,
           const io::TrainingState& s, const ml::Optimizer& opt, int keep) {
   io::TrainingState c = s;
@@ -84,10 +159,12 @@ void save(const RunDir& dir, const io::Config& config, const ml::ParamLayout& la
 }
 
 int train_supervised(const io::Config& config, const TrainOptions& options, std::ostream& out) {
+  const comm::Comm& world = comm::Comm::world();
+  const bool root = world.root();
   const SupervisedJob job = make_supervised_job(config);
   const models::HybridModel& model = *job.model;
   const ml::ParamLayout& layout = model.layout();
-  const models::EvalOptions eval = eval_options(config);
+  const models::EvalOptions eval = eval_options(config, world.local_size());
   const auto seed = static_cast<std::uint64_t>(config.get_int("job.seed", 0, INT64_MAX));
   const auto epochs = static_cast<int>(config.get_int("train.epochs", 1, 1000000));
   const auto batch = static_cast<std::size_t>(config.get_int("train.batch_size", 1, 1 << 30));
@@ -99,9 +176,15 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
   const auto keep = static_cast<int>(config.get_int("train.keep_checkpoints", 1, 1000000));
   ml::Optimizer opt(optimizer_config(config), layout.size(), "train.optimizer");
 
-  const RunDir dir(options.run_dir);
+  // Rank 0 alone touches the run directory; the others get the state from it.
+  std::optional<RunDir> dir;
   bool resumed = false;
-  io::TrainingState s = start_state(config, dir, layout, options, out, &resumed);
+  io::TrainingState s;
+  if (root) {
+    dir.emplace(options.run_dir);
+    s = start_state(config, *dir, layout, options, out, &resumed);
+  }
+  share_state(world, s, resumed);
   if (resumed) {
     opt.set_state(s.optimizer);
   } else {
@@ -111,16 +194,21 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     s.rng = rng.state();
     s.sums.assign(3, 0.0);
   }
-  dir.write_text("config.toml", config.to_toml());
-  MetricsLog log(dir.file("metrics.jsonl"), resumed, s.step, s.epoch);
-  Progress progress(out, stdout_is_terminal(), options.quiet);
-  if (!options.quiet && !resumed)
+  std::optional<MetricsLog> log;
+  if (root) {
+    dir->write_text("config.toml", config.to_toml());
+    log.emplace(dir->file("metrics.jsonl"), resumed, s.step, s.epoch);
+  }
+  const bool quiet = options.quiet || !root;
+  Progress progress(out, stdout_is_terminal(), quiet);
+  if (!quiet && !resumed)
     out << config.kind() << ": " << layout.size() << " parameters, " << model.num_qubits()
         << " qubits, " << job.train.size() << " training and " << job.test.size()
-        << " test examples, " << eval.threads << " threads, " << precision_name(eval.precision)
-        << "\n";
+        << " test examples, " << world.size() << (world.size() == 1 ? " rank, " : " ranks, ")
+        << eval.threads << " threads" << (world.size() == 1 ? ", " : " per rank, ")
+        << precision_name(eval.precision) << "\n";
 
-  const std::size_t n = job.train.size();
+  const std::size_t n = job.train.size(), width = 2 + layout.size();
   const int steps_per_epoch = static_cast<int>((n + batch - 1) / batch);
   std::vector<double> grad(layout.size());
   std::vector<std::pair<std::string, double>> final_metrics;
@@ -134,53 +222,66 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     const auto t_epoch = Clock::now();
     for (; s.step_in_epoch < steps_per_epoch; ++s.step_in_epoch) {
       if (options.max_steps >= 0 && steps_here >= options.max_steps) {
-        save(dir, config, layout, s, opt, keep);
-        if (!options.quiet)
-          out << "\nStopped after " << steps_here << " steps (--max-steps); "
-              << "continue with --resume\n";
+        if (root) save(*dir, config, layout, s, opt, keep);
+        if (!quiet)
+          out << "\nStopped after " << steps_here << " steps (--max-steps); continue with "
+              << "--resume\n";
         return 1;
       }
+      // The global batch; this rank computes its contiguous share, and every
+      // rank sums all rows in global order (bitwise the same for any rank count).
       const auto t_step = Clock::now();
       const std::size_t b0 = static_cast<std::size_t>(s.step_in_epoch) * batch;
-      const std::vector<std::size_t> idx(
-          order.begin() + static_cast<std::ptrdiff_t>(b0),
-          order.begin() + static_cast<std::ptrdiff_t>(std::min(n, b0 + batch)));
+      const std::size_t m = std::min(n, b0 + batch) - b0;
+      const auto [mine_begin, mine_end] = my_share(world, m);
+      const std::vector<std::size_t> mine(
+          order.begin() + static_cast<std::ptrdiff_t>(b0 + mine_begin),
+          order.begin() + static_cast<std::ptrdiff_t>(b0 + mine_end));
+      const std::vector<double> my_rows =
+          model.example_rows(s.params, job.train, mine, job.loss, eval);
+      const auto t_comm = Clock::now();
+      const std::vector<double> rows = world.allgather(my_rows);
+      const double comm_s = seconds_since(t_comm);
       std::fill(grad.begin(), grad.end(), 0.0);
-      const auto r = model.loss_and_gradient(s.params, job.train, idx, job.loss, grad, eval);
-      for (double& g : grad) g /= static_cast<double>(idx.size());
-      opt.step(s.params, grad, lr);
       double loss = 0, correct = 0;
-      for (std::size_t i = 0; i < idx.size(); ++i) {
-        loss += r.losses[i];
-        correct += ml::correct(r.predictions[i], job.train.y[idx[i]]);
+      for (std::size_t i = 0; i < m; ++i) {
+        const double* row = &rows[i * width];
+        loss += row[0];
+        correct += ml::correct(row[1], job.train.y[order[b0 + i]]);
+        for (std::size_t k = 0; k < layout.size(); ++k) grad[k] += row[2 + k];
       }
+      for (double& g : grad) g /= static_cast<double>(m);
+      opt.step(s.params, grad, lr);
       s.sums[0] += loss;
       s.sums[1] += correct;
-      s.sums[2] += static_cast<double>(idx.size());
+      s.sums[2] += static_cast<double>(m);
       ++s.step;
       ++steps_here;
       const double dt = seconds_since(t_step);
-      const double m = static_cast<double>(idx.size());
-      log.write(json_line({{"loss", loss / m},
-                           {"accuracy", correct / m},
-                           {"learning_rate", lr},
-                           {"step_time_s", dt},
-                           {"examples_per_s", m / dt}},
-                          "step", s.epoch + 1, s.step));
+      const double md = static_cast<double>(m);
+      if (root)
+        log->write(json_line({{"loss", loss / md},
+                              {"accuracy", correct / md},
+                              {"learning_rate", lr},
+                              {"step_time_s", dt},
+                              {"allgather_s", comm_s},
+                              {"examples_per_s", md / dt}},
+                             "step", s.epoch + 1, s.step));
       progress.step(static_cast<int>(s.step_in_epoch) + 1,
                     {{"loss", s.sums[0] / s.sums[2]}, {"accuracy", s.sums[1] / s.sums[2]}});
-      if (every > 0 && s.step % every == 0 && s.step_in_epoch + 1 < steps_per_epoch) {
+      if (root && every > 0 && s.step % every == 0 && s.step_in_epoch + 1 < steps_per_epoch) {
         io::TrainingState next = s;
         ++next.step_in_epoch;
-        save(dir, config, layout, next, opt, keep);
+        save(*dir, config, layout, next, opt, keep);
       }
     }
     std::vector<std::pair<std::string, double>> metrics = {{"loss", s.sums[0] / s.sums[2]},
                                                            {"accuracy", s.sums[1] / s.sums[2]}};
     if (job.test.size() > 0) {
-      std::vector<std::size_t> all(job.test.size());
-      std::iota(all.begin(), all.end(), std::size_t{0});
-      const std::vector<double> p = model.predict(s.params, job.test, all, eval);
+      const auto [v0, v1] = my_share(world, job.test.size());
+      std::vector<std::size_t> mine(v1 - v0);
+      std::iota(mine.begin(), mine.end(), v0);
+      const std::vector<double> p = world.allgather(model.predict(s.params, job.test, mine, eval));
       double vl = 0, va = 0;
       for (std::size_t i = 0; i < p.size(); ++i) {
         vl += job.loss.value(p[i], job.test.y[i]);
@@ -192,29 +293,30 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     progress.end_epoch(metrics);
     metrics.push_back({"learning_rate", lr});
     metrics.push_back({"epoch_time_s", seconds_since(t_epoch)});
-    log.write(json_line(metrics, "epoch", s.epoch + 1, s.step));
+    if (root) log->write(json_line(metrics, "epoch", s.epoch + 1, s.step));
     final_metrics = metrics;
     s.step_in_epoch = 0;
     s.sums.assign(3, 0.0);
     io::TrainingState next = s;
     ++next.epoch;
-    if (every == 0 || s.step % every == 0 || next.epoch == epochs)
-      save(dir, config, layout, next, opt, keep);
+    if (root && (every == 0 || s.step % every == 0 || next.epoch == epochs))
+      save(*dir, config, layout, next, opt, keep);
   }
+  if (!root) return 0;
 
-  io::save_weights(dir.file("weights.h5"), config.kind(), layout, s.params);
+  io::save_weights(dir->file("weights.h5"), config.kind(), layout, s.params);
   std::ostringstream os;
   JsonWriter w(os);
   w.begin_object().key("job").value(config.kind()).key("epochs").value(epochs);
-  w.key("steps").value(static_cast<long long>(s.step));
+  w.key("steps").value(static_cast<long long>(s.step)).key("ranks").value(world.size());
   for (const auto& [k, v] : final_metrics) w.key(k).value(v);
   w.key("train_time_s").value(seconds_since(t_start)).key("weights").value("weights.h5");
   w.end_object();
-  dir.write_text("result.json", os.str() + "\n");
-  if (!options.quiet) {
+  dir->write_text("result.json", os.str() + "\n");
+  if (!quiet) {
     out << "Finished " << epochs << " epochs (" << s.step << " steps):";
     for (const auto& [k, v] : final_metrics) out << " " << k << " " << v;
-    out << "\nWeights: " << dir.file("weights.h5") << "\n";
+    out << "\nWeights: " << dir->file("weights.h5") << "\n";
   }
   return 0;
 }
@@ -226,7 +328,7 @@ std::string bitstring(index_t x, int n) {
 }
 
 // The QAOA summary shared by train and infer: cost, best cuts, optimum.
-// Returns the best sampled assignment (the most probable one without samples).
+// Returns the better of the most probable and the best sampled assignment.
 index_t report_qaoa(const models::QaoaMaxCut& m, const io::Config& config,
                     std::span<const double> params, const models::EvalOptions& eval, double cost,
                     JsonWriter& w, std::ostream& out, bool quiet) {
@@ -235,13 +337,14 @@ index_t report_qaoa(const models::QaoaMaxCut& m, const io::Config& config,
   const models::QaoaMaxCut::Readout r = m.readout(params, shots, seed, eval);
   const models::QaoaMaxCut::Cut opt = m.max_cut(eval.threads);
   const int n = m.graph().nodes;
-  const models::QaoaMaxCut::Cut best = shots > 0 ? r.best_sampled : r.most_probable;
+  const models::QaoaMaxCut::Cut best =
+      r.best_sampled.size > r.most_probable.size ? r.best_sampled : r.most_probable;
   if (!quiet) {
     out << "Most probable bitstring (node 0 first): " << bitstring(r.most_probable.assignment, n)
         << ", cut " << r.most_probable.size << "\n";
     if (shots > 0)
-      out << "Best of " << shots << " samples: " << bitstring(best.assignment, n) << ", cut "
-          << best.size << "\n";
+      out << "Best of " << shots << " samples: " << bitstring(r.best_sampled.assignment, n)
+          << ", cut " << r.best_sampled.size << "\n";
     out << "Maximum cut (exhaustive search): " << opt.size << " (" << bitstring(opt.assignment, n)
         << ")\nApproximation ratio: " << static_cast<double>(best.size) / opt.size
         << "; expected cut " << -cost << " (ratio " << -cost / opt.size << ")\n";
@@ -257,11 +360,17 @@ index_t report_qaoa(const models::QaoaMaxCut& m, const io::Config& config,
   return best.assignment;
 }
 
+// QAOA on several ranks runs independent restarts (seed + rank), each in
+// RUN_DIR/restart-<rank>/ with its own checkpoints; rank 0 reports and saves
+// the restart with the lowest final cost in RUN_DIR.
 int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostream& out) {
+  const comm::Comm& world = comm::Comm::world();
+  const bool restarts = world.size() > 1;
   const auto model = make_qaoa_job(config);
   const ml::ParamLayout& layout = model->layout();
-  const models::EvalOptions eval = eval_options(config);
-  const auto seed = static_cast<std::uint64_t>(config.get_int("job.seed", 0, INT64_MAX));
+  const models::EvalOptions eval = eval_options(config, world.local_size());
+  const auto seed = static_cast<std::uint64_t>(config.get_int("job.seed", 0, INT64_MAX)) +
+                    static_cast<std::uint64_t>(world.rank());
   const std::int64_t steps = config.get_int("train.steps", 0, 1000000000);
   const double lr = config.get_double("train.learning_rate", 0, 1e6);
   const std::int64_t every = config.get_int("train.checkpoint_every", 0, INT64_MAX);
@@ -269,9 +378,12 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   const double scale = config.get_double("model.init_scale", 0, 1e6);
   ml::Optimizer opt(optimizer_config(config), layout.size(), "train.optimizer");
 
-  const RunDir dir(options.run_dir);
+  const bool quiet = options.quiet || !world.root();
+  const RunDir dir(restarts ? options.run_dir + "/restart-" + std::to_string(world.rank())
+                            : options.run_dir);
   bool resumed = false;
-  io::TrainingState s = start_state(config, dir, layout, options, out, &resumed);
+  std::ostringstream silent;
+  io::TrainingState s = start_state(config, dir, layout, options, quiet ? silent : out, &resumed);
   if (resumed) {
     opt.set_state(s.optimizer);
   } else {
@@ -282,24 +394,26 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   }
   dir.write_text("config.toml", config.to_toml());
   MetricsLog log(dir.file("metrics.jsonl"), resumed, s.step, 0);
-  if (!options.quiet && !resumed)
+  if (!quiet && !resumed)
     out << "qaoa: " << model->graph().nodes << " nodes, " << model->graph().edges.size()
         << " edges, p = " << layout.tensors()[0].shape[1] << ", " << eval.threads << " threads, "
-        << precision_name(eval.precision) << "\n";
+        << precision_name(eval.precision)
+        << (restarts ? ", " + std::to_string(world.size()) + " restarts (rank 0 shown)" : "")
+        << "\n";
   std::vector<double> grad(layout.size());
   std::int64_t steps_here = 0;
   const auto t_start = Clock::now();
   for (; s.step < steps; ++s.step, ++steps_here) {
     if (options.max_steps >= 0 && steps_here >= options.max_steps) {
       save(dir, config, layout, s, opt, keep);
-      if (!options.quiet) out << "Stopped after " << steps_here << " steps (--max-steps)\n";
+      if (!quiet) out << "Stopped after " << steps_here << " steps (--max-steps)\n";
       return 1;
     }
     const auto t = Clock::now();
     const double cost = model->cost(s.params, grad, eval);
     opt.step(s.params, grad, lr);
     const double dt = seconds_since(t);
-    if (!options.quiet) {
+    if (!quiet) {
       if (s.step == 0)
         out << "Initial cost: " << cost << "\n";
       else
@@ -316,23 +430,48 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
       save(dir, config, layout, next, opt, keep);
     }
   }
-  const double cost = model->cost(s.params, {}, eval);
-  if (!options.quiet) out << "Final cost: " << cost << "\n";
+  const double my_cost = model->cost(s.params, {}, eval);
   io::save_weights(dir.file("weights.h5"), config.kind(), layout, s.params);
+
+  // Every restart's final cost and parameters; the best (lowest cost, then lowest rank) wins.
+  std::vector<double> mine = {my_cost};
+  mine.insert(mine.end(), s.params.begin(), s.params.end());
+  const std::vector<double> all = world.allgather(mine);
+  if (!world.root()) return 0;
+  const std::size_t width = mine.size();
+  std::size_t best_rank = 0;
+  for (std::size_t r = 1; r < all.size() / width; ++r)
+    if (all[r * width] < all[best_rank * width]) best_rank = r;
+  const double cost = all[best_rank * width];
+  const std::vector<double> params(
+      all.begin() + static_cast<std::ptrdiff_t>(best_rank * width + 1),
+      all.begin() + static_cast<std::ptrdiff_t>((best_rank + 1) * width));
+  const RunDir top(options.run_dir);
+  if (!quiet) {
+    out << "Final cost: " << my_cost << "\n";
+    if (restarts) {
+      for (std::size_t r = 0; r < all.size() / width; ++r)
+        out << "Restart " << r << " (seed " << seed + r << "): final cost " << all[r * width]
+            << "\n";
+      out << "Best: restart " << best_rank << "\n";
+    }
+  }
+  if (restarts) io::save_weights(top.file("weights.h5"), config.kind(), layout, params);
   std::ostringstream os;
   JsonWriter w(os);
   w.begin_object().key("job").value("qaoa").key("steps").value(static_cast<long long>(s.step));
-  w.key("params").value(s.params);
-  const index_t best = report_qaoa(*model, config, s.params, eval, cost, w, out, options.quiet);
+  w.key("restarts").value(world.size()).key("best_restart").value(static_cast<int>(best_rank));
+  w.key("params").value(params);
+  const index_t best = report_qaoa(*model, config, params, eval, cost, w, out, quiet);
   w.key("train_time_s").value(seconds_since(t_start));
   w.end_object();
-  dir.write_text("result.json", os.str() + "\n");
-  dir.write_text(
+  top.write_text("result.json", os.str() + "\n");
+  top.write_text(
       "graph.svg",
       io::cut_svg(model->graph().nodes, model->graph().edges, best,
                   "best cut found: " + std::to_string(model->cut_size(best)) + " edges"));
-  if (!options.quiet)
-    out << "Results: " << dir.file("result.json") << ", drawing: " << dir.file("graph.svg") << "\n";
+  if (!quiet)
+    out << "Results: " << top.file("result.json") << ", drawing: " << top.file("graph.svg") << "\n";
   return 0;
 }
 

@@ -652,35 +652,34 @@ void StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
   const index_t bsize = index_t{1} << lb, low_mask = bsize - 1;
   // (P psi)_j = ph(j ^ x) psi_{j ^ x}, with P|i> = ph(i)|i ^ x>: block b of the
   // output reads block b ^ (x >> lb) of the input, whose weights are filled.
-  parallel_for(std::int64_t{1} << (n_ - lb), threads_, std::int64_t{1} << n_,
-               [&](std::int64_t b) {
-                 thread_local std::vector<double> acc_r, acc_i, wr, wi;
-                 acc_r.assign(bsize, 0.0);
-                 acc_i.assign(bsize, 0.0);
-                 wr.resize(bsize);
-                 wi.resize(bsize);
-                 const index_t base = static_cast<index_t>(b) << lb;
-                 for (index_t j = 0; j < bsize; ++j) {
-                   acc_r[j] = constant * in[2 * (base + j)];
-                   acc_i[j] = constant * in[2 * (base + j) + 1];
-                 }
-                 for (std::size_t k = 0; k < groups.size(); ++k) {
-                   const index_t x = groups[k].x, xlo = x & low_mask;
-                   const index_t ibase = base ^ (x & ~low_mask);
-                   weights[k].fill(ibase >> lb, wr.data(), wi.data());
-                   const R* src_block = in + 2 * ibase;
-                   for (index_t j = 0; j < bsize; ++j) {
-                     const index_t i = j ^ xlo;
-                     const double ar = src_block[2 * i], ai = src_block[2 * i + 1];
-                     acc_r[j] += wr[i] * ar - wi[i] * ai;
-                     acc_i[j] += wr[i] * ai + wi[i] * ar;
-                   }
-                 }
-                 for (index_t j = 0; j < bsize; ++j) {
-                   out[2 * (base + j)] = static_cast<R>(acc_r[j]);
-                   out[2 * (base + j) + 1] = static_cast<R>(acc_i[j]);
-                 }
-               });
+  parallel_for(std::int64_t{1} << (n_ - lb), threads_, std::int64_t{1} << n_, [&](std::int64_t b) {
+    thread_local std::vector<double> acc_r, acc_i, wr, wi;
+    acc_r.assign(bsize, 0.0);
+    acc_i.assign(bsize, 0.0);
+    wr.resize(bsize);
+    wi.resize(bsize);
+    const index_t base = static_cast<index_t>(b) << lb;
+    for (index_t j = 0; j < bsize; ++j) {
+      acc_r[j] = constant * in[2 * (base + j)];
+      acc_i[j] = constant * in[2 * (base + j) + 1];
+    }
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      const index_t x = groups[k].x, xlo = x & low_mask;
+      const index_t ibase = base ^ (x & ~low_mask);
+      weights[k].fill(ibase >> lb, wr.data(), wi.data());
+      const R* src_block = in + 2 * ibase;
+      for (index_t j = 0; j < bsize; ++j) {
+        const index_t i = j ^ xlo;
+        const double ar = src_block[2 * i], ai = src_block[2 * i + 1];
+        acc_r[j] += wr[i] * ar - wi[i] * ai;
+        acc_i[j] += wr[i] * ai + wi[i] * ar;
+      }
+    }
+    for (index_t j = 0; j < bsize; ++j) {
+      out[2 * (base + j)] = static_cast<R>(acc_r[j]);
+      out[2 * (base + j) + 1] = static_cast<R>(acc_i[j]);
+    }
+  });
 }
 
 template <class R>

@@ -1,0 +1,146 @@
+#include "comm/comm.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+
+#ifdef QMLSIM_WITH_MPI
+#include <mpi.h>
+#endif
+
+namespace qmlsim::comm {
+namespace {
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : 0;
+}
+
+}  // namespace
+
+bool built_with_mpi() {
+#ifdef QMLSIM_WITH_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+int launcher_world_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE", "SLURM_NTASKS"})
+    if (const int n = env_int(name); n > 0) return n;
+  if (std::getenv("PMIX_RANK") || std::getenv("PMI_RANK")) return -1;  // size unknown
+  return 0;
+}
+
+namespace {
+Comm* g_world = nullptr;
+}
+
+Comm& Comm::world() {
+  static Comm c;
+  g_world = &c;
+  return c;
+}
+
+Comm* Comm::existing() { return g_world; }
+
+Comm::Comm() {
+  const int announced = launcher_world_size();
+#ifdef QMLSIM_WITH_MPI
+  if (announced != 0) {
+    int ready = 0;
+    MPI_Initialized(&ready);
+    if (!ready) MPI_Init(nullptr, nullptr);
+    mpi_ = true;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
+    MPI_Comm_size(local, &local_size_);
+    MPI_Comm_free(&local);
+    if (announced > 1 && announced != size_)
+      throw Error("the launcher announced " + std::to_string(announced) +
+                  " processes but MPI sees " + std::to_string(size_) +
+                  " (mpirun of another MPI implementation?)");
+  }
+#else
+  if (announced > 1 || announced < 0)
+    throw Error("started by an MPI launcher as one of " +
+                (announced > 0 ? std::to_string(announced) : std::string("several")) +
+                " processes, but this qmlsim was built without MPI (install libopenmpi-dev and "
+                "rebuild)");
+#endif
+}
+
+Comm::~Comm() {
+#ifdef QMLSIM_WITH_MPI
+  if (mpi_) {
+    int done = 0;
+    MPI_Finalized(&done);
+    if (!done) MPI_Finalize();
+  }
+#endif
+}
+
+std::vector<double> Comm::allgather(std::span<const double> mine) const {
+  if (size_ == 1) return {mine.begin(), mine.end()};
+#ifdef QMLSIM_WITH_MPI
+  int count = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(size_)), displs(counts.size());
+  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  int total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  std::vector<double> all(static_cast<std::size_t>(total));
+  MPI_Allgatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(),
+                 MPI_DOUBLE, MPI_COMM_WORLD);
+  return all;
+#else
+  return {mine.begin(), mine.end()};
+#endif
+}
+
+void Comm::broadcast(std::vector<double>& data, int root) const {
+  if (size_ == 1) return;
+#ifdef QMLSIM_WITH_MPI
+  long long n = static_cast<long long>(data.size());
+  MPI_Bcast(&n, 1, MPI_LONG_LONG, root, MPI_COMM_WORLD);
+  data.resize(static_cast<std::size_t>(n));
+  MPI_Bcast(data.data(), static_cast<int>(n), MPI_DOUBLE, root, MPI_COMM_WORLD);
+#else
+  (void)data;
+  (void)root;
+#endif
+}
+
+void Comm::broadcast(std::string& text, int root) const {
+  if (size_ == 1) return;
+#ifdef QMLSIM_WITH_MPI
+  long long n = static_cast<long long>(text.size());
+  MPI_Bcast(&n, 1, MPI_LONG_LONG, root, MPI_COMM_WORLD);
+  text.resize(static_cast<std::size_t>(n));
+  MPI_Bcast(text.data(), static_cast<int>(n), MPI_CHAR, root, MPI_COMM_WORLD);
+#else
+  (void)text;
+  (void)root;
+#endif
+}
+
+void Comm::barrier() const {
+#ifdef QMLSIM_WITH_MPI
+  if (size_ > 1) MPI_Barrier(MPI_COMM_WORLD);
+#endif
+}
+
+void Comm::abort(int status) const {
+#ifdef QMLSIM_WITH_MPI
+  if (mpi_ && size_ > 1) MPI_Abort(MPI_COMM_WORLD, status);
+#endif
+  std::exit(status);
+}
+
+}  // namespace qmlsim::comm

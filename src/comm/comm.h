@@ -1,0 +1,57 @@
+// The processes of a job and the few collectives data-parallel training needs.
+// With MPI (found at build time) and a process started by an MPI launcher
+// (mpirun, srun --mpi=pmix, the Kubeflow MPI Operator's mpirun), this is
+// MPI_COMM_WORLD; otherwise a single process of rank 0. No MPI header leaks out
+// of comm.cc.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+namespace qmlsim::comm {
+
+class Comm {
+ public:
+  // The world, initialised on first use. Throws Error when the environment
+  // says the process is one of several ranks but this build has no MPI.
+  static Comm& world();
+  // The world if world() has been called, else null (for error paths, which
+  // must not start MPI).
+  static Comm* existing();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool root() const { return rank_ == 0; }
+  // Ranks on this host (for the default thread count).
+  int local_size() const { return local_size_; }
+  bool with_mpi() const { return mpi_; }
+
+  // Every rank contributes `mine` (any length); every rank receives all
+  // contributions concatenated in rank order.
+  std::vector<double> allgather(std::span<const double> mine) const;
+  // data on `root` is copied to every rank (resized as needed).
+  void broadcast(std::vector<double>& data, int root = 0) const;
+  void broadcast(std::string& text, int root = 0) const;
+  void barrier() const;
+  // Ends every rank of the job at once (MPI_Abort); a plain exit when alone.
+  [[noreturn]] void abort(int status) const;
+
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+ private:
+  Comm();
+  int rank_ = 0, size_ = 1, local_size_ = 1;
+  bool mpi_ = false;
+};
+
+// True when the build includes MPI.
+bool built_with_mpi();
+
+// The world size a launcher announced in the environment (OpenMPI, PMIx, PMI,
+// Slurm), or 0 when there is none.
+int launcher_world_size();
+
+}  // namespace qmlsim::comm

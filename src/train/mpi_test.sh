@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Data-parallel training under mpirun (ctest label "mpi"). One case per call:
+#   mpi_test.sh QMLSIM EXAMPLES CASE
+# CASE: identical | kill_resume | errors | qaoa_restarts | multihost
+# Each case prints what it checks and exits non-zero on the first failure.
+set -uo pipefail
+qmlsim=$1
+examples=$2
+case_name=$3
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Several ranks on one small machine: no core binding, and no shared-memory
+# transport warnings about the container's /dev/shm.
+mpi=(mpirun --oversubscribe --bind-to none --mca btl tcp,self,vader)
+work=$(mktemp -d /tmp/qmlsim_mpi_test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+same_weights() {  # HDF5 files without timestamps: identical weights, identical bytes
+  cmp -s "$1/weights.h5" "$2/weights.h5" || fail "weights differ: $1 vs $2"
+  diff <(grep -o '"loss":[^,]*' "$1/metrics.jsonl") <(grep -o '"loss":[^,]*' "$2/metrics.jsonl") \
+    >/dev/null || fail "metrics differ: $1 vs $2"
+}
+
+case "$case_name" in
+identical)
+  qcnn=(--set data.qubits=6 --set data.rounds=12 --set train.epochs=2 --set train.batch_size=16)
+  sonar=(--set model.wires=5 --set data.rows=48 --set data.test_fraction=0.25
+    --set train.batch_size=12 --set train.epochs=2)
+  for job in qcnn sonar; do
+    if [ $job = qcnn ]; then cfg=$examples/qcnn.toml; sets=("${qcnn[@]}"); else
+      cfg=$examples/sonar_dressed.toml; sets=("${sonar[@]}"); fi
+    "$qmlsim" train "$cfg" "${sets[@]}" --run-dir "$work/$job-1" --quiet || fail "$job N=1"
+    for n in 2 3 4; do
+      "${mpi[@]}" -np $n "$qmlsim" train "$cfg" "${sets[@]}" --run-dir "$work/$job-$n" \
+        --quiet --expect-ranks $n || fail "$job N=$n exited non-zero"
+      same_weights "$work/$job-1" "$work/$job-$n"
+      echo "$job: N=$n gives the weights and losses of N=1, bit for bit"
+    done
+  done
+  ;;
+
+kill_resume)
+  sets=(--set data.qubits=12 --set data.rounds=6 --set train.epochs=3 --set train.batch_size=8
+    --set train.checkpoint_every=1)
+  "$qmlsim" train "$examples/qcnn.toml" "${sets[@]}" --run-dir "$work/whole" --quiet ||
+    fail "uninterrupted run"
+  cmd=("${mpi[@]}" -np 2 "$qmlsim" train "$examples/qcnn.toml" "${sets[@]}"
+    --run-dir "$work/parts" --resume --quiet)
+  "${cmd[@]}" &
+  launcher=$!
+  for _ in $(seq 1 600); do
+    [ -e "$work/parts/checkpoints/ckpt-00000003.h5" ] && break
+    sleep 0.05
+  done
+  [ -e "$work/parts/checkpoints/ckpt-00000003.h5" ] || fail "no checkpoint appeared"
+  victim=""
+  for p in $(pgrep -x qmlsim); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" &&
+      grep -q "$work/parts" "/proc/$p/cmdline" && victim=$p
+  done
+  [ -n "$victim" ] || fail "rank 1 not found (the job ended too soon?)"
+  kill -9 "$victim"
+  start=$(date +%s)
+  wait $launcher
+  status=$?
+  took=$(($(date +%s) - start))
+  [ $status -ne 0 ] || fail "the job ended with status 0 after a rank was killed"
+  [ $took -le 10 ] || fail "the job took ${took}s to end after the kill"
+  echo "killed rank 1 (pid $victim) mid-run: mpirun exited with $status after ${took}s"
+  last=$(ls "$work/parts/checkpoints" | tail -1)
+  "${cmd[@]}" || fail "the same command did not finish the job"
+  same_weights "$work/whole" "$work/parts"
+  echo "resumed from $last: final weights equal the uninterrupted run's"
+  ;;
+
+errors)
+  out=$("${mpi[@]}" -np 2 "$qmlsim" train "$examples/qcnn.toml" --set train.epoch=1 \
+    --run-dir "$work/e1" 2>&1) && fail "a bad key under mpirun exited 0"
+  grep -q "unknown key train.epoch" <<<"$out" || fail "no error message: $out"
+  # An error on rank 0 alone (a used run directory) must end every rank.
+  "$qmlsim" train "$examples/qcnn.toml" --set data.qubits=4 --set train.epochs=1 \
+    --run-dir "$work/used" --quiet || fail "first run"
+  start=$(date +%s)
+  out=$(timeout 60 "${mpi[@]}" -np 2 "$qmlsim" train "$examples/qcnn.toml" --set data.qubits=4 \
+    --set train.epochs=1 --run-dir "$work/used" --quiet 2>&1)
+  status=$?
+  [ $status -ne 0 ] && [ $status -ne 124 ] || fail "rank-0 error: status $status"
+  grep -q "rank 0: error: .*already holds checkpoints" <<<"$out" || fail "no rank in: $out"
+  [ $(($(date +%s) - start)) -le 20 ] || fail "ranks were left waiting"
+  out=$("$qmlsim" train "$examples/qcnn.toml" --expect-ranks 2 --run-dir "$work/e3" 2>&1) &&
+    fail "--expect-ranks 2 in a single process exited 0"
+  grep -q "this job has 1 rank" <<<"$out" || fail "no --expect-ranks message: $out"
+  echo "errors under mpirun end the job with a non-zero status and name the rank"
+  ;;
+
+qaoa_restarts)
+  "${mpi[@]}" -np 2 "$qmlsim" train "$examples/qaoa_maxcut.toml" --set train.steps=3 \
+    --set train.learning_rate=0.01 --run-dir "$work/q" --quiet || fail "QAOA restarts"
+  for r in 0 1; do [ -e "$work/q/restart-$r/weights.h5" ] || fail "restart $r missing"; done
+  grep -q '"restarts":2' "$work/q/result.json" || fail "result.json: $(cat "$work/q/result.json")"
+  [ -e "$work/q/weights.h5" ] && [ -e "$work/q/graph.svg" ] || fail "best run not saved"
+  echo "two QAOA restarts ran; the best is saved: $(grep -o '"best_restart":[0-9]*' "$work/q/result.json")"
+  ;;
+
+multihost)
+  if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null; then
+    echo "SKIP: needs root and iproute2 to make network namespaces"
+    exit 0
+  fi
+  ns_a=qmlsim_a$$ ns_b=qmlsim_b$$ net=10.213.$(($$ % 200)).
+  cleanup() {
+    ip netns del $ns_a 2>/dev/null
+    ip netns del $ns_b 2>/dev/null
+    rm -rf "$work"
+  }
+  trap cleanup EXIT
+  ip netns add $ns_a && ip netns add $ns_b || fail "cannot create network namespaces"
+  ip link add qv$$a type veth peer name qv$$b || fail "cannot create a veth pair"
+  ip link set qv$$a netns $ns_a && ip link set qv$$b netns $ns_b
+  ip -n $ns_a addr add ${net}1/24 dev qv$$a && ip -n $ns_b addr add ${net}2/24 dev qv$$b
+  for ns in $ns_a $ns_b; do ip -n $ns link set lo up; done
+  ip -n $ns_a link set qv$$a up && ip -n $ns_b link set qv$$b up
+  # The "remote shell": runs the command inside the namespace that owns the host's address.
+  cat >"$work/agent.sh" <<AGENT
+#!/bin/bash
+host=\$1; shift
+case \$host in ${net}1) ns=$ns_a ;; ${net}2) ns=$ns_b ;; *) echo "unknown host \$host" >&2; exit 1 ;; esac
+exec ip netns exec \$ns /bin/sh -c "\$*"
+AGENT
+  chmod +x "$work/agent.sh"
+  sets=(--set data.qubits=6 --set data.rounds=12 --set train.epochs=2 --set train.batch_size=16)
+  "$qmlsim" train "$examples/qcnn.toml" "${sets[@]}" --run-dir "$work/one" --quiet || fail "N=1"
+  timeout 120 ip netns exec $ns_a mpirun --mca plm_rsh_agent "$work/agent.sh" \
+    --host ${net}1:1,${net}2:1 -np 2 --mca btl tcp,self --mca btl_tcp_if_include ${net}0/24 \
+    --mca oob_tcp_if_include ${net}0/24 "$qmlsim" train "$examples/qcnn.toml" "${sets[@]}" \
+    --run-dir "$work/two-hosts" --quiet --expect-ranks 2 || fail "two-host run"
+  same_weights "$work/one" "$work/two-hosts"
+  echo "two hosts (network namespaces ${net}1 and ${net}2, OpenMPI over TCP): weights of one process"
+  ;;
+
+*)
+  fail "unknown case $case_name"
+  ;;
+esac
