@@ -1,7 +1,7 @@
 // A hybrid model for supervised jobs: classical encoder -> circuit -> Pauli
 // readouts -> classical head -> one scalar prediction per example. Subclasses
-// supply the pieces; this class runs batches (one state per thread for small
-// circuits, threads inside the state for large ones) and joins backpropagation
+// supply the pieces; this class runs batches (one state per thread for circuits
+// up to 18 qubits, threads inside the state for larger ones) and joins backpropagation
 // through the classical parts to the circuit's adjoint vector-Jacobian product:
 // one forward and one backward circuit pass per example.
 //

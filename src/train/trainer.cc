@@ -226,7 +226,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
         if (!quiet)
           out << "\nStopped after " << steps_here << " steps (--max-steps); continue with "
               << "--resume\n";
-        return 1;
+        return 0;
       }
       // The global batch; this rank computes its contiguous share, and every
       // rank sums all rows in global order (bitwise the same for any rank count).
@@ -407,7 +407,7 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
     if (options.max_steps >= 0 && steps_here >= options.max_steps) {
       save(dir, config, layout, s, opt, keep);
       if (!quiet) out << "Stopped after " << steps_here << " steps (--max-steps)\n";
-      return 1;
+      return 0;
     }
     const auto t = Clock::now();
     const double cost = model->cost(s.params, grad, eval);

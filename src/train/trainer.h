@@ -17,8 +17,8 @@ struct TrainOptions {
   bool quiet = false;           // no progress output
 };
 
-// Trains the job; returns 0 when finished, 1 when stopped by max_steps.
-// Throws Error for bad input.
+// Trains the job (or up to max_steps steps of it: result.json and weights.h5
+// appear when it is finished); returns the exit status, 0. Throws Error for bad input.
 int train(const io::Config& config, const TrainOptions& options, std::ostream& out);
 
 // Predictions of saved weights on the job's test split (QCNN, Sonar; the
