@@ -18,6 +18,8 @@ const std::vector<OptionSpec> kTrainSpecs = {
     {"--resume", "", "continue from the newest checkpoint in the run directory"},
     {"--max-steps", "N", "stop after N optimizer steps (with a checkpoint); --resume continues"},
     {"--quiet", "", "no progress output"},
+    {"--trace", "",
+     "write RUN_DIR/trace.json: a timeline of every rank (Perfetto, chrome://tracing)"},
     {"--expect-ranks", "N", "refuse to start unless the job has exactly N MPI ranks"},
     {"--help", "", "show this help"},
 };
@@ -68,6 +70,7 @@ int train_command(const std::vector<std::string>& argv) {
   options.resume = args.has("--resume");
   options.max_steps = args.get_int("--max-steps", -1, 0, INT64_MAX);
   options.quiet = args.has("--quiet");
+  options.trace = args.has("--trace");
   return train::train(config, options, std::cout);
 }
 

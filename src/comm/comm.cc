@@ -104,6 +104,31 @@ std::vector<double> Comm::allgather(std::span<const double> mine) const {
 #endif
 }
 
+std::vector<std::string> Comm::gather_to_root(const std::string& mine) const {
+  if (size_ == 1) return {mine};
+#ifdef QMLSIM_WITH_MPI
+  int count = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(size_)), displs(counts.size());
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  int total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  std::string all(static_cast<std::size_t>(root() ? total : 0), '\0');
+  MPI_Gatherv(mine.data(), count, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, 0,
+              MPI_COMM_WORLD);
+  std::vector<std::string> out;
+  if (root())
+    for (std::size_t r = 0; r < counts.size(); ++r)
+      out.push_back(
+          all.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(counts[r])));
+  return out;
+#else
+  return {mine};
+#endif
+}
+
 void Comm::broadcast(std::vector<double>& data, int root) const {
   if (size_ == 1) return;
 #ifdef QMLSIM_WITH_MPI

@@ -30,6 +30,8 @@ class Comm {
   // Every rank contributes `mine` (any length); every rank receives all
   // contributions concatenated in rank order.
   std::vector<double> allgather(std::span<const double> mine) const;
+  // Rank 0 receives every rank's text in rank order; the others an empty list.
+  std::vector<std::string> gather_to_root(const std::string& mine) const;
   // data on `root` is copied to every rank (resized as needed).
   void broadcast(std::vector<double>& data, int root = 0) const;
   void broadcast(std::string& text, int root = 0) const;

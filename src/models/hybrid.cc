@@ -1,6 +1,7 @@
 #include "models/hybrid.h"
 
 #include "backends/cpu/statevector.h"
+#include "core/trace.h"
 #include "grad/adjoint.h"
 #include "passes/fusion.h"
 
@@ -59,13 +60,18 @@ double HybridModel::predict_one(std::span<const double> params, std::span<const 
 template <class R>
 double HybridModel::gradient_one(std::span<const double> params, std::span<const double> x,
                                  double label, const ml::Loss& loss, std::span<double> grad,
-                                 double* loss_value, const EvalOptions& options) const {
+                                 double* loss_value, std::span<double> readouts,
+                                 const EvalOptions& options) const {
+  const auto t_begin = Tracer::Clock::now();
+  Tracer::Clock::time_point t_forward{};
   const Circuit& c = circuit(x);
   const std::vector<double> t = theta(params, x);
   double prediction = 0;
   // The head runs inside the adjoint pass, between its forward and backward
   // halves: the upstream weights need the readouts.
   const WeightsFn weights = [&](std::span<const double> e) {
+    t_forward = Tracer::Clock::now();
+    std::copy(e.begin(), e.end(), readouts.begin());
     prediction = head(params, e);
     *loss_value = loss.value(prediction, label);
     std::vector<double> d_e(e.size());
@@ -76,6 +82,10 @@ double HybridModel::gradient_one(std::span<const double> params, std::span<const
   ao.threads = options.threads;
   ao.fusion = options.fusion;
   const AdjointResult r = adjoint_vjp<R>(c, t, readouts_, weights, ao);
+  if (Tracer* tracer = Tracer::active()) {  // one span per half of the adjoint pass
+    tracer->add("forward", "circuit", t_begin, t_forward);
+    tracer->add("backward", "circuit", t_forward, Tracer::Clock::now());
+  }
   for (std::size_t i = 0; i < num_quantum_; ++i) grad[quantum_offset_ + i] += r.gradient[i];
   encode_backward(params, x, std::span<const double>(r.gradient).subspan(num_quantum_), grad);
   return prediction;
@@ -100,18 +110,21 @@ std::vector<double> HybridModel::example_rows(std::span<const double> params,
                                               const std::vector<std::size_t>& index,
                                               const ml::Loss& loss,
                                               const EvalOptions& options) const {
-  const std::size_t width = 2 + layout_.size();
+  const std::size_t width = row_width();
   std::vector<double> rows(index.size() * width, 0.0);
   for_each_example(index.size(), num_qubits_, options.threads, [&](std::size_t i, int threads) {
     EvalOptions o = options;
     o.threads = threads;
     double* row = &rows[i * width];
-    const std::span<double> grad(row + 2, layout_.size());
+    const std::span<double> grad(row + grad_offset(), layout_.size());
+    const std::span<double> readouts(row + kReadoutOffset, readouts_.size());
     const std::vector<double>& x = data.x[index[i]];
     const double y = data.y[index[i]];
-    row[1] = options.precision == Precision::c64
-                 ? gradient_one<float>(params, x, y, loss, grad, &row[0], o)
-                 : gradient_one<double>(params, x, y, loss, grad, &row[0], o);
+    double* loss_value = &row[kLossOffset];
+    row[kPredictionOffset] =
+        options.precision == Precision::c64
+            ? gradient_one<float>(params, x, y, loss, grad, loss_value, readouts, o)
+            : gradient_one<double>(params, x, y, loss, grad, loss_value, readouts, o);
   });
   return rows;
 }
@@ -122,13 +135,13 @@ HybridModel::Batch HybridModel::loss_and_gradient(std::span<const double> params
                                                   const ml::Loss& loss, std::span<double> grad_sum,
                                                   const EvalOptions& options) const {
   const std::vector<double> rows = example_rows(params, data, index, loss, options);
-  const std::size_t width = 2 + layout_.size();
+  const std::size_t width = row_width();
   Batch b;
   for (std::size_t i = 0; i < index.size(); ++i) {
     const double* row = &rows[i * width];
-    b.losses.push_back(row[0]);
-    b.predictions.push_back(row[1]);
-    for (std::size_t k = 0; k < layout_.size(); ++k) grad_sum[k] += row[2 + k];
+    b.losses.push_back(row[kLossOffset]);
+    b.predictions.push_back(row[kPredictionOffset]);
+    for (std::size_t k = 0; k < layout_.size(); ++k) grad_sum[k] += row[grad_offset() + k];
   }
   return b;
 }

@@ -34,6 +34,10 @@ class HybridModel {
   virtual ~HybridModel() = default;
 
   const ml::ParamLayout& layout() const { return layout_; }
+  const std::vector<PauliSum>& readouts() const { return readouts_; }
+  std::size_t row_width() const { return grad_offset() + layout_.size(); }
+  std::size_t grad_offset() const { return 2 + readouts_.size(); }
+  static constexpr std::size_t kLossOffset = 0, kPredictionOffset = 1, kReadoutOffset = 2;
   int num_qubits() const { return num_qubits_; }
   virtual void init(std::span<double> params, Rng& rng) const = 0;
 
@@ -46,8 +50,8 @@ class HybridModel {
     std::vector<double> predictions;
     std::vector<double> losses;
   };
-  // One row per example, in index order: [loss, prediction, dL/dparams...]
-  // (row length 2 + layout().size()). Each row depends only on its example, not
+  // One row per example, in index order: [loss, prediction, readouts <H_k>...,
+  // dL/dparams...] (row_width() values; offsets below). Each row depends only on its example, not
   // on the thread count or on the other examples: data-parallel ranks compute
   // slices of a batch and sum the gathered rows in global order.
   std::vector<double> example_rows(std::span<const double> params, const ml::Dataset& data,
@@ -92,7 +96,7 @@ class HybridModel {
   template <class R>
   double gradient_one(std::span<const double> params, std::span<const double> x, double label,
                       const ml::Loss& loss, std::span<double> grad, double* loss_value,
-                      const EvalOptions& options) const;
+                      std::span<double> readouts, const EvalOptions& options) const;
 };
 
 // Observable Z on one qubit.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Data-parallel training under mpirun (ctest label "mpi"). One case per call:
 #   mpi_test.sh QMLSIM EXAMPLES CASE
-# CASE: identical | kill_resume | errors | qaoa_restarts | multihost
+# CASE: identical | kill_resume | errors | qaoa_restarts | multihost | trace
 # Each case prints what it checks and exits non-zero on the first failure.
 set -uo pipefail
 qmlsim=$1
@@ -139,6 +139,13 @@ AGENT
     --run-dir "$work/two-hosts" --quiet --expect-ranks 2 || fail "two-host run"
   same_weights "$work/one" "$work/two-hosts"
   echo "two hosts (network namespaces ${net}1 and ${net}2, OpenMPI over TCP): weights of one process"
+  ;;
+
+trace)
+  "${mpi[@]}" -np 2 "$qmlsim" train "$examples/qcnn.toml" --set data.qubits=6 --set data.rounds=8 \
+    --set train.epochs=2 --set train.batch_size=8 --run-dir "$work/t" --trace --quiet ||
+    fail "2-rank run with --trace"
+  /usr/bin/python3 "$(dirname "$0")/check_trace.py" "$work/t/trace.json" 2 || fail "trace check"
   ;;
 
 *)

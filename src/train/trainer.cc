@@ -12,10 +12,12 @@
 #include "comm/comm.h"
 #include "core/error.h"
 #include "core/json.h"
+#include "core/trace.h"
 #include "io/checkpoint.h"
 #include "io/svg.h"
 #include "ml/optimizer.h"
 #include "train/jobs.h"
+#include "train/outputs.h"
 #include "train/progress.h"
 #include "train/run_dir.h"
 
@@ -65,17 +67,6 @@ io::TrainingState start_state(const io::Config& config, const RunDir& dir,
   }
   if (options.resume && !options.quiet) out << "No checkpoint to resume from: starting afresh\n";
   return s;
-}
-
-std::string json_line(const std::vector<std::pair<std::string, double>>& fields,
-                      const std::string& type, std::int64_t epoch, std::int64_t step) {
-  std::ostringstream os;
-  JsonWriter w(os);
-  w.begin_object().key("type").value(type).key("epoch").value(static_cast<long long>(epoch));
-  w.key("step").value(static_cast<long long>(step));
-  for (const auto& [k, v] : fields) w.key(k).value(v);
-  w.end_object();
-  return os.str();
 }
 
 // The training state as bytes, to broadcast from rank 0 (which alone reads
@@ -194,11 +185,8 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     s.rng = rng.state();
     s.sums.assign(3, 0.0);
   }
-  std::optional<MetricsLog> log;
-  if (root) {
-    dir->write_text("config.toml", config.to_toml());
-    log.emplace(dir->file("metrics.jsonl"), resumed, s.step, s.epoch);
-  }
+  if (root) dir->write_text("config.toml", config.to_toml());
+  RunOutputs outputs(world, root ? &*dir : nullptr, resumed, s.step, s.epoch, options.trace);
   const bool quiet = options.quiet || !root;
   Progress progress(out, stdout_is_terminal(), quiet);
   if (!quiet && !resumed)
@@ -208,7 +196,9 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
         << eval.threads << " threads" << (world.size() == 1 ? ", " : " per rank, ")
         << precision_name(eval.precision) << "\n";
 
-  const std::size_t n = job.train.size(), width = 2 + layout.size();
+  const std::size_t n = job.train.size(), width = model.row_width();
+  const std::size_t grad_at = model.grad_offset(), readouts = model.readouts().size();
+  std::vector<std::vector<double>> readout_values(readouts);  // this epoch's, for histograms
   const int steps_per_epoch = static_cast<int>((n + batch - 1) / batch);
   std::vector<double> grad(layout.size());
   std::vector<std::pair<std::string, double>> final_metrics;
@@ -223,6 +213,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     for (; s.step_in_epoch < steps_per_epoch; ++s.step_in_epoch) {
       if (options.max_steps >= 0 && steps_here >= options.max_steps) {
         if (root) save(*dir, config, layout, s, opt, keep);
+        outputs.finish();
         if (!quiet)
           out << "\nStopped after " << steps_here << " steps (--max-steps); continue with "
               << "--resume\n";
@@ -230,28 +221,45 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
       }
       // The global batch; this rank computes its contiguous share, and every
       // rank sums all rows in global order (bitwise the same for any rank count).
+      const TraceSpan step_span("step");
       const auto t_step = Clock::now();
+      std::vector<std::size_t> mine;
       const std::size_t b0 = static_cast<std::size_t>(s.step_in_epoch) * batch;
       const std::size_t m = std::min(n, b0 + batch) - b0;
-      const auto [mine_begin, mine_end] = my_share(world, m);
-      const std::vector<std::size_t> mine(
-          order.begin() + static_cast<std::ptrdiff_t>(b0 + mine_begin),
-          order.begin() + static_cast<std::ptrdiff_t>(b0 + mine_end));
-      const std::vector<double> my_rows =
-          model.example_rows(s.params, job.train, mine, job.loss, eval);
-      const auto t_comm = Clock::now();
-      const std::vector<double> rows = world.allgather(my_rows);
-      const double comm_s = seconds_since(t_comm);
-      std::fill(grad.begin(), grad.end(), 0.0);
-      double loss = 0, correct = 0;
-      for (std::size_t i = 0; i < m; ++i) {
-        const double* row = &rows[i * width];
-        loss += row[0];
-        correct += ml::correct(row[1], job.train.y[order[b0 + i]]);
-        for (std::size_t k = 0; k < layout.size(); ++k) grad[k] += row[2 + k];
+      {
+        const TraceSpan span("data");
+        const auto [mine_begin, mine_end] = my_share(world, m);
+        mine.assign(order.begin() + static_cast<std::ptrdiff_t>(b0 + mine_begin),
+                    order.begin() + static_cast<std::ptrdiff_t>(b0 + mine_end));
       }
-      for (double& g : grad) g /= static_cast<double>(m);
-      opt.step(s.params, grad, lr);
+      std::vector<double> my_rows;
+      {
+        const TraceSpan span("forward+backward");
+        my_rows = model.example_rows(s.params, job.train, mine, job.loss, eval);
+      }
+      const auto t_comm = Clock::now();
+      std::vector<double> rows;
+      {
+        const TraceSpan span("allreduce");
+        rows = world.allgather(my_rows);
+      }
+      const double comm_s = seconds_since(t_comm);
+      double loss = 0, correct = 0;
+      {
+        const TraceSpan span("optimizer");
+        std::fill(grad.begin(), grad.end(), 0.0);
+        for (std::size_t i = 0; i < m; ++i) {
+          const double* row = &rows[i * width];
+          loss += row[models::HybridModel::kLossOffset];
+          correct +=
+              ml::correct(row[models::HybridModel::kPredictionOffset], job.train.y[order[b0 + i]]);
+          for (std::size_t k = 0; k < readouts; ++k)
+            readout_values[k].push_back(row[models::HybridModel::kReadoutOffset + k]);
+          for (std::size_t k = 0; k < layout.size(); ++k) grad[k] += row[grad_at + k];
+        }
+        for (double& g : grad) g /= static_cast<double>(m);
+        opt.step(s.params, grad, lr);
+      }
       s.sums[0] += loss;
       s.sums[1] += correct;
       s.sums[2] += static_cast<double>(m);
@@ -259,17 +267,17 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
       ++steps_here;
       const double dt = seconds_since(t_step);
       const double md = static_cast<double>(m);
-      if (root)
-        log->write(json_line({{"loss", loss / md},
-                              {"accuracy", correct / md},
-                              {"learning_rate", lr},
-                              {"step_time_s", dt},
-                              {"allgather_s", comm_s},
-                              {"examples_per_s", md / dt}},
-                             "step", s.epoch + 1, s.step));
+      outputs.step(s.epoch + 1, s.step,
+                   {{"loss", loss / md},
+                    {"accuracy", correct / md},
+                    {"learning_rate", lr},
+                    {"step_time_s", dt},
+                    {"allgather_s", comm_s},
+                    {"examples_per_s", md / dt}});
       progress.step(static_cast<int>(s.step_in_epoch) + 1,
                     {{"loss", s.sums[0] / s.sums[2]}, {"accuracy", s.sums[1] / s.sums[2]}});
       if (root && every > 0 && s.step % every == 0 && s.step_in_epoch + 1 < steps_per_epoch) {
+        const TraceSpan span("checkpoint");
         io::TrainingState next = s;
         ++next.step_in_epoch;
         save(*dir, config, layout, next, opt, keep);
@@ -278,6 +286,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     std::vector<std::pair<std::string, double>> metrics = {{"loss", s.sums[0] / s.sums[2]},
                                                            {"accuracy", s.sums[1] / s.sums[2]}};
     if (job.test.size() > 0) {
+      const TraceSpan span("evaluation");
       const auto [v0, v1] = my_share(world, job.test.size());
       std::vector<std::size_t> mine(v1 - v0);
       std::iota(mine.begin(), mine.end(), v0);
@@ -293,15 +302,25 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     progress.end_epoch(metrics);
     metrics.push_back({"learning_rate", lr});
     metrics.push_back({"epoch_time_s", seconds_since(t_epoch)});
-    if (root) log->write(json_line(metrics, "epoch", s.epoch + 1, s.step));
+    std::vector<std::pair<std::string, std::vector<double>>> histograms;
+    for (std::size_t k = 0; k < readouts; ++k) {
+      std::string name = model.readouts()[k].to_string();  // "1*Z4" -> "Z4"
+      if (name.rfind("1*", 0) == 0) name = name.substr(2);
+      histograms.push_back({"readouts/" + name, readout_values[k]});
+      readout_values[k].clear();
+    }
+    outputs.epoch(s.epoch + 1, s.step, metrics, layout, s.params, histograms);
     final_metrics = metrics;
     s.step_in_epoch = 0;
     s.sums.assign(3, 0.0);
     io::TrainingState next = s;
     ++next.epoch;
-    if (root && (every == 0 || s.step % every == 0 || next.epoch == epochs))
+    if (root && (every == 0 || s.step % every == 0 || next.epoch == epochs)) {
+      const TraceSpan span("checkpoint");
       save(*dir, config, layout, next, opt, keep);
+    }
   }
+  outputs.finish();
   if (!root) return 0;
 
   io::save_weights(dir->file("weights.h5"), config.kind(), layout, s.params);
@@ -393,7 +412,7 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
     s.rng = rng.state();
   }
   dir.write_text("config.toml", config.to_toml());
-  MetricsLog log(dir.file("metrics.jsonl"), resumed, s.step, 0);
+  RunOutputs outputs(world, &dir, resumed, s.step, 0, options.trace);
   if (!quiet && !resumed)
     out << "qaoa: " << model->graph().nodes << " nodes, " << model->graph().edges.size()
         << " edges, p = " << layout.tensors()[0].shape[1] << ", " << eval.threads << " threads, "
@@ -406,12 +425,21 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   for (; s.step < steps; ++s.step, ++steps_here) {
     if (options.max_steps >= 0 && steps_here >= options.max_steps) {
       save(dir, config, layout, s, opt, keep);
+      outputs.finish();
       if (!quiet) out << "Stopped after " << steps_here << " steps (--max-steps)\n";
       return 0;
     }
+    const TraceSpan step_span("step");
     const auto t = Clock::now();
-    const double cost = model->cost(s.params, grad, eval);
-    opt.step(s.params, grad, lr);
+    double cost = 0;
+    {
+      const TraceSpan span("forward+backward");
+      cost = model->cost(s.params, grad, eval);
+    }
+    {
+      const TraceSpan span("optimizer");
+      opt.step(s.params, grad, lr);
+    }
     const double dt = seconds_since(t);
     if (!quiet) {
       if (s.step == 0)
@@ -422,9 +450,9 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
           << " seconds\n"
           << std::flush;
     }
-    log.write(json_line({{"cost", cost}, {"learning_rate", lr}, {"step_time_s", dt}}, "step", 1,
-                        s.step + 1));
+    outputs.step(1, s.step + 1, {{"cost", cost}, {"learning_rate", lr}, {"step_time_s", dt}});
     if ((every > 0 && (s.step + 1) % every == 0) || s.step + 1 == steps) {
+      const TraceSpan span("checkpoint");
       io::TrainingState next = s;
       ++next.step;
       save(dir, config, layout, next, opt, keep);
@@ -432,6 +460,7 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   }
   const double my_cost = model->cost(s.params, {}, eval);
   io::save_weights(dir.file("weights.h5"), config.kind(), layout, s.params);
+  outputs.finish();
 
   // Every restart's final cost and parameters; the best (lowest cost, then lowest rank) wins.
   std::vector<double> mine = {my_cost};

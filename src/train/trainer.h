@@ -15,6 +15,7 @@ struct TrainOptions {
   bool resume = false;          // continue from the newest readable checkpoint
   std::int64_t max_steps = -1;  // stop (with a checkpoint) after this many steps in this call
   bool quiet = false;           // no progress output
+  bool trace = false;           // write RUN_DIR/trace.json (Chrome trace events)
 };
 
 // Trains the job (or up to max_steps steps of it: result.json and weights.h5
