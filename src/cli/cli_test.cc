@@ -223,3 +223,18 @@ TEST(Cli, TrainErrorsAreOneLocatedLine) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, PlanPrintsMemoryAndTimes) {
+  Result r = run("plan " + kExamples + "/qcnn.toml --ranks 4 --node-hour-price 1.5");
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* line : {"qubits: 8, c64", "one state vector: 2.0 KiB", "ranks: 4",
+                           "steps per epoch", "cost at 1.5 per node-hour: "})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << " in:\n" << r.out;
+  r = run("plan " + kExamples + "/qcnn.toml --node-hour-price cheap");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "qmlsim plan: error: --node-hour-price: 'cheap' is not a non-negative number\n");
+}
+
+}  // namespace

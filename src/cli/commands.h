@@ -11,5 +11,6 @@ int run_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 int train_command(const std::vector<std::string>& args);
 int infer_command(const std::vector<std::string>& args);
+int plan_command(const std::vector<std::string>& args);
 
 }  // namespace qmlsim::cli

@@ -21,6 +21,7 @@ commands:
   bench              kernel timings as ratios to the measured memory-bandwidth bound
   train CONFIG.toml  train a reference job (qaoa, qcnn, sonar): metrics, checkpoints, weights
   infer RUN_DIR      predictions (or the QAOA cut) of a trained run's weights
+  plan CONFIG.toml   memory and time of a training run, calibrated on this machine
 
 Run 'qmlsim COMMAND --help' for a command's options.
 )";
@@ -57,8 +58,9 @@ int main(int argc, char** argv) {
     if (command == "bench") return qmlsim::cli::bench_command(args);
     if (command == "train") return qmlsim::cli::train_command(args);
     if (command == "infer") return qmlsim::cli::infer_command(args);
+    if (command == "plan") return qmlsim::cli::plan_command(args);
     throw qmlsim::Error("unknown command '" + command +
-                        "' (commands: run, bench, train, infer; see --help)");
+                        "' (commands: run, bench, train, infer, plan; see --help)");
   } catch (const qmlsim::Error& e) {
     return fail(command, "error: ", e.what(), 2);
   } catch (const std::bad_alloc&) {

@@ -1,4 +1,5 @@
 // qmlsim train CONFIG and qmlsim infer RUN_DIR: the reference jobs end to end.
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -7,6 +8,7 @@
 #include "comm/comm.h"
 #include "core/error.h"
 #include "train/jobs.h"
+#include "train/plan.h"
 #include "train/trainer.h"
 
 namespace qmlsim::cli {
@@ -43,7 +45,52 @@ constexpr const char* kInferUsage =
     "QCNN and Sonar: predictions and labels of the test split, mean squared error, accuracy.\n"
     "QAOA: the cost, the most probable cut and the optimum of the saved parameters.";
 
+const std::vector<OptionSpec> kPlanSpecs = {
+    {"--set", "KEY=VALUE", "override a config key", true},
+    {"--ranks", "N", "MPI ranks of the planned run (default 1)"},
+    {"--ranks-per-node", "R", "ranks sharing one node's memory and cores (default 1)"},
+    {"--threads", "T", "threads per rank (default: this machine's cores / ranks per node)"},
+    {"--backend", "cpu|cuda", "where the run would execute (default cpu)"},
+    {"--node-hour-price", "P", "price of one node for one hour: adds the run's cost"},
+    {"--json", "", "print one JSON object"},
+    {"--help", "", "show this help"},
+};
+
+constexpr const char* kPlanUsage =
+    "qmlsim plan CONFIG.toml [--set KEY=VALUE ...] [--ranks N] [--ranks-per-node R] "
+    "[--threads T] [--backend cpu|cuda] [--node-hour-price P] [--json]\n\n"
+    "Memory of one state and of a rank's working set, whether it fits this machine, and the\n"
+    "time per step, epoch and run, calibrated by running the job's own circuit here.";
+
 }  // namespace
+
+int plan_command(const std::vector<std::string>& argv) {
+  const Args args(argv, kPlanSpecs);
+  if (args.has("--help")) {
+    std::cout << format_help(kPlanUsage, kPlanSpecs);
+    return 0;
+  }
+  if (args.positionals().size() != 1)
+    throw Error("expected exactly one config file (see qmlsim plan --help)");
+  const io::Config config = train::load_job_config(args.positionals()[0], args.all("--set"));
+  train::PlanOptions o;
+  o.ranks = static_cast<int>(args.get_int("--ranks", 1, 1, 1 << 20));
+  o.ranks_per_node = static_cast<int>(args.get_int("--ranks-per-node", 1, 1, 4096));
+  o.threads = static_cast<int>(args.get_int("--threads", 0, 1, 4096));
+  o.backend = args.get_choice("--backend", "cpu", {"cpu", "cuda"});
+  if (const auto price = args.get("--node-hour-price")) {
+    char* end = nullptr;
+    o.node_hour_price = std::strtod(price->c_str(), &end);
+    if (end == price->c_str() || *end != '\0' || !(o.node_hour_price >= 0))
+      throw Error("--node-hour-price: '" + *price + "' is not a non-negative number");
+  }
+  const train::Plan plan = train::make_plan(config, o);
+  if (args.has("--json"))
+    train::print_plan_json(plan, std::cout);
+  else
+    train::print_plan(plan, o, std::cout);
+  return 0;
+}
 
 int train_command(const std::vector<std::string>& argv) {
   const Args args(argv, kTrainSpecs);

@@ -1,0 +1,202 @@
+#include "train/plan.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "backends/cpu/statevector.h"
+#include "core/error.h"
+#include "core/json.h"
+#include "train/jobs.h"
+
+namespace qmlsim::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <class Fn>
+double seconds(Fn&& fn) {
+  const auto t = Clock::now();
+  fn();
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Median of `reps` timings (one untimed warm-up when a run is short).
+template <class Fn>
+double calibrate(Fn&& fn, int reps) {
+  const double first = seconds(fn);
+  if (first > 2.0) return first;  // long: one run is the measurement
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) t.push_back(seconds(fn));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+std::uint64_t machine_memory() {
+  return static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+         static_cast<std::uint64_t>(sysconf(_SC_PAGE_SIZE));
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Time for `count` examples (gradient or forward only) on one rank, measured
+// on as many as one round of the batch policy needs.
+double share_time(const models::HybridModel& model, const ml::Dataset& data, std::int64_t count,
+                  const ml::Loss& loss, const models::EvalOptions& eval, bool gradient) {
+  if (count <= 0) return 0;
+  // One state per thread: time a few rounds of `threads` examples at once (the
+  // rounds amortise the start of a parallel region, as a real batch does).
+  const bool per_thread = model.num_qubits() <= 18 && count >= eval.threads;
+  const std::int64_t sample = per_thread ? std::min<std::int64_t>(count, 4 * eval.threads) : 1;
+  std::vector<std::size_t> idx(static_cast<std::size_t>(sample));
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i % data.size();
+  std::vector<double> params(model.layout().size());
+  Rng rng(1);
+  model.init(params, rng);
+  const double t = calibrate(
+      [&] {
+        if (gradient)
+          (void)model.example_rows(params, data, idx, loss, eval);
+        else
+          (void)model.predict(params, data, idx, eval);
+      },
+      5);
+  return t * static_cast<double>(count) / static_cast<double>(sample);
+}
+
+}  // namespace
+
+Plan make_plan(const io::Config& config, const PlanOptions& options) {
+  if (options.backend != "cpu")
+    throw Error("--backend " + options.backend +
+                ": this build has no CUDA backend yet (the GPU issue); plan for --backend cpu");
+  if (options.ranks < 1 || options.ranks_per_node < 1)
+    throw Error("--ranks and --ranks-per-node must be at least 1");
+  io::Config c = config;
+  Plan p;
+  const int cores = omp_get_max_threads();
+  p.threads = options.threads > 0 ? options.threads : std::max(1, cores / options.ranks_per_node);
+  models::EvalOptions eval = eval_options(c);
+  eval.threads = p.threads;
+  p.precision = precision_name(eval.precision);
+  p.machine_bytes = machine_memory();
+  // Memory first: calibration runs only when a rank's working set fits here.
+  auto sizes = [&](int qubits, int states) {
+    p.qubits = qubits;
+    p.states_at_once = states;
+    p.state_bytes = cpu::state_bytes(qubits, eval.precision);
+    p.rank_bytes = p.state_bytes * static_cast<std::uint64_t>(states);
+    p.fits = p.rank_bytes * static_cast<std::uint64_t>(options.ranks_per_node) <
+             p.machine_bytes * 9 / 10;
+    return p.fits;
+  };
+  const auto t0 = Clock::now();
+  if (c.kind() == "qaoa") {
+    const auto model = make_qaoa_job(c);
+    p.steps_per_epoch = c.get_int("train.steps", 0, 1000000000);
+    p.epochs = 1;
+    if (sizes(model->graph().nodes, 2)) {
+      std::vector<double> params(model->layout().size(), 0.1), grad(params.size());
+      p.step_s = calibrate([&] { (void)model->cost(params, grad, eval); }, 3);
+    }
+  } else {
+    const SupervisedJob job = make_supervised_job(c);
+    const models::HybridModel& model = *job.model;
+    const auto batch = c.get_int("train.batch_size", 1, 1 << 30);
+    const auto n = static_cast<std::int64_t>(job.train.size());
+    const std::int64_t share = ceil_div(std::min(batch, n), options.ranks);
+    const bool per_thread = model.num_qubits() <= 18 && share >= p.threads;
+    p.steps_per_epoch = ceil_div(n, batch);
+    p.epochs = c.get_int("train.epochs", 1, 1000000);
+    if (sizes(model.num_qubits(), 2 * (per_thread ? p.threads : 1))) {
+      p.step_s = share_time(model, job.train, share, job.loss, eval, true);
+      const auto test = static_cast<std::int64_t>(job.test.size());
+      if (test > 0)
+        p.eval_s =
+            share_time(model, job.test, ceil_div(test, options.ranks), job.loss, eval, false);
+    }
+  }
+  p.calibration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  p.epoch_s = static_cast<double>(p.steps_per_epoch) * p.step_s + p.eval_s;
+  p.run_s = static_cast<double>(p.epochs) * p.epoch_s;
+  if (options.node_hour_price >= 0) {
+    const double nodes = std::ceil(static_cast<double>(options.ranks) / options.ranks_per_node);
+    p.cost = p.run_s / 3600.0 * nodes * options.node_hour_price;
+  }
+  return p;
+}
+
+namespace {
+std::string bytes(std::uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+std::string duration(double s) {
+  char buf[64];
+  if (s < 1)
+    std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
+  else if (s < 120)
+    std::snprintf(buf, sizeof buf, "%.2f s", s);
+  else if (s < 7200)
+    std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
+  return buf;
+}
+}  // namespace
+
+void print_plan(const Plan& p, const PlanOptions& o, std::ostream& out) {
+  out << "qubits: " << p.qubits << ", " << p.precision << "\n"
+      << "one state vector: " << bytes(p.state_bytes) << "\n"
+      << "per rank: " << p.states_at_once << " state vectors at once ("
+      << (p.states_at_once > 2 ? "state + adjoint state for each of " +
+                                     std::to_string(p.states_at_once / 2) + " threads"
+                               : std::string("state + adjoint state"))
+      << ") = " << bytes(p.rank_bytes) << "\n"
+      << "this machine: " << bytes(p.machine_bytes) << "; " << o.ranks_per_node
+      << " rank(s) per node " << (p.fits ? "fit" : "DO NOT FIT") << "\n"
+      << "ranks: " << o.ranks << ", threads per rank: " << p.threads << "\n";
+  if (!p.fits) {
+    out << "no time estimate: the calibration run would not fit in this machine's memory\n";
+    return;
+  }
+  out << "calibrated in " << duration(p.calibration_s) << " on this machine\n"
+      << "step: " << duration(p.step_s) << "; " << p.steps_per_epoch << " steps per epoch";
+  if (p.eval_s > 0) out << " + validation " << duration(p.eval_s);
+  out << "\nepoch: " << duration(p.epoch_s) << "; " << p.epochs
+      << " epoch(s): " << duration(p.run_s) << "\n";
+  if (p.cost >= 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.2f", p.cost);
+    out << "cost at " << o.node_hour_price << " per node-hour: " << buf << "\n";
+  }
+}
+
+void print_plan_json(const Plan& p, std::ostream& out) {
+  JsonWriter w(out);
+  w.begin_object().key("qubits").value(p.qubits).key("precision").value(p.precision);
+  w.key("state_bytes").value(static_cast<double>(p.state_bytes));
+  w.key("states_at_once").value(p.states_at_once);
+  w.key("rank_bytes").value(static_cast<double>(p.rank_bytes));
+  w.key("machine_bytes").value(static_cast<double>(p.machine_bytes)).key("fits").value(p.fits);
+  w.key("threads").value(p.threads).key("step_s").value(p.step_s).key("eval_s").value(p.eval_s);
+  w.key("steps_per_epoch").value(static_cast<long long>(p.steps_per_epoch));
+  w.key("epochs").value(static_cast<long long>(p.epochs));
+  w.key("epoch_s").value(p.epoch_s).key("run_s").value(p.run_s);
+  if (p.cost >= 0) w.key("cost").value(p.cost);
+  w.end_object();
+  out << "\n";
+}
+
+}  // namespace qmlsim::train
