@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev
   libhdf5-dev libtomlplusplus-dev
   openmpi-bin libopenmpi-dev iproute2
-  python3-h5py python3-venv
+  python3-h5py python3-venv python3-yaml
   clang-format
 )
 

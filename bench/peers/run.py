@@ -1,0 +1,664 @@
+#!/usr/bin/env python3
+"""qmlsim side by side with the simulators users run today, on this machine.
+
+Every case first checks that qmlsim and the peer agree (expectation values and
+gradients), then times both, alternating runs, and reports medians and the
+ratio peer / qmlsim (> 1: qmlsim is faster). Threads = 2 everywhere.
+
+  bench/peers/run.sh [--quick]        (creates the virtual environment, then runs this)
+  python run.py --qmlsim build/release/qmlsim [--quick] [--json peers.json]
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+THREADS = 2
+os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLES = os.path.join(ROOT, "examples")
+MASK = (1 << 64) - 1
+
+
+class Failure(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------
+# qmlsim's data generator (src/core/rng.h: xoshiro256** seeded by splitmix64),
+# reimplemented from its description so both sides train on the same examples.
+class Rng:
+    def __init__(self, seed):
+        self.s = []
+        for _ in range(4):
+            seed = (seed + 0x9E3779B97F4A7C15) & MASK
+            z = seed
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+            self.s.append(z ^ (z >> 31))
+
+    @staticmethod
+    def _rotl(x, k):
+        return ((x << k) | (x >> (64 - k))) & MASK
+
+    def next(self):
+        s = self.s
+        result = (self._rotl((s[1] * 5) & MASK, 7) * 9) & MASK
+        t = (s[1] << 17) & MASK
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = self._rotl(s[3], 45)
+        return result
+
+    def uniform(self, lo=0.0, hi=1.0):
+        return lo + (hi - lo) * ((self.next() >> 11) * 2.0**-53)
+
+    def below(self, n):
+        limit = MASK - (MASK % n)
+        while True:
+            x = self.next()
+            if x < limit:
+                return x % n
+
+    def permutation(self, n):
+        p = list(range(n))
+        for i in range(n, 1, -1):
+            j = self.below(i)
+            p[i - 1], p[j] = p[j], p[i - 1]
+        return p
+
+
+# ---------------------------------------------------------------------------
+def timed(fn):
+    t = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - t
+
+
+def peer_times(first, fn, reps):
+    """The first (checked) call's time, and more calls when they are quick."""
+    return [first] + ([median_time(fn, 1) for _ in range(reps - 1)] if first < 2.0 else [])
+
+
+def median_time(fn, reps):
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def qmlsim(args, binary):
+    out = subprocess.run([binary] + args, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise Failure(f"qmlsim {' '.join(args[:2])}: {out.stderr.strip()}")
+    return out.stdout
+
+
+def train(binary, config, sets, run_dir, max_steps=None):
+    args = ["train", os.path.join(EXAMPLES, config), "--run-dir", run_dir, "--quiet"]
+    for s in sets:
+        args += ["--set", s]
+    if max_steps is not None:
+        args += ["--max-steps", str(max_steps)]
+    qmlsim(args, binary)
+
+
+def read_params(path):
+    with h5py.File(path, "r") as f:
+        out = {}
+        f["params"].visititems(lambda n, o: out.__setitem__(n, o[()]) if isinstance(o, h5py.Dataset) else None)
+        return out
+
+
+def step_metrics(run_dir):
+    return [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))
+            if '"type":"step"' in line]
+
+
+def check(name, ours, theirs, tol):
+    ours, theirs = np.asarray(ours, float), np.asarray(theirs, float)
+    err = float(np.max(np.abs(ours - theirs))) if ours.size else 0.0
+    if not (err <= tol):
+        raise Failure(f"{name}: disagreement {err:.3g} > {tol:g}")
+    return err
+
+
+# ---------------------------------------------------------------------------
+# Case 1: random circuits of 1- and 2-qubit gates, depth 20, <Z0>.
+def random_circuit(n, depth, seed):
+    rng = np.random.default_rng(seed)
+    ops = []
+    for layer in range(depth):
+        for q in range(n):
+            ops.append((rng.choice(["rx", "ry", "rz"]), (q,), float(rng.uniform(-np.pi, np.pi))))
+        two = "cx" if layer % 2 == 0 else "cz"
+        for q in range(layer % 2, n - 1, 2):
+            ops.append((two, (q, q + 1), None))
+    return ops
+
+
+def case_random(binary, sizes, reps, peers):
+    rows = []
+    for n in sizes:
+        ops = random_circuit(n, 20, 1000 + n)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "c.qasm")
+            with open(path, "w") as f:
+                f.write(f'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[{n}];\n')
+                for g, w, a in ops:
+                    args = ",".join(f"q[{x}]" for x in w)
+                    f.write(f"{g}({a!r}) {args};\n" if a is not None else f"{g} {args};\n")
+
+            def ours(precision):
+                out = json.loads(qmlsim(["run", path, "--observable", "Z0", "--json", "--threads",
+                                         str(THREADS), "--precision", precision], binary))
+                return out["expval"][0], out["time_s"]["simulate"]
+
+            ref64, _ = ours("c64")
+            ref128, _ = ours("c128")
+            for peer, (precision, build) in peers.items():
+                run = build(n, ops)
+                value = run()
+                ref = ref64 if precision == "c64" else ref128
+                err = check(f"random n={n} {peer}", [ref], [value], 1e-5 if precision == "c128" else 1e-4)
+                t_ours, t_peer = [], []
+                for _ in range(reps):  # alternate
+                    t_ours.append(ours(precision)[1])
+                    t_peer.append(median_time(run, 1))
+                rows.append(dict(case="random depth 20", size=f"{n} qubits", peer=peer,
+                                 precision=precision, qmlsim_s=statistics.median(t_ours),
+                                 peer_s=statistics.median(t_peer), max_error=err))
+                report(rows[-1])
+    return rows
+
+
+def peer_builders():
+    peers = {}
+    try:
+        import pennylane as qml
+
+        def pl(n, ops):
+            dev = qml.device("lightning.qubit", wires=n)
+            gate = {"rx": qml.RX, "ry": qml.RY, "rz": qml.RZ}
+
+            @qml.qnode(dev)
+            def f():
+                for g, w, a in ops:
+                    if g == "cx":
+                        qml.CNOT(wires=w)
+                    elif g == "cz":
+                        qml.CZ(wires=w)
+                    else:
+                        gate[g](a, wires=w[0])
+                return qml.expval(qml.PauliZ(0))
+            return lambda: float(f())
+        peers["lightning.qubit"] = ("c128", pl)
+    except ImportError as e:
+        print(f"skip lightning.qubit: {e}")
+    try:
+        from qiskit import QuantumCircuit, transpile
+        from qiskit.quantum_info import Pauli
+        from qiskit_aer import AerSimulator
+
+        def aer(n, ops, precision="double"):
+            qc = QuantumCircuit(n)
+            for g, w, a in ops:
+                getattr(qc, g)(*(([a] if a is not None else []) + list(w)))
+            qc.save_expectation_value(Pauli("I" * (n - 1) + "Z"), list(range(n)))
+            sim = AerSimulator(method="statevector", precision=precision,
+                               max_parallel_threads=THREADS, fusion_enable=True)
+            tqc = transpile(qc, sim)
+            return lambda: float(sim.run(tqc, shots=1).result().data()["expectation_value"])
+        peers["qiskit-aer"] = ("c128", aer)
+        peers["qiskit-aer (single)"] = ("c64", lambda n, ops: aer(n, ops, "single"))
+    except ImportError as e:
+        print(f"skip qiskit-aer: {e}")
+    try:
+        import qulacs
+        from qulacs.circuit import QuantumCircuitOptimizer
+
+        def qu(n, ops):
+            c = qulacs.QuantumCircuit(n)
+            for g, w, a in ops:  # qulacs rotations are exp(+i a P / 2): negate
+                if g == "rx":
+                    c.add_RX_gate(w[0], -a)
+                elif g == "ry":
+                    c.add_RY_gate(w[0], -a)
+                elif g == "rz":
+                    c.add_RZ_gate(w[0], -a)
+                elif g == "cx":
+                    c.add_CNOT_gate(*w)
+                else:
+                    c.add_CZ_gate(*w)
+            QuantumCircuitOptimizer().optimize(c, 2)
+            obs = qulacs.Observable(n)
+            obs.add_operator(1.0, "Z 0")
+            state = qulacs.QuantumState(n)
+
+            def run():
+                state.set_zero_state()
+                c.update_quantum_state(state)
+                return float(obs.get_expectation_value(state))
+            return run
+        peers["qulacs"] = ("c128", qu)
+    except ImportError as e:
+        print(f"skip qulacs: {e}")
+    try:
+        import cirq
+        import qsimcirq
+
+        def qs(n, ops):
+            q = cirq.LineQubit.range(n)
+            gate = {"rx": cirq.rx, "ry": cirq.ry, "rz": cirq.rz}
+            c = cirq.Circuit()
+            for g, w, a in ops:
+                if g == "cx":
+                    c.append(cirq.CNOT(q[w[0]], q[w[1]]))
+                elif g == "cz":
+                    c.append(cirq.CZ(q[w[0]], q[w[1]]))
+                else:
+                    c.append(gate[g](a)(q[w[0]]))
+            sim = qsimcirq.QSimSimulator(qsim_options={"t": THREADS, "f": 3})
+            obs = [cirq.Z(q[0])]
+            return lambda: float(np.real(sim.simulate_expectation_values(c, observables=obs)[0]))
+        peers["qsim"] = ("c64", qs)
+    except ImportError as e:
+        print(f"skip qsim: {e}")
+    return peers
+
+
+# ---------------------------------------------------------------------------
+# Case 2: the QAOA job, cost + gradient at p = 2.
+def read_graph(path):
+    edges = [tuple(map(int, line.split())) for line in open(path)
+             if line.strip() and not line.startswith("#")]
+    return edges
+
+
+def case_qaoa(binary, graphs, reps, with_aer):
+    import pennylane as qml
+    rows = []
+    for nodes, edge_file, config in graphs:
+        edges = read_graph(os.path.join(EXAMPLES, "data", "graphs", edge_file))
+        with tempfile.TemporaryDirectory() as d:
+            # Initial parameters, then one plain gradient step of 0.1: grad = (p0 - p1) / 0.1.
+            train(binary, config, ["train.steps=0", "model.samples=0"], f"{d}/p0")
+            train(binary, config, ["train.steps=1", "model.samples=0"], f"{d}/p1")
+            p0 = read_params(f"{d}/p0/weights.h5")["params"]
+            p1 = read_params(f"{d}/p1/weights.h5")["params"]
+            ours_cost = step_metrics(f"{d}/p1")[0]["cost"]
+            ours_grad = (p0 - p1) / 0.1
+
+            def ours_time():
+                with tempfile.TemporaryDirectory() as e:
+                    train(binary, config, ["train.steps=2", "model.samples=0"], e)
+                    return statistics.median(m["step_time_s"] for m in step_metrics(e))
+
+        import networkx as nx
+        g = nx.Graph()
+        g.add_nodes_from(range(nodes))
+        g.add_edges_from(edges)
+        cost_h, mixer_h = qml.qaoa.maxcut(g)
+        dev = qml.device("lightning.qubit", wires=nodes)
+
+        def layer(gamma, alpha):
+            qml.qaoa.cost_layer(gamma, cost_h)
+            qml.qaoa.mixer_layer(alpha, mixer_h)
+
+        @qml.qnode(dev, diff_method="adjoint")
+        def cost(params):
+            for w in range(nodes):
+                qml.Hadamard(wires=w)
+            qml.layer(layer, 2, params[0], params[1])
+            return qml.expval(cost_h)
+
+        params = qml.numpy.array(p0, requires_grad=True)
+        pl_grad = qml.grad(cost)(params)
+        pl_cost = float(cost(params))
+        err = max(check(f"qaoa {nodes} cost", [ours_cost], [pl_cost], 1e-5),
+                  check(f"qaoa {nodes} gradient", ours_grad, pl_grad, 1e-5))
+        opt = qml.GradientDescentOptimizer(stepsize=0.1)
+        t_ours, t_peer = [], []
+        for _ in range(reps):
+            t_ours.append(ours_time())
+            t_peer.append(median_time(lambda: opt.step_and_cost(cost, params), 1))
+            if t_peer[-1] > 20:  # a slow peer: one iteration is the measurement
+                break
+        rows.append(dict(case="QAOA p=2 cost+gradient+step", size=f"{nodes} nodes",
+                         peer="lightning.qubit (adjoint)", precision="c128",
+                         qmlsim_s=statistics.median(t_ours), peer_s=statistics.median(t_peer),
+                         max_error=err))
+        report(rows[-1])
+        row = qaoa_qulacs(nodes, edges, p0, ours_cost, ours_grad, t_ours)
+        if row:
+            rows.append(row)
+            report(row)
+        if with_aer and nodes <= 18:
+            row = qaoa_aer_shift(nodes, edges, p0, ours_cost, ours_grad, t_ours)
+            rows.append(row)
+            report(row)
+    return rows
+
+
+def qaoa_qulacs(nodes, edges, p0, ours_cost, ours_grad, t_ours):
+    try:
+        import qulacs
+    except ImportError:
+        return None
+    # Parametric gates in order; qulacs rotations are exp(+i phi P / 2): phi = -theta.
+    c = qulacs.ParametricQuantumCircuit(nodes)
+    owner = []  # (row, column, d phi / d param)
+    for q in range(nodes):
+        c.add_H_gate(q)
+    for k in range(2):
+        for u, v in edges:
+            c.add_parametric_multi_Pauli_rotation_gate([u, v], [3, 3], -p0[0][k])
+            owner.append((0, k, -1.0))
+        for q in range(nodes):
+            c.add_parametric_RX_gate(q, -2 * p0[1][k])
+            owner.append((1, k, -2.0))
+    obs = qulacs.Observable(nodes)
+    for u, v in edges:
+        obs.add_operator(0.5, f"Z {u} Z {v}")
+    state = qulacs.QuantumState(nodes)
+
+    def run():
+        state.set_zero_state()
+        c.update_quantum_state(state)
+        value = obs.get_expectation_value(state).real - 0.5 * len(edges)
+        grads = c.backprop(obs)
+        g = np.zeros((2, 2))
+        for (r, k, d), x in zip(owner, grads):
+            g[r][k] += d * x
+        return value, g
+
+    value, g = run()
+    err = max(check(f"qaoa {nodes} qulacs cost", [ours_cost], [value], 1e-5),
+              check(f"qaoa {nodes} qulacs gradient", ours_grad, g, 1e-5))
+    return dict(case="QAOA p=2 cost+gradient+step", size=f"{nodes} nodes",
+                peer="qulacs (backprop)", precision="c128", qmlsim_s=statistics.median(t_ours),
+                peer_s=median_time(run, 3), max_error=err)
+
+
+def qaoa_aer_shift(nodes, edges, p0, ours_cost, ours_grad, t_ours):
+    # Qiskit Aer has no adjoint: the gradient by parameter shift, two circuits
+    # per gate occurrence (84 at p = 2 on 18 nodes / 24 edges), counted in full.
+    from qiskit import QuantumCircuit, transpile
+    from qiskit.quantum_info import SparsePauliOp
+    from qiskit_aer import AerSimulator
+    sim = AerSimulator(method="statevector", max_parallel_threads=THREADS, fusion_enable=True)
+    op = SparsePauliOp.from_sparse_list([("ZZ", [u, v], 0.5) for u, v in edges], nodes)
+
+    def circuit(shift_gate=None, shift=0.0):
+        qc = QuantumCircuit(nodes)
+        qc.h(range(nodes))
+        i = 0
+        for k in range(2):
+            for u, v in edges:
+                qc.rzz(p0[0][k] + (shift if i == shift_gate else 0), u, v)
+                i += 1
+            for q in range(nodes):
+                qc.rx(2 * p0[1][k] + (shift if i == shift_gate else 0), q)
+                i += 1
+        qc.save_expectation_value(op, list(range(nodes)))
+        return qc, i
+
+    _, count = circuit()
+    circuits = [circuit()[0]] + [circuit(i, s)[0] for i in range(count) for s in (np.pi / 2, -np.pi / 2)]
+    tcs = transpile(circuits, sim)
+
+    def run():
+        res = sim.run(tcs, shots=1).result()
+        vals = [float(res.data(i)["expectation_value"]) for i in range(len(tcs))]
+        g = np.zeros((2, 2))
+        i = 0
+        for k in range(2):
+            for _ in edges:
+                g[0][k] += (vals[1 + 2 * i] - vals[2 + 2 * i]) / 2
+                i += 1
+            for _ in range(nodes):
+                g[1][k] += 2 * (vals[1 + 2 * i] - vals[2 + 2 * i]) / 2
+                i += 1
+        return vals[0] - 0.5 * len(edges), g
+
+    value, g = run()
+    err = max(check("qaoa aer cost", [ours_cost], [value], 1e-5),
+              check("qaoa aer gradient", ours_grad, g, 1e-5))
+    return dict(case="QAOA p=2 cost+gradient+step", size=f"{nodes} nodes",
+                peer=f"qiskit-aer (parameter shift, {len(tcs)} circuits)", precision="c128",
+                qmlsim_s=statistics.median(t_ours), peer_s=median_time(run, 1), max_error=err)
+
+
+# ---------------------------------------------------------------------------
+# Cases 3 and 4: the hybrid models, forward + gradient of a batch, against
+# PennyLane lightning.qubit (adjoint) with autograd for the classical layers.
+# Both sides start from qmlsim's initial weights (checkpoint 0) and the same
+# examples; qmlsim's batch gradient is read off one SGD step of rate 1.
+def qmlsim_batch(binary, config, sets, reps):
+    base = sets + ["train.optimizer=sgd", "train.learning_rate=1", "train.shuffle=false"]
+    with tempfile.TemporaryDirectory() as d:
+        train(binary, config, base, f"{d}/a", max_steps=0)
+        train(binary, config, base, f"{d}/b", max_steps=1)
+        p0 = read_params(f"{d}/a/checkpoints/ckpt-00000000.h5")
+        p1 = read_params(f"{d}/b/checkpoints/ckpt-00000001.h5")
+        loss = step_metrics(f"{d}/b")[0]["loss"]
+        times = []
+        for _ in range(reps):
+            with tempfile.TemporaryDirectory() as e:
+                train(binary, config, base, e, max_steps=3)
+                times.append(statistics.median(m["step_time_s"] for m in step_metrics(e)[1:]))
+    grad = {k: p0[k] - p1[k] for k in p0}
+    return p0, grad, loss, times
+
+
+def one_qubit_unitary(qml, q, s):
+    qml.RX(np.pi * s[0], wires=q)
+    qml.RY(np.pi * s[1], wires=q)
+    qml.RZ(np.pi * s[2], wires=q)
+
+
+def two_qubit_unitary(qml, a, b, s):
+    one_qubit_unitary(qml, a, s[0:3])
+    one_qubit_unitary(qml, b, s[3:6])
+    qml.IsingZZ(np.pi * s[6], wires=[a, b])
+    qml.IsingYY(np.pi * s[7], wires=[a, b])
+    qml.IsingXX(np.pi * s[8], wires=[a, b])
+    one_qubit_unitary(qml, a, s[9:12])
+    one_qubit_unitary(qml, b, s[12:15])
+
+
+def case_qcnn(binary, sizes, reps):
+    import pennylane as qml
+    from pennylane import numpy as pnp
+    rows = []
+    for n in sizes:
+        rounds = 20 if n == 8 else 6
+        sets = [f"data.qubits={n}", f"data.rounds={rounds}", "train.batch_size=32",
+                "job.precision=c128"]
+        p0, grad, loss, t_ours = qmlsim_batch(binary, "qcnn.toml", sets, reps)
+        rng = Rng(1234)
+        examples = [(q, rng.uniform(-np.pi, np.pi)) for _ in range(rounds) for q in range(n)]
+        batch = [(q, th, 1.0 if abs(th) <= np.pi / 2 else -1.0) for q, th in examples[:32]]
+        half = n // 2
+        dev = qml.device("lightning.qubit", wires=n)
+
+        @qml.qnode(dev, diff_method="adjoint")
+        def circuit(conv, pool, q, theta):
+            for w in range(n):
+                qml.Hadamard(wires=w)
+            for w in range(n):
+                qml.CZ(wires=[w, (w + 1) % n])
+            qml.RX(theta, wires=q)
+            bits = list(range(n))
+            for a, b in zip(bits[0::2], bits[1::2]):
+                two_qubit_unitary(qml, a, b, conv)
+            for a, b in zip(bits[1::2], bits[2::2] + [bits[0]]):
+                two_qubit_unitary(qml, a, b, conv)
+            for src, sink in zip(bits[:half], bits[half:]):
+                one_qubit_unitary(qml, sink, pool[0:3])
+                one_qubit_unitary(qml, src, pool[3:6])
+                qml.CNOT(wires=[src, sink])
+                qml.RZ(-np.pi * pool[2], wires=sink)
+                qml.RY(-np.pi * pool[1], wires=sink)
+                qml.RX(-np.pi * pool[0], wires=sink)
+            return [qml.expval(qml.PauliZ(w)) for w in bits[half:]]
+
+        def batch_loss(conv, pool, w1, b1, w2, b2):
+            total = 0.0
+            for q, th, y in batch:
+                e = pnp.stack(circuit(conv, pool, q, th))
+                pred = pnp.dot(w2, pnp.dot(w1, e) + b1) + b2
+                total = total + (pred[0] - y) ** 2
+            return total / len(batch)
+
+        names = ["quantum/conv", "quantum/pool", "dense1/weight", "dense1/bias", "dense2/weight",
+                 "dense2/bias"]
+        args = [pnp.array(p0[k], requires_grad=True) for k in names]
+        grad_fn = qml.grad(batch_loss, argnums=list(range(6)))
+        pl_grad, first = timed(lambda: grad_fn(*args))
+        err = max(check(f"qcnn {n} loss", [loss], [float(batch_loss(*args))], 1e-5),
+                  max(check(f"qcnn {n} d/{k}", grad[k], g, 1e-5) for k, g in zip(names, pl_grad)))
+        t_peer = peer_times(first, lambda: grad_fn(*args), reps)
+        rows.append(dict(case="QCNN hybrid: forward+gradient, batch of 32", size=f"{n} qubits",
+                         peer="lightning.qubit (adjoint) + autograd", precision="c128",
+                         qmlsim_s=statistics.median(t_ours), peer_s=statistics.median(t_peer),
+                         max_error=err))
+        report(rows[-1])
+    return rows
+
+
+def case_sonar(binary, sizes, reps):
+    import pennylane as qml
+    from pennylane import numpy as pnp
+    rows = []
+    data = [line.strip().split(",") for line in open(os.path.join(EXAMPLES, "data", "sonar.all-data"))
+            if line.strip()]
+    kept = [data[i] for i in Rng(42).permutation(len(data))[:64]]
+    for n in sizes:
+        batch_size = 16 if n <= 10 else 4
+        sets = [f"model.wires={n}", f"train.batch_size={batch_size}"]
+        p0, grad, loss, t_ours = qmlsim_batch(binary, "sonar_dressed.toml", sets, reps)
+        batch = [(np.array(r[:60], float), 1.0 if r[60] == "M" else -1.0) for r in kept[:batch_size]]
+        dev = qml.device("lightning.qubit", wires=n)
+
+        def entangling(p, rng_):
+            for i in range(n):
+                qml.Rot(*p[0][i], wires=i)
+            w = 0
+            for k in range(n):
+                t = (w - rng_) % n
+                qml.CRot(*p[1][k], wires=[w, t])
+                w = t
+
+        @qml.qnode(dev, diff_method="adjoint")
+        def circuit(angles, w1, w2, rot):
+            for i in range(n):
+                qml.RX(angles[i], wires=i)
+            entangling(w1, 1)
+            entangling(w2, 3)
+            qml.Rot(*rot, wires=0)
+            return qml.expval(qml.PauliZ(0))
+
+        def batch_loss(wi, bi, w1, w2, rot, wo, bo):
+            total = 0.0
+            for x, y in batch:
+                h = pnp.dot(wi, x) + bi
+                angles = (1 / (1 + pnp.exp(-h)) - 0.5) * 2 * np.pi
+                out = wo[0][0] * circuit(angles, w1, w2, rot) + bo[0]
+                total = total + pnp.maximum(0.0, -y * out + 0.1)
+            return total / len(batch)
+
+        names = ["input/weight", "input/bias", "quantum/w1", "quantum/w2", "quantum/rot",
+                 "output/weight", "output/bias"]
+        args = [pnp.array(p0[k], requires_grad=True) for k in names]
+        grad_fn = qml.grad(batch_loss, argnums=list(range(7)))
+        pl_grad, first = timed(lambda: grad_fn(*args))
+        err = max(check(f"sonar {n} loss", [loss], [float(batch_loss(*args))], 1e-5),
+                  max(check(f"sonar {n} d/{k}", grad[k], g, 1e-5) for k, g in zip(names, pl_grad)))
+        t_peer = peer_times(first, lambda: grad_fn(*args), reps)
+        rows.append(dict(case="Sonar dressed: forward+gradient per row", size=f"{n} wires",
+                         peer="lightning.qubit (adjoint) + autograd", precision="c128",
+                         qmlsim_s=statistics.median(t_ours) / batch_size,
+                         peer_s=statistics.median(t_peer) / batch_size, max_error=err))
+        report(rows[-1])
+    return rows
+
+
+# ---------------------------------------------------------------------------
+def fmt(s):
+    return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def report(row):
+    row["ratio"] = row["peer_s"] / row["qmlsim_s"]
+    print(f"| {row['case']} | {row['size']} | {row['peer']} | {row['precision']} | "
+          f"{fmt(row['qmlsim_s'])} | {fmt(row['peer_s'])} | **{row['ratio']:.2f}** | "
+          f"{row['max_error']:.1e} |", flush=True)
+
+
+def versions():
+    out = {}
+    for pkg in ("pennylane", "pennylane_lightning", "qiskit", "qiskit_aer", "qulacs", "qsimcirq",
+                "cirq", "numpy"):
+        try:
+            from importlib.metadata import version
+            out[pkg] = version(pkg.replace("_", "-"))
+        except Exception:  # noqa: BLE001
+            out[pkg] = "absent"
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--qmlsim", default=os.path.join(ROOT, "build", "release", "qmlsim"))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", default="peers.json")
+    args = ap.parse_args()
+    quick = args.quick
+    reps = 2 if quick else 3
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    meta = dict(date=time.strftime("%Y-%m-%d"), cpu=cpu, cores=os.cpu_count(), threads=THREADS,
+                python=platform.python_version(), versions=versions(), quick=quick)
+    print(f"# {meta['date']}, {cpu}, {os.cpu_count()} cores, threads = {THREADS}")
+    print("# versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()))
+    print("| case | size | peer | precision | qmlsim | peer | peer / qmlsim | max abs diff |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    rows, failures = [], []
+    cases = [
+        lambda: case_random(args.qmlsim, [16, 20] if quick else [16, 20, 24], reps, peer_builders()),
+        lambda: case_qaoa(args.qmlsim, [(18, "gnm_n18_m24_seed1967.edges", "qaoa_maxcut.toml")] +
+                          ([] if quick else [(24, "gnm_n24_m36_seed1967.edges", "qaoa_maxcut_24.toml")]),
+                          reps, with_aer=not quick),
+        lambda: case_sonar(args.qmlsim, [10] if quick else [10, 16, 20], reps),
+        lambda: case_qcnn(args.qmlsim, [8] if quick else [8, 12], reps),
+    ]
+    for case in cases:
+        try:
+            rows += case()
+        except Failure as e:
+            failures.append(str(e))
+            print(f"FAILED: {e}", flush=True)
+    with open(args.json, "w") as f:
+        json.dump(dict(meta=meta, rows=rows, failures=failures), f, indent=1)
+    print(f"# results: {args.json}")
+    if failures:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

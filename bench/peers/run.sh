@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs the peer comparison: builds qmlsim (release) if needed, creates
+# bench/peers/.venv with the pinned peers from PyPI, then bench/peers/run.py.
+#   bench/peers/run.sh [--quick] [--json FILE]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[ -x build/release/qmlsim ] || ./scripts/build.sh release
+venv=bench/peers/.venv
+if ! [ -x "$venv/bin/python" ] || ! "$venv/bin/pip" freeze | grep -q "^qulacs=="; then
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r bench/peers/requirements.txt
+fi
+exec "$venv/bin/python" bench/peers/run.py --qmlsim build/release/qmlsim "$@"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Offline checks of the deployment files (ctest: deploy.manifests): every
+# overlay renders and validates, qmlsim command lines in manifests and in the
+# Slurm script parse with the real binary, and the checks do catch mistakes.
+#   deploy/check.sh QMLSIM
+set -euo pipefail
+qmlsim=$(realpath "$1")
+cd "$(dirname "$0")"
+work=$(mktemp -d /tmp/qmlsim_deploy.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+bash -n slurm/qmlsim.sbatch
+for overlay in site overlays/cpu overlays/gpu; do
+  out="$work/$(basename "$overlay").yaml"
+  python3 k8s/render.py "k8s/$overlay" >"$out"
+  (cd k8s && python3 validate.py "$qmlsim" "$out" ../slurm/qmlsim.sbatch)
+done
+grep -q "replicas: 4" "$work/site.yaml" || { echo "site patch not applied"; exit 1; }
+grep -q "nvidia.com/gpu: 1" "$work/gpu.yaml" || { echo "gpu overlay without a GPU limit"; exit 1; }
+# The checks must fail on broken input.
+expect_failure() {
+  if (cd k8s && python3 validate.py "$qmlsim" "$work/bad.yaml" >/dev/null 2>&1); then
+    echo "validate.py accepted $1"
+    exit 1
+  fi
+}
+sed 's/- --resume/- --resum/' "$work/site.yaml" >"$work/bad.yaml"
+expect_failure "an unknown qmlsim flag"
+sed 's/restartPolicy: OnFailure/restartPolicy: Sometimes/' "$work/site.yaml" >"$work/bad.yaml"
+expect_failure "a bad restartPolicy"
+sed 's|kubeflow.org/v2beta1|kubeflow.org/v1|' "$work/site.yaml" >"$work/bad.yaml"
+expect_failure "an MPIJob of another API version"
+sed 's/claimName: qmlsim-runs/claimName: qmlsim-runs\n      bogus: [/' "$work/site.yaml" >"$work/bad.yaml"
+expect_failure "malformed YAML"
+echo "deploy: manifests render and validate; broken ones are rejected"
