@@ -614,7 +614,7 @@ def report(row):
 def versions():
     out = {}
     for pkg in ("pennylane", "pennylane_lightning", "qiskit", "qiskit_aer", "qulacs", "qsimcirq",
-                "cirq", "numpy"):
+                "cirq-core", "numpy"):
         try:
             from importlib.metadata import version
             out[pkg] = version(pkg.replace("_", "-"))
