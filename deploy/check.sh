@@ -31,4 +31,23 @@ sed 's|kubeflow.org/v2beta1|kubeflow.org/v1|' "$work/site.yaml" >"$work/bad.yaml
 expect_failure "an MPIJob of another API version"
 sed 's/claimName: qmlsim-runs/claimName: qmlsim-runs\n      bogus: [/' "$work/site.yaml" >"$work/bad.yaml"
 expect_failure "malformed YAML"
+# The container recipe, statically: every COPY source exists, and every Debian
+# package it installs exists in this machine's Debian 12 package lists.
+for f in container/Dockerfile container/Dockerfile.cuda; do
+  grep -E '^COPY ' "$f" | grep -v -- '--from=' | awk '{for (i = 2; i < NF; ++i) print $i}' |
+    while read -r src; do
+      [ -e "../$src" ] || { echo "$f: COPY source $src does not exist"; exit 1; }
+    done
+done
+pkgs=$(awk '/apt-get install/ { grab = 1; print; next }
+  grab { if ($0 ~ /^[ \t]*&&/) { grab = 0; next } print }' container/Dockerfile |
+  tr ' \\' '\n\n' | grep -E '^[a-z0-9][a-z0-9.+-]+$' | grep -vE '^(apt-get|install)$' | sort -u)
+if apt-cache policy build-essential 2>/dev/null | grep Candidate >/dev/null; then
+  for p in $pkgs; do
+    apt-cache policy "$p" | grep 'Candidate: [0-9]' >/dev/null || { echo "Dockerfile: no Debian package $p"; exit 1; }
+  done
+  echo "Dockerfile: $(echo $pkgs | wc -w) Debian packages exist"
+else
+  echo "Dockerfile: package lists absent (apt-get update), package names not checked"
+fi
 echo "deploy: manifests render and validate; broken ones are rejected"

@@ -466,6 +466,20 @@ def qmlsim_batch(binary, config, sets, reps):
     return p0, grad, loss, times
 
 
+def compare_batch(name, batch_loss, names, p0, grad, loss, reps):
+    """PennyLane's batch loss and gradient (autograd over the named tensors, from
+    qmlsim's initial weights) against qmlsim's; returns the largest difference
+    and the peer's timings of the gradient call."""
+    import pennylane as qml
+    from pennylane import numpy as pnp
+    args = [pnp.array(p0[k], requires_grad=True) for k in names]
+    grad_fn = qml.grad(batch_loss, argnums=list(range(len(names))))
+    pl_grad, first = timed(lambda: grad_fn(*args))
+    err = max(check(f"{name} loss", [loss], [float(batch_loss(*args))], 1e-5),
+              max(check(f"{name} d/{k}", grad[k], g, 1e-5) for k, g in zip(names, pl_grad)))
+    return err, peer_times(first, lambda: grad_fn(*args), reps)
+
+
 def one_qubit_unitary(qml, q, s):
     qml.RX(np.pi * s[0], wires=q)
     qml.RY(np.pi * s[1], wires=q)
@@ -528,12 +542,7 @@ def case_qcnn(binary, sizes, reps):
 
         names = ["quantum/conv", "quantum/pool", "dense1/weight", "dense1/bias", "dense2/weight",
                  "dense2/bias"]
-        args = [pnp.array(p0[k], requires_grad=True) for k in names]
-        grad_fn = qml.grad(batch_loss, argnums=list(range(6)))
-        pl_grad, first = timed(lambda: grad_fn(*args))
-        err = max(check(f"qcnn {n} loss", [loss], [float(batch_loss(*args))], 1e-5),
-                  max(check(f"qcnn {n} d/{k}", grad[k], g, 1e-5) for k, g in zip(names, pl_grad)))
-        t_peer = peer_times(first, lambda: grad_fn(*args), reps)
+        err, t_peer = compare_batch(f"qcnn {n}", batch_loss, names, p0, grad, loss, reps)
         rows.append(dict(case="QCNN hybrid: forward+gradient, batch of 32", size=f"{n} qubits",
                          peer="lightning.qubit (adjoint) + autograd", precision="c128",
                          qmlsim_s=statistics.median(t_ours), peer_s=statistics.median(t_peer),
@@ -585,12 +594,7 @@ def case_sonar(binary, sizes, reps):
 
         names = ["input/weight", "input/bias", "quantum/w1", "quantum/w2", "quantum/rot",
                  "output/weight", "output/bias"]
-        args = [pnp.array(p0[k], requires_grad=True) for k in names]
-        grad_fn = qml.grad(batch_loss, argnums=list(range(7)))
-        pl_grad, first = timed(lambda: grad_fn(*args))
-        err = max(check(f"sonar {n} loss", [loss], [float(batch_loss(*args))], 1e-5),
-                  max(check(f"sonar {n} d/{k}", grad[k], g, 1e-5) for k, g in zip(names, pl_grad)))
-        t_peer = peer_times(first, lambda: grad_fn(*args), reps)
+        err, t_peer = compare_batch(f"sonar {n}", batch_loss, names, p0, grad, loss, reps)
         rows.append(dict(case="Sonar dressed: forward+gradient per row", size=f"{n} wires",
                          peer="lightning.qubit (adjoint) + autograd", precision="c128",
                          qmlsim_s=statistics.median(t_ours) / batch_size,

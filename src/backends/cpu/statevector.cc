@@ -389,6 +389,24 @@ Matrix cross_matrix_1q(const R* bra, const R* ket, int n, const BoundGate& g, in
   return sum;
 }
 
+// Where a gate's groups of amplitudes lie: its target and control positions
+// (ascending), the control bits that must be set, and the offset of each local
+// index r (bit j of r <-> targets[j]) from a group's base.
+struct GroupLayout {
+  std::vector<int> pos;
+  index_t ones = 0;
+  std::vector<index_t> off;
+
+  explicit GroupLayout(const BoundGate& g) : pos(g.targets), off(g.dim(), 0) {
+    pos.insert(pos.end(), g.controls.begin(), g.controls.end());
+    std::sort(pos.begin(), pos.end());
+    for (int c : g.controls) ones |= bit(c);
+    for (std::size_t r = 0; r < off.size(); ++r)
+      for (int j = 0; j < g.num_targets(); ++j)
+        if (r >> j & 1) off[r] |= bit(g.targets[j]);
+  }
+};
+
 // cross_matrix for a diagonal gate: the derivative of a diagonal gate is
 // diagonal, so only M_aa = sum conj(bra_a) ket_a is needed (zeros elsewhere).
 // Runs of contiguous amplitudes below the lowest target or control are summed
@@ -396,15 +414,10 @@ Matrix cross_matrix_1q(const R* bra, const R* ket, int n, const BoundGate& g, in
 template <class R>
 Matrix cross_matrix_diagonal(const R* bra, const R* ket, int n, const BoundGate& g, int threads) {
   const std::size_t dim = g.dim();
-  std::vector<int> pos = g.targets;
-  pos.insert(pos.end(), g.controls.begin(), g.controls.end());
-  std::sort(pos.begin(), pos.end());
-  index_t ones = 0;
-  for (int c : g.controls) ones |= bit(c);
-  std::vector<index_t> off(dim, 0);
-  for (std::size_t r = 0; r < dim; ++r)
-    for (int j = 0; j < g.num_targets(); ++j)
-      if (r >> j & 1) off[r] |= bit(g.targets[j]);
+  const GroupLayout lay(g);
+  const std::vector<int>& pos = lay.pos;
+  const std::vector<index_t>& off = lay.off;
+  const index_t ones = lay.ones;
   const int npos = static_cast<int>(pos.size());
   const int run_bits = pos[0];
   const index_t run = index_t{1} << run_bits;
@@ -444,17 +457,11 @@ template <class R>
 Matrix cross_matrix(const R* bra, const R* ket, int n, const BoundGate& g, int threads) {
   if (g.diagonal) return cross_matrix_diagonal(bra, ket, n, g, threads);
   if (g.num_targets() == 1) return cross_matrix_1q(bra, ket, n, g, threads);
-  const int k = g.num_targets();
   const std::size_t dim = g.dim();
-  std::vector<int> pos = g.targets;
-  pos.insert(pos.end(), g.controls.begin(), g.controls.end());
-  std::sort(pos.begin(), pos.end());
-  index_t ones = 0;
-  for (int c : g.controls) ones |= bit(c);
-  std::vector<index_t> off(dim, 0);
-  for (std::size_t r = 0; r < dim; ++r)
-    for (int j = 0; j < k; ++j)
-      if (r >> j & 1) off[r] |= bit(g.targets[j]);
+  const GroupLayout lay(g);
+  const std::vector<int>& pos = lay.pos;
+  const std::vector<index_t>& off = lay.off;
+  const index_t ones = lay.ones;
   const int npos = static_cast<int>(pos.size());
   const index_t groups = index_t{1} << (n - npos);
   const int bb = std::min(n - npos, kBlockBits);
