@@ -30,9 +30,13 @@ runtime_pkgs=$(packages runtime)
 echo "build stage packages: $build_pkgs"
 echo "runtime stage packages: $runtime_pkgs"
 
-in_root() { chroot "$1" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root /bin/bash -c "$2"; }
-mounts() { for m in proc sys dev; do mountpoint -q "$1/$m" || mount --bind "/$m" "$1/$m"; done; }
-unmounts() { for m in dev sys proc; do umount -l "$1/$m" 2>/dev/null || true; done; }
+# The environment a container starts with (Docker's default PATH).
+in_root() {
+  chroot "$1" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    HOME=/root /bin/bash -c "$2"
+}
+mounts() { for m in proc sys dev; do mountpoint -q "$1/$m" || mount --rbind "/$m" "$1/$m"; done; }
+unmounts() { for m in dev sys proc; do umount -R -l "$1/$m" 2>/dev/null || true; done; }
 trap 'unmounts "$work/build"; unmounts "$work/runtime"' EXIT
 
 for stage in build runtime; do
