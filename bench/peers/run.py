@@ -496,7 +496,34 @@ def two_qubit_unitary(qml, a, b, s):
     one_qubit_unitary(qml, b, s[12:15])
 
 
-def case_qcnn(binary, sizes, reps):
+def qcnn_tfq(tfq_python, p0, batch, n, loss, grad, t_ours, reps):
+    """The same batch in TensorFlow Quantum (adjoint differentiator), run by
+    tfq_qcnn.py in TFQ's own environment."""
+    with tempfile.TemporaryDirectory() as d:
+        with h5py.File(f"{d}/w.h5", "w") as f:
+            for k, v in p0.items():
+                f[f"params/{k}"] = v
+        json.dump(batch, open(f"{d}/examples.json", "w"))
+        out = subprocess.run([tfq_python, os.path.join(os.path.dirname(__file__), "tfq_qcnn.py"),
+                              f"{d}/w.h5", f"{d}/examples.json", str(n), str(reps + 1)],
+                             capture_output=True, text=True)
+    if out.returncode != 0:
+        raise Failure(f"tfq_qcnn.py: {out.stderr.strip()[-500:]}")
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    # TFQ computes in single precision (complex64): agreement to 1e-4 with
+    # qmlsim's complex128 values; the timing row compares with qmlsim in complex64.
+    err = max(check(f"qcnn {n} tfq loss", [loss], [r["loss"]], 1e-4),
+              check(f"qcnn {n} tfq d/conv", grad["quantum/conv"], r["conv"], 1e-4),
+              check(f"qcnn {n} tfq d/pool", grad["quantum/pool"], r["pool"], 1e-4),
+              check(f"qcnn {n} tfq d/dense1", grad["dense1/weight"], r["dense1_weight"], 1e-4),
+              check(f"qcnn {n} tfq d/dense2", grad["dense2/weight"], r["dense2_weight"], 1e-4))
+    return dict(case="QCNN hybrid: forward+gradient, batch of 32", size=f"{n} qubits",
+                peer=f"TensorFlow Quantum {r['tfq']} (adjoint)", precision="c64",
+                qmlsim_s=statistics.median(t_ours), peer_s=statistics.median(r["times"][1:]),
+                max_error=err)
+
+
+def case_qcnn(binary, sizes, reps, tfq_python=None):
     import pennylane as qml
     from pennylane import numpy as pnp
     rows = []
@@ -548,6 +575,11 @@ def case_qcnn(binary, sizes, reps):
                          qmlsim_s=statistics.median(t_ours), peer_s=statistics.median(t_peer),
                          max_error=err))
         report(rows[-1])
+        if tfq_python:  # TFQ computes in complex64: so does qmlsim for its timing
+            sets64 = [x for x in sets if not x.startswith("job.precision")] + ["job.precision=c64"]
+            t64 = qmlsim_batch(binary, "qcnn.toml", sets64, reps)[3]
+            rows.append(qcnn_tfq(tfq_python, p0, batch, n, loss, grad, t64, reps))
+            report(rows[-1])
     return rows
 
 
@@ -632,6 +664,7 @@ def main():
     ap.add_argument("--qmlsim", default=os.path.join(ROOT, "build", "release", "qmlsim"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default="peers.json")
+    ap.add_argument("--tfq-python", help="python of an environment with tensorflow-quantum")
     args = ap.parse_args()
     quick = args.quick
     reps = 2 if quick else 3
@@ -649,7 +682,7 @@ def main():
                           ([] if quick else [(24, "gnm_n24_m36_seed1967.edges", "qaoa_maxcut_24.toml")]),
                           reps, with_aer=not quick),
         lambda: case_sonar(args.qmlsim, [10] if quick else [10, 16, 20], reps),
-        lambda: case_qcnn(args.qmlsim, [8] if quick else [8, 12], reps),
+        lambda: case_qcnn(args.qmlsim, [8] if quick else [8, 12], reps, args.tfq_python),
     ]
     for case in cases:
         try:

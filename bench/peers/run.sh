@@ -10,4 +10,13 @@ if ! [ -x "$venv/bin/python" ] || ! "$venv/bin/pip" freeze | grep -q "^qulacs=="
   /usr/bin/python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r bench/peers/requirements.txt
 fi
-exec "$venv/bin/python" bench/peers/run.py --qmlsim build/release/qmlsim "$@"
+# TensorFlow Quantum needs its own environment; the QCNN case uses it when it installs.
+tfq=bench/peers/.venv-tfq
+if ! [ -x "$tfq/bin/python" ] || ! "$tfq/bin/pip" freeze | grep -q "^tensorflow-quantum=="; then
+  /usr/bin/python3 -m venv "$tfq"
+  "$tfq/bin/pip" install --quiet --disable-pip-version-check -r bench/peers/requirements-tfq.txt ||
+    echo "run.sh: tensorflow-quantum did not install; the QCNN case runs without it"
+fi
+tfq_args=()
+"$tfq/bin/python" -c "import tensorflow_quantum" 2>/dev/null && tfq_args=(--tfq-python "$tfq/bin/python")
+exec "$venv/bin/python" bench/peers/run.py --qmlsim build/release/qmlsim "${tfq_args[@]}" "$@"
