@@ -43,7 +43,8 @@ identical)
   ;;
 
 kill_resume)
-  sets=(--set data.qubits=12 --set data.rounds=6 --set train.epochs=3 --set train.batch_size=8
+  # Long enough (about a second in a release build) that the kill lands mid-run.
+  sets=(--set data.qubits=14 --set data.rounds=6 --set train.epochs=4 --set train.batch_size=8
     --set train.checkpoint_every=1)
   "$qmlsim" train "$examples/qcnn.toml" "${sets[@]}" --run-dir "$work/whole" --quiet ||
     fail "uninterrupted run"
