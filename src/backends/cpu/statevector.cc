@@ -341,6 +341,40 @@ void StateVector<R>::apply_segment(const std::vector<BoundGate>& gates, int begi
 // target or control bit, summed with `omp simd` (fixed order for a given build).
 template <class R>
 Matrix cross_matrix_1q(const R* bra, const R* ket, int n, const BoundGate& g, int threads) {
+  // A low target without controls: the runs below it are too short to pay for a
+  // reduction each, so walk blocks of contiguous amplitudes pair by pair instead.
+  if (g.controls.empty() && g.targets[0] < 3 && n >= 3) {
+    const int t = g.targets[0];
+    const index_t half = index_t{1} << t;
+    const int bb = std::min(n, kBlockBits + 1);
+    const std::int64_t nblocks = std::int64_t{1} << (n - bb);
+    std::vector<std::array<double, 8>> partial(static_cast<std::size_t>(nblocks));
+    parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t blk) {
+      double m[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      const index_t begin = static_cast<index_t>(blk) << bb, end = begin + (index_t{1} << bb);
+      for (index_t x = begin; x < end; x += 2 * half)
+        for (index_t j = 0; j < half; ++j) {
+          const index_t i0 = x + j, i1 = i0 + half;
+          const double x0r = bra[2 * i0], x0i = -bra[2 * i0 + 1];
+          const double x1r = bra[2 * i1], x1i = -bra[2 * i1 + 1];
+          const double y0r = ket[2 * i0], y0i = ket[2 * i0 + 1];
+          const double y1r = ket[2 * i1], y1i = ket[2 * i1 + 1];
+          m[0] += x0r * y0r - x0i * y0i;
+          m[1] += x0r * y0i + x0i * y0r;
+          m[2] += x0r * y1r - x0i * y1i;
+          m[3] += x0r * y1i + x0i * y1r;
+          m[4] += x1r * y0r - x1i * y0i;
+          m[5] += x1r * y0i + x1i * y0r;
+          m[6] += x1r * y1r - x1i * y1i;
+          m[7] += x1r * y1i + x1i * y1r;
+        }
+      std::copy(m, m + 8, partial[static_cast<std::size_t>(blk)].begin());
+    });
+    Matrix sum(4, 0.0);
+    for (const auto& p : partial)
+      for (int e = 0; e < 4; ++e) sum[e] += cplx{p[2 * e], p[2 * e + 1]};
+    return sum;
+  }
   std::vector<int> pos = g.targets;
   pos.insert(pos.end(), g.controls.begin(), g.controls.end());
   std::sort(pos.begin(), pos.end());
