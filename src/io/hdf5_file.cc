@@ -133,18 +133,22 @@ bool H5Reader::has(const std::string& name) const {
   return H5Lexists(file_, name.c_str(), H5P_DEFAULT) > 0;
 }
 
-std::vector<double> H5Reader::doubles(const std::string& name, std::vector<int>* shape) const {
+void H5Reader::require(const std::string& name) const {
   if (!has(name)) fail(path_, "missing dataset '" + name + "'");
+}
+
+std::vector<double> H5Reader::doubles(const std::string& name, std::vector<int>* shape) const {
+  require(name);
   return read_dataset<double>(file_, path_, name, H5T_NATIVE_DOUBLE, H5T_FLOAT, shape);
 }
 
 std::vector<std::int64_t> H5Reader::int64s(const std::string& name) const {
-  if (!has(name)) fail(path_, "missing dataset '" + name + "'");
+  require(name);
   return read_dataset<std::int64_t>(file_, path_, name, H5T_NATIVE_INT64, H5T_INTEGER, nullptr);
 }
 
 std::vector<std::uint64_t> H5Reader::uint64s(const std::string& name) const {
-  if (!has(name)) fail(path_, "missing dataset '" + name + "'");
+  require(name);
   return read_dataset<std::uint64_t>(file_, path_, name, H5T_NATIVE_UINT64, H5T_INTEGER, nullptr);
 }
 

@@ -46,6 +46,7 @@ class H5Reader {
   std::string attribute(const std::string& name) const;
 
  private:
+  void require(const std::string& name) const;  // Error naming the file when absent
   std::string path_;
   std::int64_t file_ = -1;
 };

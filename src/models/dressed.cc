@@ -28,7 +28,7 @@ void entangling_layer(Circuit& c, int s, int range) {
 
 }  // namespace
 
-DressedClassifier::DressedClassifier(int wires, int features) : wires_(wires), circuit_(wires) {
+DressedClassifier::DressedClassifier(int wires, int features) : circuit_(wires) {
   if (wires < 4 || wires > kMaxQubits)
     throw Error("the dressed classifier needs 4 to " + std::to_string(kMaxQubits) + " wires, got " +
                 std::to_string(wires));

@@ -28,7 +28,6 @@ class DressedClassifier : public HybridModel {
                      std::span<double> grad) const override;
 
  private:
-  int wires_;
   Circuit circuit_;
   ml::Dense input_, output_;
 };

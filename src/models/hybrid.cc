@@ -8,17 +8,11 @@
 namespace qmlsim::models {
 namespace {
 
-// Examples run one per thread when there are enough of them and states are at
-// most 2^18 amplitudes (measured with the QCNN at 14-20 qubits, 2 threads: one
-// state per thread is faster up to 16 qubits and equal at 18-20); otherwise in
-// turn with the threads inside each state. fn(i, threads_inside).
-constexpr int kMaxPerThreadQubits = 18;
-
+// Runs fn(i, threads_inside) for every example, one per thread or in turn
+// (HybridModel::one_example_per_thread decides).
 template <class Fn>
-void for_each_example(std::size_t count, int num_qubits, int threads, Fn&& fn) {
-  const bool small =
-      num_qubits <= kMaxPerThreadQubits && count >= static_cast<std::size_t>(threads);
-  if (!small || threads <= 1) {
+void for_each_example(std::size_t count, bool per_thread, int threads, Fn&& fn) {
+  if (!per_thread || threads <= 1) {
     for (std::size_t i = 0; i < count; ++i) fn(i, threads);
     return;
   }
@@ -62,7 +56,8 @@ double HybridModel::gradient_one(std::span<const double> params, std::span<const
                                  double label, const ml::Loss& loss, std::span<double> grad,
                                  double* loss_value, std::span<double> readouts,
                                  const EvalOptions& options) const {
-  const auto t_begin = Tracer::Clock::now();
+  Tracer* const tracer = Tracer::active();  // clock reads only when tracing
+  const auto t_begin = tracer ? Tracer::Clock::now() : Tracer::Clock::time_point{};
   Tracer::Clock::time_point t_forward{};
   const Circuit& c = circuit(x);
   const std::vector<double> t = theta(params, x);
@@ -70,7 +65,7 @@ double HybridModel::gradient_one(std::span<const double> params, std::span<const
   // The head runs inside the adjoint pass, between its forward and backward
   // halves: the upstream weights need the readouts.
   const WeightsFn weights = [&](std::span<const double> e) {
-    t_forward = Tracer::Clock::now();
+    if (tracer) t_forward = Tracer::Clock::now();
     std::copy(e.begin(), e.end(), readouts.begin());
     prediction = head(params, e);
     *loss_value = loss.value(prediction, label);
@@ -82,7 +77,7 @@ double HybridModel::gradient_one(std::span<const double> params, std::span<const
   ao.threads = options.threads;
   ao.fusion = options.fusion;
   const AdjointResult r = adjoint_vjp<R>(c, t, readouts_, weights, ao);
-  if (Tracer* tracer = Tracer::active()) {  // one span per half of the adjoint pass
+  if (tracer) {  // one span per half of the adjoint pass
     tracer->add("forward", "circuit", t_begin, t_forward);
     tracer->add("backward", "circuit", t_forward, Tracer::Clock::now());
   }
@@ -95,13 +90,15 @@ std::vector<double> HybridModel::predict(std::span<const double> params, const m
                                          const std::vector<std::size_t>& index,
                                          const EvalOptions& options) const {
   std::vector<double> out(index.size());
-  for_each_example(index.size(), num_qubits_, options.threads, [&](std::size_t i, int threads) {
-    EvalOptions o = options;
-    o.threads = threads;
-    const std::vector<double>& x = data.x[index[i]];
-    out[i] = options.precision == Precision::c64 ? predict_one<float>(params, x, o)
-                                                 : predict_one<double>(params, x, o);
-  });
+  for_each_example(index.size(), one_example_per_thread(index.size(), options.threads),
+                   options.threads, [&](std::size_t i, int threads) {
+                     EvalOptions o = options;
+                     o.threads = threads;
+                     const std::vector<double>& x = data.x[index[i]];
+                     out[i] = options.precision == Precision::c64
+                                  ? predict_one<float>(params, x, o)
+                                  : predict_one<double>(params, x, o);
+                   });
   return out;
 }
 
@@ -112,20 +109,22 @@ std::vector<double> HybridModel::example_rows(std::span<const double> params,
                                               const EvalOptions& options) const {
   const std::size_t width = row_width();
   std::vector<double> rows(index.size() * width, 0.0);
-  for_each_example(index.size(), num_qubits_, options.threads, [&](std::size_t i, int threads) {
-    EvalOptions o = options;
-    o.threads = threads;
-    double* row = &rows[i * width];
-    const std::span<double> grad(row + grad_offset(), layout_.size());
-    const std::span<double> readouts(row + kReadoutOffset, readouts_.size());
-    const std::vector<double>& x = data.x[index[i]];
-    const double y = data.y[index[i]];
-    double* loss_value = &row[kLossOffset];
-    row[kPredictionOffset] =
-        options.precision == Precision::c64
-            ? gradient_one<float>(params, x, y, loss, grad, loss_value, readouts, o)
-            : gradient_one<double>(params, x, y, loss, grad, loss_value, readouts, o);
-  });
+  for_each_example(
+      index.size(), one_example_per_thread(index.size(), options.threads), options.threads,
+      [&](std::size_t i, int threads) {
+        EvalOptions o = options;
+        o.threads = threads;
+        double* row = &rows[i * width];
+        const std::span<double> grad(row + grad_offset(), layout_.size());
+        const std::span<double> readouts(row + kReadoutOffset, readouts_.size());
+        const std::vector<double>& x = data.x[index[i]];
+        const double y = data.y[index[i]];
+        double* loss_value = &row[kLossOffset];
+        row[kPredictionOffset] =
+            options.precision == Precision::c64
+                ? gradient_one<float>(params, x, y, loss, grad, loss_value, readouts, o)
+                : gradient_one<double>(params, x, y, loss, grad, loss_value, readouts, o);
+      });
   return rows;
 }
 

@@ -10,7 +10,7 @@
 namespace qmlsim::models {
 
 QaoaMaxCut::QaoaMaxCut(ml::Graph graph, int depth)
-    : graph_(std::move(graph)), depth_(depth), circuit_(graph_.nodes) {
+    : graph_(std::move(graph)), circuit_(graph_.nodes) {
   if (depth < 1) throw Error("QAOA depth must be at least 1");
   if (graph_.nodes < 2 || graph_.nodes > kMaxQubits)
     throw Error("QAOA needs 2 to " + std::to_string(kMaxQubits) + " nodes, the graph has " +

@@ -48,7 +48,6 @@ class QaoaMaxCut {
 
  private:
   ml::Graph graph_;
-  int depth_;
   Circuit circuit_;
   PauliSum cost_;
   ml::ParamLayout layout_;

@@ -51,7 +51,8 @@ double share_time(const models::HybridModel& model, const ml::Dataset& data, std
   if (count <= 0) return 0;
   // One state per thread: time a few rounds of `threads` examples at once (the
   // rounds amortise the start of a parallel region, as a real batch does).
-  const bool per_thread = model.num_qubits() <= 18 && count >= eval.threads;
+  const bool per_thread =
+      model.one_example_per_thread(static_cast<std::size_t>(count), eval.threads);
   const std::int64_t sample = per_thread ? std::min<std::int64_t>(count, 4 * eval.threads) : 1;
   std::vector<std::size_t> idx(static_cast<std::size_t>(sample));
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i % data.size();
@@ -110,7 +111,8 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
     const auto batch = c.get_int("train.batch_size", 1, 1 << 30);
     const auto n = static_cast<std::int64_t>(job.train.size());
     const std::int64_t share = ceil_div(std::min(batch, n), options.ranks);
-    const bool per_thread = model.num_qubits() <= 18 && share >= p.threads;
+    const bool per_thread =
+        model.one_example_per_thread(static_cast<std::size_t>(share), p.threads);
     p.steps_per_epoch = ceil_div(n, batch);
     p.epochs = c.get_int("train.epochs", 1, 1000000);
     if (sizes(model.num_qubits(), 2 * (per_thread ? p.threads : 1))) {

@@ -253,7 +253,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
           loss += row[models::HybridModel::kLossOffset];
           correct +=
               ml::correct(row[models::HybridModel::kPredictionOffset], job.train.y[order[b0 + i]]);
-          for (std::size_t k = 0; k < readouts; ++k)
+          for (std::size_t k = 0; root && k < readouts; ++k)  // rank 0 writes the histograms
             readout_values[k].push_back(row[models::HybridModel::kReadoutOffset + k]);
           for (std::size_t k = 0; k < layout.size(); ++k) grad[k] += row[grad_at + k];
         }
