@@ -44,7 +44,16 @@ struct KernelSet {
   bool (*cross_1q_f32)(const float* bra, const float* ket, int n, const KernelGate& g, double* out);
   bool (*cross_1q_f64)(const double* bra, const double* ket, int n, const KernelGate& g,
                        double* out);
+  // The adjoint method's step at a measured gate G, fused into one pass over both
+  // states: ket = G ket; out = sum conj(bra_a) ket_b over G's targets (controls
+  // set; dim x dim interleaved, at most kMaxAdjointDim^2 entries); bra = G bra.
+  // `prepared` holds G alone. Applies to dense one-target gates and diagonal gates
+  // of up to 4 targets (only the diagonal of out is formed); false, with nothing
+  // done, for others. Serial; the sums depend only on the states and the gate.
+  bool (*adjoint_step_f32)(const void* prepared, float* bra, float* ket, double* out);
+  bool (*adjoint_step_f64)(const void* prepared, double* bra, double* ket, double* out);
 };
+inline constexpr int kMaxAdjointDim = 16;
 
 // Owns prepared gates of one kernel set and precision R (float or double).
 template <class R>
@@ -70,6 +79,13 @@ class PreparedGates {
       k_->run_f32(p_, amps, threads);
     else
       k_->run_f64(p_, amps, threads);
+  }
+  // KernelSet::adjoint_step for a list of one gate.
+  bool adjoint_step(R* bra, R* ket, double* out) const {
+    if constexpr (sizeof(R) == 4)
+      return k_->adjoint_step_f32(p_, bra, ket, out);
+    else
+      return k_->adjoint_step_f64(p_, bra, ket, out);
   }
 
  private:

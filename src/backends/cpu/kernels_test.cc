@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 
 #include "backends/cpu/statevector.h"
@@ -148,6 +149,82 @@ void check_fused(const KernelSet* ks) {
 
 TEST_P(KernelSets, FusedEqualsUnfusedAndOracleC64) { check_fused<float>(GetParam()); }
 TEST_P(KernelSets, FusedEqualsUnfusedAndOracleC128) { check_fused<double>(GetParam()); }
+
+// The fused adjoint step (KernelSet::adjoint_step): ket = G ket, M_ab = sum
+// conj(bra_a) ket_b over G's groups (controls set), bra = G bra, against the dense
+// oracle and a plain sum, for targets and controls inside and above the lanes.
+template <class R>
+void check_adjoint_step(const KernelSet* ks) {
+  std::mt19937_64 rng(13);
+  int fused = 0;
+  for (int n : {4, 5, 7}) {
+    for (int trial = 0; trial < 80; ++trial) {
+      std::vector<int> q(n);
+      std::iota(q.begin(), q.end(), 0);
+      std::shuffle(q.begin(), q.end(), rng);
+      const bool diag = trial % 2 == 1;
+      const int k = diag ? 1 + trial % 3 : 1 + (trial % 7 == 0), nc = trial % 3 == 0;
+      Operation op;
+      op.wires.assign(q.begin(), q.begin() + k);
+      op.controls.assign(q.begin() + k, q.begin() + k + nc);
+      if (diag) {
+        op.gate = GateId::MultiRZ;
+        op.params = {ParamExpr::literal(0.7 + trial)};
+      } else {
+        op.gate = GateId::QubitUnitary;
+        op.unitary = std::make_shared<Matrix>(testing::random_unitary(k, rng));
+      }
+      Circuit c(n);
+      c.add(op);
+      const BoundGate g = bind_params(c, {})[0];
+      const State bra = testing::random_state(n, rng), ket = testing::random_state(n, rng);
+      const State ket2 = testing::run_dense(c, {}, ket), bra2 = testing::run_dense(c, {}, bra);
+      const std::size_t dim = g.dim();
+      Matrix want(dim * dim, 0.0);
+      for (index_t i = 0; i < (index_t{1} << n); ++i) {
+        bool group_base = true;  // target bits 0, control bits 1
+        for (int t : g.targets) group_base = group_base && !(i >> t & 1);
+        for (int ct : g.controls) group_base = group_base && (i >> ct & 1);
+        if (!group_base) continue;
+        for (std::size_t a = 0; a < dim; ++a)
+          for (std::size_t b = 0; b < dim; ++b) {
+            if (diag && a != b) continue;
+            index_t ia = i, ib = i;
+            for (int j = 0; j < g.num_targets(); ++j) {
+              if (a >> j & 1) ia |= index_t{1} << g.targets[j];
+              if (b >> j & 1) ib |= index_t{1} << g.targets[j];
+            }
+            want[a * dim + b] += std::conj(bra[ia]) * ket2[ib];
+          }
+      }
+      StateVector<R> sb(n, 1, ks), sk(n, 1, ks);
+      sb.set_amplitudes(bra);
+      sk.set_amplitudes(ket);
+      const KernelGate kg = to_kernel_gate(g);
+      const PreparedGates<R> prepared(*ks, &kg, 1, n);
+      double out[2 * kMaxAdjointDim * kMaxAdjointDim];
+      const bool done = prepared.adjoint_step(sb.data(), sk.data(), out);
+      // Applies to dense one-target gates and to diagonal gates with at most two
+      // targets above the L lane qubits, once the state fills a vector.
+      const int lanes = std::countr_zero(ks->vector_bytes / (2 * sizeof(R)));
+      const int hi = static_cast<int>(
+          std::count_if(g.targets.begin(), g.targets.end(), [&](int t) { return t >= lanes; }));
+      const bool expected = n >= lanes && (diag ? hi <= 2 : g.num_targets() == 1);
+      ASSERT_EQ(done, expected) << ks->name << " " << describe(op);
+      if (!done) continue;
+      ++fused;
+      ASSERT_LT(testing::max_abs_diff(sk.to_vector(), ket2), tol<R>()) << ks->name << describe(op);
+      ASSERT_LT(testing::max_abs_diff(sb.to_vector(), bra2), tol<R>()) << ks->name << describe(op);
+      for (std::size_t e = 0; e < dim * dim; ++e)
+        ASSERT_LT(std::abs(cplx{out[2 * e], out[2 * e + 1]} - want[e]), 20 * tol<R>())
+            << ks->name << " " << describe(op) << " entry " << e;
+    }
+  }
+  EXPECT_GT(fused, 150) << ks->name;
+}
+
+TEST_P(KernelSets, FusedAdjointStepC64) { check_adjoint_step<float>(GetParam()); }
+TEST_P(KernelSets, FusedAdjointStepC128) { check_adjoint_step<double>(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(AllSets, KernelSets, ::testing::ValuesIn(available_kernel_sets()),
                          [](const auto& info) {

@@ -524,6 +524,17 @@ Matrix cross_matrix(const R* bra, const R* ket, int n, const BoundGate& g, int t
   return sum;
 }
 
+// The kernel set's fused adjoint step (kernels.h) into m; false if it does not apply.
+template <class R>
+bool fused_step(const PreparedGates<R>& gate, R* bra, R* ket, std::size_t dim, Matrix& m) {
+  if (dim > static_cast<std::size_t>(kMaxAdjointDim)) return false;
+  double v[2 * kMaxAdjointDim * kMaxAdjointDim];
+  if (!gate.adjoint_step(bra, ket, v)) return false;
+  m.resize(dim * dim);
+  for (std::size_t e = 0; e < dim * dim; ++e) m[e] = cplx{v[2 * e], v[2 * e + 1]};
+  return true;
+}
+
 template <class R>
 void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
                                    const std::vector<char>& measure, std::vector<Matrix>& out) {
@@ -537,10 +548,15 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
   std::vector<int> orig_index(inverse.size());
   for (int j = 0; j < count; ++j) orig_index[j] = count - 1 - j;
   auto orig = [&](int j) { return orig_index[j]; };
+  // The fused kernel is serial: use it where the kernels would run on one thread.
+  const bool serial = threads_ == 1 || (std::int64_t{1} << n_) < kMinParallelWork;
   auto direct = [&](int begin, int end) {
     for (int j = begin; j < end; ++j) {
       const KernelGate k = to_kernel_gate(rev[j]);
       const PreparedGates<R> gate(*kernels_, &k, 1, n_);  // once for both states
+      if (measure[orig(j)] && serial &&
+          fused_step(gate, lambda.amps_.data(), amps_.data(), rev[j].dim(), out[orig(j)]))
+        continue;
       gate.run(amps_.data(), threads_);
       if (measure[orig(j)]) {
         out[orig(j)] = cross_matrix(lambda.amps_.data(), amps_.data(), n_, rev[j], threads_);
@@ -600,6 +616,10 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
           layout.gather(la, lam_amps, base);
         }
         for (int j = 0; j < len; ++j) {
+          if (slot[j] >= 0) {
+            Matrix& m = partial[static_cast<std::size_t>(c * nmeasure + slot[j])];
+            if (fused_step(*prepared[j], la, ph, local[j].dim(), m)) continue;
+          }
           prepared[j]->run(ph, 1);
           if (slot[j] >= 0) {
             Matrix& m = partial[static_cast<std::size_t>(c * nmeasure + slot[j])];
