@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 
+#include "backends/cpu/basis_permutation.h"
 #include "core/bits.h"
 #include "core/error.h"
 #include "core/parallel.h"
@@ -597,6 +598,24 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
       prepared.push_back(std::make_unique<PreparedGates<R>>(*kernels_, &kg_local.back(), 1, b));
       if (measure[orig(s.begin + j)]) slot[j] = nmeasure++;
     }
+    // Runs of two or more unmeasured basis permutations (a CNOT ring, say) are
+    // applied as one composed permutation: perm_end[j] > j where one starts at j.
+    std::vector<std::unique_ptr<AffinePermutation>> perms(static_cast<std::size_t>(len));
+    std::vector<int> perm_end(static_cast<std::size_t>(len), -1);
+    int nperm = 0;
+    for (int j = 0; j < len;) {
+      auto p = std::make_unique<AffinePermutation>(b);
+      int e = j;
+      while (e < len && slot[e] < 0 && p->append(local[e])) ++e;
+      if (e - j >= 2) {
+        perm_end[j] = e;
+        perms[j] = std::move(p);
+        ++nperm;
+        j = e;
+      } else {
+        ++j;
+      }
+    }
     const std::int64_t nchunks = std::int64_t{1} << (n_ - b);
     std::vector<Matrix> partial(static_cast<std::size_t>(nchunks * nmeasure));
     R* phi_amps = amps_.data();
@@ -606,16 +625,30 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
     {
       const bool copy = !layout.contiguous();
       AlignedBuffer<R> pb(copy ? std::size_t{2} << b : 0), lb(copy ? std::size_t{2} << b : 0);
+      // Composed permutations write out of place, into the spare buffer of each vector.
+      AlignedBuffer<R> ps(nperm ? std::size_t{2} << b : 0), ls(nperm ? std::size_t{2} << b : 0);
 #pragma omp for schedule(static)
       for (std::int64_t c = 0; c < nchunks; ++c) {
         const index_t base = layout.base(c);
-        R* ph = copy ? pb.data() : phi_amps + 2 * base;
-        R* la = copy ? lb.data() : lam_amps + 2 * base;
+        R* const ph_home = copy ? pb.data() : phi_amps + 2 * base;
+        R* const la_home = copy ? lb.data() : lam_amps + 2 * base;
+        R* ph = ph_home;
+        R* la = la_home;
         if (copy) {
           layout.gather(ph, phi_amps, base);
           layout.gather(la, lam_amps, base);
         }
         for (int j = 0; j < len; ++j) {
+          if (perm_end[j] > j) {  // out of place; the buffers swap roles
+            R* pn = ph == ph_home ? ps.data() : ph_home;
+            R* ln = la == la_home ? ls.data() : la_home;
+            perms[j]->apply(ph, pn);
+            perms[j]->apply(la, ln);
+            ph = pn;
+            la = ln;
+            j = perm_end[j] - 1;
+            continue;
+          }
           if (slot[j] >= 0) {
             Matrix& m = partial[static_cast<std::size_t>(c * nmeasure + slot[j])];
             if (fused_step(*prepared[j], la, ph, local[j].dim(), m)) continue;
@@ -643,6 +676,10 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
         if (copy) {
           layout.scatter(ph, phi_amps, base);
           layout.scatter(la, lam_amps, base);
+        } else {
+          const std::size_t bytes = (std::size_t{2} << b) * sizeof(R);
+          if (ph != ph_home) std::memcpy(ph_home, ph, bytes);
+          if (la != la_home) std::memcpy(la_home, la, bytes);
         }
       }
     }

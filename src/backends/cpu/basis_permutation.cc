@@ -1,0 +1,102 @@
+#include "backends/cpu/basis_permutation.h"
+
+#include <bit>
+
+#include "core/bits.h"
+
+namespace qmlsim::cpu {
+namespace {
+
+// dest[c] = r where column c of g's matrix is the basis vector r; false if g
+// does not permute basis states.
+bool basis_images(const BoundGate& g, std::vector<std::size_t>& dest) {
+  if (g.diagonal) return false;
+  const std::size_t dim = g.dim();
+  dest.assign(dim, dim);
+  for (std::size_t r = 0; r < dim; ++r)
+    for (std::size_t c = 0; c < dim; ++c) {
+      const cplx e = g.matrix[r * dim + c];
+      if (e == cplx{0}) continue;
+      if (e != cplx{1} || dest[c] != dim) return false;
+      dest[c] = r;
+    }
+  for (std::size_t c = 0; c < dim; ++c)
+    if (dest[c] == dim) return false;
+  return true;
+}
+
+// The basis index that g sends x to.
+index_t image(const BoundGate& g, const std::vector<std::size_t>& dest, index_t x) {
+  for (int c : g.controls)
+    if (!(x >> c & 1)) return x;
+  std::size_t local = 0;
+  for (int j = 0; j < g.num_targets(); ++j)
+    local |= static_cast<std::size_t>(x >> g.targets[j] & 1) << j;
+  const std::size_t r = dest[local];
+  for (int j = 0; j < g.num_targets(); ++j) {
+    x &= ~bit(g.targets[j]);
+    x |= static_cast<index_t>(r >> j & 1) << g.targets[j];
+  }
+  return x;
+}
+
+}  // namespace
+
+AffinePermutation::AffinePermutation(int b) : b_(b), col_(static_cast<std::size_t>(b)) {
+  for (int j = 0; j < b; ++j) col_[j] = bit(j);
+}
+
+bool AffinePermutation::append(const BoundGate& g) {
+  std::vector<std::size_t> dest;
+  if (!basis_images(g, dest)) return false;
+  std::vector<int> wires = g.targets;
+  wires.insert(wires.end(), g.controls.begin(), g.controls.end());
+  for (int w : wires)
+    if (w >= b_) return false;
+  // Affine iff G(x) = G(0) ^ sum_j x_j (G(e_j) ^ G(0)) on the gate's own wires.
+  const index_t g0 = image(g, dest, 0);
+  const std::size_t nw = wires.size();
+  for (std::size_t x = 0; x < (std::size_t{1} << nw); ++x) {
+    index_t idx = 0, want = g0;
+    for (std::size_t j = 0; j < nw; ++j)
+      if (x >> j & 1) {
+        idx |= bit(wires[j]);
+        want ^= image(g, dest, bit(wires[j])) ^ g0;
+      }
+    if (image(g, dest, idx) != want) return false;
+  }
+  // G after F: shift' = G(F(0)), col'_j = G(F(e_j)) ^ shift'.
+  const index_t shift = image(g, dest, shift_);
+  for (index_t& c : col_) c = image(g, dest, c ^ shift_) ^ shift;
+  shift_ = shift;
+  ++gates_;
+  return true;
+}
+
+template <class R>
+void AffinePermutation::apply(const R* in, R* out) const {
+  // F(i) = lo[i & (2^k - 1)] ^ F(high bits of i): a table over the low k bits,
+  // one XOR per amplitude; reads sequential, writes scattered (inside a chunk).
+  const int k = b_ < 8 ? b_ : 8;
+  index_t lo[256];
+  lo[0] = 0;
+  for (index_t j = 1; j < (index_t{1} << k); ++j)
+    lo[j] = lo[j & (j - 1)] ^ col_[static_cast<std::size_t>(std::countr_zero(j))];
+  struct Amp {
+    R re, im;
+  };
+  const Amp* src = reinterpret_cast<const Amp*>(in);
+  Amp* dst = reinterpret_cast<Amp*>(out);
+  for (index_t hi = 0; hi < (index_t{1} << (b_ - k)); ++hi) {
+    index_t h = shift_;
+    for (int j = k; j < b_; ++j)
+      if (hi >> (j - k) & 1) h ^= col_[static_cast<std::size_t>(j)];
+    const Amp* s = src + (hi << k);
+    for (index_t j = 0; j < (index_t{1} << k); ++j) dst[lo[j] ^ h] = s[j];
+  }
+}
+
+template void AffinePermutation::apply<float>(const float*, float*) const;
+template void AffinePermutation::apply<double>(const double*, double*) const;
+
+}  // namespace qmlsim::cpu

@@ -1,0 +1,71 @@
+// Composed basis permutations against gate-by-gate application (itself checked
+// against the dense oracle in kernels_test): X, CNOT, SWAP and controlled X are
+// accepted, Toffoli and non-permutations refused.
+#include "backends/cpu/basis_permutation.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+
+#include "backends/cpu/statevector.h"
+#include "testing/dense_oracle.h"
+
+namespace qmlsim::cpu {
+namespace {
+
+BoundGate gate(GateId id, std::vector<int> wires) {
+  Operation op;
+  op.gate = id;
+  op.wires = std::move(wires);
+  if (gate_info(id).num_params > 0) op.params = {ParamExpr::literal(0.3)};
+  return bind_params(op, {});
+}
+
+TEST(AffinePermutation, AcceptsAffinePermutationsOnly) {
+  AffinePermutation p(4);
+  EXPECT_TRUE(p.append(gate(GateId::X, {2})));
+  EXPECT_TRUE(p.append(gate(GateId::CNOT, {3, 0})));
+  EXPECT_TRUE(p.append(gate(GateId::SWAP, {1, 3})));
+  EXPECT_FALSE(p.append(gate(GateId::Toffoli, {0, 1, 2})));  // not affine
+  EXPECT_FALSE(p.append(gate(GateId::H, {0})));
+  EXPECT_FALSE(p.append(gate(GateId::CY, {0, 1})));  // phases
+  EXPECT_FALSE(p.append(gate(GateId::RZ, {1})));
+  EXPECT_FALSE(p.append(gate(GateId::CNOT, {4, 0})));  // wire outside b
+  EXPECT_EQ(p.gates(), 3);
+}
+
+template <class R>
+void check_random_runs() {
+  std::mt19937_64 rng(17);
+  const GateId ids[] = {GateId::X, GateId::CNOT, GateId::SWAP, GateId::CNOT};
+  for (int b : {1, 3, 8, 11}) {
+    for (int trial = 0; trial < 20; ++trial) {
+      AffinePermutation p(b);
+      std::vector<BoundGate> gates;
+      for (int i = 0; i < 12; ++i) {
+        const GateId id = ids[rng() % (b >= 2 ? 4 : 1)];
+        std::vector<int> q(b);
+        std::iota(q.begin(), q.end(), 0);
+        std::shuffle(q.begin(), q.end(), rng);
+        q.resize(static_cast<std::size_t>(gate_info(id).num_wires));
+        gates.push_back(gate(id, q));
+        ASSERT_TRUE(p.append(gates.back()));
+      }
+      const testing::State in = testing::random_state(b, rng);
+      StateVector<R> want(b), got(b), out(b);
+      want.set_amplitudes(in);
+      want.apply(gates);
+      got.set_amplitudes(in);
+      p.apply(got.data(), out.data());
+      for (index_t i = 0; i < want.size(); ++i)
+        ASSERT_EQ(out.amplitude(i), want.amplitude(i)) << "b=" << b << " i=" << i;
+    }
+  }
+}
+
+TEST(AffinePermutation, EqualsGateByGateC64) { check_random_runs<float>(); }
+TEST(AffinePermutation, EqualsGateByGateC128) { check_random_runs<double>(); }
+
+}  // namespace
+}  // namespace qmlsim::cpu
