@@ -1,0 +1,171 @@
+// The CUDA backend against the CPU backend (itself tested against the dense
+// oracle): gates and fused blocks, expectation values, H|psi>, the adjoint
+// sweep, sampling. Skipped, with the reason, on machines without a GPU; the
+// error paths run everywhere.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "backends/cpu/statevector.h"
+#include "backends/cuda/statevector.h"
+#include "passes/fusion.h"
+#include "testing/dense_oracle.h"
+
+namespace qmlsim::cuda {
+namespace {
+
+using testing::State;
+
+template <class R>
+constexpr double tol() {
+  return sizeof(R) == 4 ? 2e-5 : 1e-12;
+}
+
+class CudaVsCpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const DeviceStatus s = device_status();
+    if (s.count == 0) GTEST_SKIP() << "no GPU here (" << s.error << "): CUDA tests skipped";
+    select_device(0);
+  }
+};
+
+template <class R>
+State run_cpu(int n, const std::vector<BoundGate>& gates, const State& in) {
+  cpu::StateVector<R> sv(n);
+  sv.set_amplitudes(in);
+  sv.apply(gates);
+  return sv.to_vector();
+}
+
+template <class R>
+State run_gpu(int n, const std::vector<BoundGate>& gates, const State& in) {
+  StateVector<R> sv(n);
+  sv.set_amplitudes(in);
+  sv.apply(gates);
+  return sv.to_vector();
+}
+
+template <class R>
+void check_gates() {
+  std::mt19937_64 rng(21);
+  for (int n : {1, 2, 3, 5, 8, 12, 20}) {
+    const Circuit c = testing::random_circuit(n, n >= 20 ? 60 : 40, rng, true);
+    const State in = testing::random_state(n, rng);
+    const std::vector<BoundGate> gates = bind_params(c, {});
+    const State want = run_cpu<R>(n, gates, in);
+    ASSERT_LT(testing::max_abs_diff(want, run_gpu<R>(n, gates, in)), 10 * tol<R>()) << "n=" << n;
+    for (int k = 2; k <= kMaxDenseTargets; ++k) {
+      const std::vector<BoundGate> fused = fuse(gates, {k, 10});
+      ASSERT_LT(testing::max_abs_diff(want, run_gpu<R>(n, fused, in)), 10 * tol<R>())
+          << "n=" << n << " fusion=" << k;
+    }
+  }
+}
+
+TEST_F(CudaVsCpu, GatesAndFusedBlocksC64) { check_gates<float>(); }
+TEST_F(CudaVsCpu, GatesAndFusedBlocksC128) { check_gates<double>(); }
+
+PauliSum random_observable(int n, std::mt19937_64& rng) {
+  PauliSum h;
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int t = 0; t < 6; ++t) {
+    index_t x = 0, z = 0;
+    for (int q = 0; q < n; ++q) {
+      const int p = static_cast<int>(rng() % 4);  // I, X, Y, Z
+      if (p == 1 || p == 2) x |= index_t{1} << q;
+      if (p == 2 || p == 3) z |= index_t{1} << q;
+    }
+    h.add(u(rng), x, z);
+  }
+  h.add(0.25, 0, 0);
+  return h;
+}
+
+template <class R>
+void check_observables() {
+  std::mt19937_64 rng(5);
+  for (int n : {1, 4, 9, 16}) {
+    const State in = testing::random_state(n, rng);
+    const PauliSum h = random_observable(n, rng);
+    cpu::StateVector<R> c(n), hc(n);
+    StateVector<R> g(n), hg(n);
+    c.set_amplitudes(in);
+    g.set_amplitudes(in);
+    EXPECT_NEAR(g.expval(h), c.expval(h), 100 * tol<R>()) << "n=" << n;
+    EXPECT_NEAR(g.norm_squared(), 1.0, 100 * tol<R>());
+    hc.assign_applied(h, c);
+    hg.assign_applied(h, g);
+    EXPECT_LT(testing::max_abs_diff(hc.to_vector(), hg.to_vector()), 100 * tol<R>());
+  }
+}
+
+TEST_F(CudaVsCpu, ExpectationValuesAndPauliProductsC64) { check_observables<float>(); }
+TEST_F(CudaVsCpu, ExpectationValuesAndPauliProductsC128) { check_observables<double>(); }
+
+template <class R>
+void check_adjoint_sweep() {
+  std::mt19937_64 rng(8);
+  for (int n : {3, 7, 14}) {
+    const Circuit c = testing::random_circuit(n, 30, rng, true);
+    std::vector<BoundGate> inverse;
+    std::vector<char> measure;
+    for (const BoundGate& g : bind_params(c, {})) {
+      inverse.push_back(adjoint(g));
+      measure.push_back((g.diagonal && g.num_targets() <= 5) || g.num_targets() <= 2);
+    }
+    const State phi0 = testing::random_state(n, rng), lam0 = testing::random_state(n, rng);
+    cpu::StateVector<R> cp(n), cl(n);
+    StateVector<R> gp(n), gl(n);
+    cp.set_amplitudes(phi0);
+    cl.set_amplitudes(lam0);
+    gp.set_amplitudes(phi0);
+    gl.set_amplitudes(lam0);
+    std::vector<Matrix> want, got;
+    cp.adjoint_sweep(cl, inverse, measure, want);
+    gp.adjoint_sweep(gl, inverse, measure, got);
+    EXPECT_LT(testing::max_abs_diff(cp.to_vector(), gp.to_vector()), 100 * tol<R>());
+    EXPECT_LT(testing::max_abs_diff(cl.to_vector(), gl.to_vector()), 100 * tol<R>());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(want[i].size(), got[i].size()) << i;
+      for (std::size_t e = 0; e < want[i].size(); ++e)
+        EXPECT_LT(std::abs(want[i][e] - got[i][e]), 100 * tol<R>()) << "gate " << i;
+    }
+  }
+}
+
+TEST_F(CudaVsCpu, AdjointSweepC64) { check_adjoint_sweep<float>(); }
+TEST_F(CudaVsCpu, AdjointSweepC128) { check_adjoint_sweep<double>(); }
+
+TEST_F(CudaVsCpu, SamplesEqualTheCpuBackendsForTheSameSeed) {
+  std::mt19937_64 rng(2);
+  const int n = 10;
+  const std::vector<BoundGate> gates = bind_params(testing::random_circuit(n, 30, rng, false), {});
+  cpu::StateVector<double> c(n);
+  StateVector<double> g(n);
+  c.apply(gates);
+  g.apply(gates);
+  EXPECT_EQ(c.sample(1000, 7), g.sample(1000, 7));
+}
+
+TEST(Cuda, NoDeviceOrImpossibleSizeIsAClearError) {
+  // Without a GPU (or without CUDA in the build) every state is refused with the
+  // reason; with one, a 40-qubit state is refused with its size.
+  try {
+    StateVector<double> sv(40);
+    FAIL() << "a 40-qubit complex128 state was allocated";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_TRUE(m.find("--backend cuda") != std::string::npos ||
+                m.find("16384.00 GiB") != std::string::npos)
+        << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+  if (device_status().count == 0) {
+    EXPECT_THROW(select_device(0), Error);
+    EXPECT_FALSE(device_status().error.empty());
+  }
+}
+
+}  // namespace
+}  // namespace qmlsim::cuda
