@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "backends/cuda/statevector.h"
 #include "core/error.h"
 
 namespace qmlsim::cli {
@@ -136,6 +137,12 @@ std::string format_help(const std::string& usage, const std::vector<OptionSpec>&
     s << left << o.help << (o.repeatable ? " (repeatable)" : "") << "\n";
   }
   return s.str();
+}
+
+Backend select_backend(const Args& args) {
+  if (args.get_choice("--backend", "cpu", {"cpu", "cuda"}) == "cpu") return Backend::cpu;
+  cuda::select_device(cuda::local_rank_from_env());
+  return Backend::cuda;
 }
 
 }  // namespace qmlsim::cli

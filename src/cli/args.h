@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/types.h"
+
 namespace qmlsim::cli {
 
 struct OptionSpec {
@@ -44,6 +46,10 @@ class Args {
 
 // Help text for a command: usage line, then one line per option.
 std::string format_help(const std::string& usage, const std::vector<OptionSpec>& specs);
+
+// --backend cpu|cuda (default cpu). For cuda, picks this process's GPU (its
+// node-local rank modulo the GPUs present); no usable GPU is a one-line Error.
+Backend select_backend(const Args& args);
 
 std::int64_t parse_int_value(const std::string& what, const std::string& text, std::int64_t min,
                              std::int64_t max);

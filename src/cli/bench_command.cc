@@ -12,12 +12,14 @@
 #include <random>
 
 #include "backends/cpu/statevector.h"
+#include "backends/cuda/statevector.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/json.h"
 #include "core/memory.h"
 #include "core/parallel.h"
 #include "grad/adjoint.h"
+#include "grad/simulate.h"
 #include "passes/fusion.h"
 
 namespace qmlsim::cli {
@@ -36,6 +38,9 @@ const std::vector<OptionSpec> kSpecs = {
     {"--layers", "N",
      "with --gradient: Rot + CNOT-ring layers (default: enough for >= 100 "
      "parameters)"},
+    {"--backend", "cpu|cuda",
+     "cuda: the GPU kernels (against the GPU's own bandwidth pass) and, with --gradient, "
+     "the GPU adjoint (default cpu)"},
     {"--json", "FILE", "also write all results to FILE as JSON"},
     {"--help", "", "show this help"},
 };
@@ -149,27 +154,8 @@ struct Row {
   double ratio;  // seconds / bound
 };
 
-template <class R>
-void bench_size(int n, int threads, int reps, std::vector<Row>& rows) {
-  const std::string prec = sizeof(R) == 4 ? "c64" : "c128";
-  cpu::StateVector<R> sv(n, threads);
-  std::mt19937_64 rng(42);
-  {  // spread the amplitudes so no kernel works on zeros
-    std::vector<BoundGate> hs;
-    for (int q = 0; q < n; ++q) hs.push_back(dense_gate({q}, rng));
-    sv.apply(hs);
-  }
-  auto pass = [&] { bandwidth_pass(sv.data(), 2 * sv.size(), threads); };
-  std::vector<double> tb;
-  for (int i = 0; i < reps; ++i) tb.push_back(time_once(pass));
-  const double bound = median(tb);
-  const double gbs =
-      2.0 *
-      static_cast<double>(cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128)) /
-      bound / 1e9;
-  std::printf("\n== n=%d %s threads=%d kernels=%s: bandwidth bound %.3f ms per pass (%.1f GB/s)\n",
-              n, prec.c_str(), threads, sv.kernels().name, bound * 1e3, gbs);
-  rows.push_back({n, prec, threads, "bandwidth pass", bound, 1.0});
+// The kernel shapes timed on every backend, for n qubits.
+std::vector<std::pair<std::string, BoundGate>> kernel_cases(int n, std::mt19937_64& rng) {
   const int h = n - 1, m = n / 2;
   BoundGate cnot;
   cnot.targets = {m};
@@ -190,8 +176,59 @@ void bench_size(int n, int threads, int reps, std::vector<Row>& rows) {
       {"4q dense high", dense_gate({h - 3, h - 2, h - 1, h}, rng)},
       {"5q dense high", dense_gate({h - 4, h - 3, h - 2, h - 1, h}, rng)},
   };
+  return cases;
+}
+
+// The state spread over every amplitude, so that no kernel works on zeros.
+template <class SV>
+void spread(SV& sv, int n, std::mt19937_64& rng) {
+  std::vector<BoundGate> hs;
+  for (int q = 0; q < n; ++q) hs.push_back(dense_gate({q}, rng));
+  sv.apply(hs);
+}
+
+// Times `pass` alone; prints and records it as the bound.
+template <class Pass>
+double measure_bound(int n, const std::string& prec, int threads, const char* what, int reps,
+                     Pass&& pass, std::vector<Row>& rows) {
+  std::vector<double> tb;
+  for (int i = 0; i < reps; ++i) tb.push_back(time_once(pass));
+  const double bound = median(tb);
+  const double bytes = 2.0 * static_cast<double>(cpu::state_bytes(
+                                 n, prec == "c64" ? Precision::c64 : Precision::c128));
+  std::printf("\n== n=%d %s threads=%d kernels=%s: bandwidth bound %.3f ms per pass (%.1f GB/s)\n",
+              n, prec.c_str(), threads, what, bound * 1e3, bytes / bound / 1e9);
+  rows.push_back({n, prec, threads, "bandwidth pass", bound, 1.0});
+  return bound;
+}
+
+template <class R>
+void bench_size_cuda(int n, int reps, std::vector<Row>& rows) {
+  const std::string prec = sizeof(R) == 4 ? "c64" : "c128";
+  cuda::StateVector<R> sv(n);
+  std::mt19937_64 rng(42);
+  spread(sv, n, rng);
+  auto pass = [&] { sv.bandwidth_pass(); };
+  measure_bound(n, prec, 0, "cuda", reps, pass, rows);
   std::printf("  %-26s %12s %10s\n", "kernel", "ms/gate", "x bound");
-  for (const auto& [name, g] : cases) {
+  for (const auto& [name, g] : kernel_cases(n, rng)) {
+    const Timing t = measure(
+        reps, [&] { sv.apply(g); }, pass);  // apply returns when the device is done
+    std::printf("  %-26s %12.3f %10.2f\n", name.c_str(), t.seconds * 1e3, t.ratio);
+    rows.push_back({n, prec, 0, "cuda " + name, t.seconds, t.ratio});
+  }
+}
+
+template <class R>
+void bench_size(int n, int threads, int reps, std::vector<Row>& rows) {
+  const std::string prec = sizeof(R) == 4 ? "c64" : "c128";
+  cpu::StateVector<R> sv(n, threads);
+  std::mt19937_64 rng(42);
+  spread(sv, n, rng);
+  auto pass = [&] { bandwidth_pass(sv.data(), 2 * sv.size(), threads); };
+  measure_bound(n, prec, threads, sv.kernels().name, reps, pass, rows);
+  std::printf("  %-26s %12s %10s\n", "kernel", "ms/gate", "x bound");
+  for (const auto& [name, g] : kernel_cases(n, rng)) {
     if (g.num_targets() > 4 && n > 24) continue;  // the scalar path: minutes at 28 qubits
     const Timing t = measure(
         reps, [&] { sv.apply(g); }, pass);
@@ -269,7 +306,8 @@ std::uint64_t peak_rss_bytes() {
 // against forward + adjoint backward, alternately, in one run. Sizes run in
 // increasing order, so the peak memory after each size is that size's peak.
 template <class R>
-void bench_gradient(int n, int threads, int layers, int reps, std::vector<Row>& rows) {
+void bench_gradient(int n, int threads, int layers, int reps, Backend backend,
+                    std::vector<Row>& rows) {
   const std::string prec = sizeof(R) == 4 ? "c64" : "c128";
   if (layers <= 0) layers = (100 + 3 * n - 1) / (3 * n);
   Circuit c(n);
@@ -290,25 +328,27 @@ void bench_gradient(int n, int threads, int layers, int reps, std::vector<Row>& 
   const std::vector<PauliSum> obs = {parse_pauli_sum("Z0 Z1 + 0.5*X2", "bench")};
   const double w[] = {1.0};
   const std::uint64_t before = peak_rss_bytes();
-  auto forward = [&] {
-    cpu::StateVector<R> sv(n, threads);
-    sv.apply(fuse(bind_params(c, theta), {}));
-    return sv.expval(obs[0]);
-  };
-  auto gradient = [&] { adjoint_vjp<R>(c, theta, obs, w, {threads, 3}); };
+  AdjointOptions engine;
+  engine.threads = threads;
+  engine.backend = backend;
+  SimulateRequest req;
+  req.observables = obs;
+  auto forward = [&] { return simulate<R>(c, theta, req, engine).expvals[0]; };
+  auto gradient = [&] { adjoint_vjp<R>(c, theta, obs, w, engine); };
   const Timing t = measure(reps, gradient, forward);
   const double state =
       static_cast<double>(cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128));
   const double peak = static_cast<double>(peak_rss_bytes());
   std::printf(
-      "  n=%2d %-4s threads=%d params=%4d: gradient %8.1f ms = %5.2f x forward; "
-      "peak memory %.2f state vectors (before: %.2f)\n",
-      n, prec.c_str(), threads, slot, t.seconds * 1e3, t.ratio, peak / state,
+      "  n=%2d %-4s %s threads=%d params=%4d: gradient %8.1f ms = %5.2f x forward; "
+      "peak host memory %.2f state vectors (before: %.2f)\n",
+      n, prec.c_str(), backend_name(backend), threads, slot, t.seconds * 1e3, t.ratio, peak / state,
       static_cast<double>(before) / state);
   std::fflush(stdout);
   rows.push_back({n, prec, threads,
-                  "adjoint gradient / forward, " + std::to_string(slot) + " params", t.seconds,
-                  t.ratio});
+                  std::string(backend == Backend::cuda ? "cuda " : "") +
+                      "adjoint gradient / forward, " + std::to_string(slot) + " params",
+                  t.seconds, t.ratio});
 }
 
 }  // namespace
@@ -340,8 +380,15 @@ int bench_command(const std::vector<std::string>& argv) {
     if (!json_file) throw Error("--json: cannot write " + *path);
   }
 
-  std::printf("qmlsim bench: kernels %s, %d repetitions (median), machine memory %s\n",
-              cpu::best_kernels().name, reps, format_gib(physical_memory_bytes()).c_str());
+  const Backend backend = select_backend(args);
+  if (backend == Backend::cuda) {
+    const cuda::DeviceStatus gpu = cuda::device_status();
+    std::printf("qmlsim bench: backend cuda, %s (%.1f GiB), %d repetitions (median)\n",
+                gpu.name.c_str(), gpu.memory_gib, reps);
+  } else {
+    std::printf("qmlsim bench: kernels %s, %d repetitions (median), machine memory %s\n",
+                cpu::best_kernels().name, reps, format_gib(physical_memory_bytes()).c_str());
+  }
   std::vector<Row> rows;
   const bool gradient_mode = args.has("--gradient");
   const int layers = static_cast<int>(args.get_int("--layers", 0, 1, 1000));
@@ -353,13 +400,31 @@ int bench_command(const std::vector<std::string>& argv) {
       for (const std::string& prec : precs)
         for (int t : threads) {
           if (prec == "c64")
-            bench_gradient<float>(n, t, layers, reps, rows);
+            bench_gradient<float>(n, t, layers, reps, backend, rows);
           else
-            bench_gradient<double>(n, t, layers, reps, rows);
+            bench_gradient<double>(n, t, layers, reps, backend, rows);
+          if (backend == Backend::cuda) break;  // threads do not apply
         }
   }
+  if (backend == Backend::cuda && !gradient_mode) {
+    const double gpu_bytes = cuda::device_status().memory_gib * (1 << 30);
+    for (const std::string& prec : precs)
+      for (int n : qubits) {
+        const auto bytes = static_cast<double>(
+            cpu::state_bytes(n, prec == "c64" ? Precision::c64 : Precision::c128));
+        if (bytes > gpu_bytes * 0.8) {
+          std::printf("\n== n=%d %s: skipped (state needs %s)\n", n, prec.c_str(),
+                      format_gib(static_cast<std::uint64_t>(bytes)).c_str());
+          continue;
+        }
+        if (prec == "c64")
+          bench_size_cuda<float>(n, reps, rows);
+        else
+          bench_size_cuda<double>(n, reps, rows);
+      }
+  }
   for (const std::string& prec : precs) {
-    if (gradient_mode) break;
+    if (gradient_mode || backend == Backend::cuda) break;
     for (int n : qubits) {
       const std::uint64_t bytes =
           cpu::state_bytes(n, prec == "c64" ? Precision::c64 : Precision::c128);
@@ -386,7 +451,9 @@ int bench_command(const std::vector<std::string>& argv) {
   }
   if (json_file.is_open()) {
     JsonWriter w(json_file);
-    w.begin_object().key("kernels").value(cpu::best_kernels().name).key("results").begin_array();
+    w.begin_object().key("backend").value(backend_name(backend));
+    w.key("kernels").value(backend == Backend::cuda ? "cuda" : cpu::best_kernels().name);
+    w.key("results").begin_array();
     for (const Row& r : rows) {
       w.begin_object().key("qubits").value(r.n).key("precision").value(r.precision);
       w.key("threads").value(r.threads).key("case").value(r.name).key("seconds").value(r.seconds);

@@ -125,6 +125,7 @@ TEST(Cli, BadInputGivesOneLocatedLineAndStatus2) {
       {"frobnicate", "", "unknown command 'frobnicate'"},
       {"bench --qubits 3", "", "--qubits: 3 is out of range"},
       {"bench --precision c16", "", "--precision: expected c64, c128"},
+      {"run {f} --observable Z0 --backend tpu", "", "--backend: 'tpu' is not one of"},
   };
   for (const Bad& c : cases) {
     std::string args = c.args;
@@ -208,6 +209,7 @@ TEST(Cli, TrainErrorsAreOneLocatedLine) {
        "--set data.qubits=x: data.qubits must be an integer"},
       {qaoa, "", bad_graph + ":2: node 'x' is not a non-negative integer"},
       {"/nonexistent.toml", "", "/nonexistent.toml: cannot open config file"},
+      {kExamples + "/qcnn.toml", "--set job.backend=tpu", "--set job.backend=tpu: job.backend"},
   };
   for (const Case& c : cases) {
     const std::string dir = (temp_dir() / "err_run").string();
@@ -225,6 +227,33 @@ TEST(Cli, TrainErrorsAreOneLocatedLine) {
 }  // namespace
 
 namespace {
+
+TEST(Cli, CudaBackendRunsOrSaysWhyNot) {
+  // With a GPU, --backend cuda computes what the CPU does; without one (or in a
+  // build without CUDA) every command refuses with one line naming the reason.
+  const std::string bell = write("bell_cuda.qasm", kBell);
+  const Result cpu = run("run " + bell + " --observable 'Z0 Z1' --json");
+  const Result gpu = run("run " + bell + " --observable 'Z0 Z1' --json --backend cuda");
+  if (gpu.status == 0) {
+    EXPECT_NE(gpu.out.find("\"backend\":\"cuda\""), std::string::npos) << gpu.out;
+    EXPECT_EQ(gpu.out.substr(0, 20), cpu.out.substr(0, 20));
+    return;
+  }
+  EXPECT_EQ(gpu.status, 2);
+  EXPECT_EQ(gpu.err.find("qmlsim run: error: --backend cuda: "), 0u) << gpu.err;
+  EXPECT_EQ(gpu.err.find('\n'), gpu.err.size() - 1) << gpu.err;
+  const std::string dir = (temp_dir() / "cuda_run").string();
+  for (const std::string& cmd :
+       {"train " + kExamples + "/qcnn.toml --backend cuda --run-dir " + dir,
+        "plan " + kExamples + "/qcnn.toml --backend cuda",
+        std::string("bench --backend cuda --qubits 10")}) {
+    const Result r = run(cmd);
+    EXPECT_EQ(r.status, 2) << cmd;
+    EXPECT_NE(r.err.find("error: --backend cuda: "), std::string::npos) << cmd << "\n" << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir)) << "a refused run left a run directory";
+}
 
 TEST(Cli, PlanPrintsMemoryAndTimes) {
   Result r = run("plan " + kExamples + "/qcnn.toml --ranks 4 --node-hour-price 1.5");

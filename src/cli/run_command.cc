@@ -11,7 +11,7 @@
 #include "core/memory.h"
 #include "core/parallel.h"
 #include "grad/adjoint.h"
-#include "passes/fusion.h"
+#include "grad/simulate.h"
 
 namespace qmlsim::cli {
 namespace {
@@ -21,6 +21,7 @@ const std::vector<OptionSpec> kSpecs = {
     {"--precision", "c64|c128", "amplitude precision (default c128)"},
     {"--threads", "N", "threads (default: all cores, or OMP_NUM_THREADS)"},
     {"--fusion", "K", "fuse gates into blocks of up to K qubits; 0 = off (default 3)"},
+    {"--backend", "cpu|cuda", "where the state vector lives (default cpu; cuda: an NVIDIA GPU)"},
     {"--shots", "N", "draw N samples of all qubits"},
     {"--seed", "S", "seed for sampling (default 1)"},
     {"--gradient", "", "also d<obs>/d(angle) for every gate angle, by the adjoint method"},
@@ -30,8 +31,8 @@ const std::vector<OptionSpec> kSpecs = {
 
 constexpr const char* kUsage =
     "qmlsim run CIRCUIT.qasm --observable \"PAULI SUM\" [--observable ...] "
-    "[--precision c64|c128] [--threads N] [--fusion K] [--shots N --seed S] [--gradient] "
-    "[--json]\n\n"
+    "[--precision c64|c128] [--threads N] [--fusion K] [--backend cpu|cuda] [--shots N --seed S] "
+    "[--gradient] [--json]\n\n"
     "With --gradient, every angle of every parametric gate (after expanding user gates)\n"
     "is one parameter, in program order.\n"
     "Qubit q of the circuit is bit q of an amplitude index (qubit 0 least significant);\n"
@@ -50,21 +51,21 @@ struct Outcome {
 };
 
 template <class R>
-Outcome simulate(const QasmProgram& prog, const std::vector<PauliSum>& observables, int threads,
-                 int fusion, std::int64_t shots, std::uint64_t seed, bool gradient) {
-  std::vector<BoundGate> gates = bind_params(prog.circuit, prog.angles);
-  if (fusion > 0) gates = fuse(gates, {fusion, std::max(10, fusion)});
+Outcome simulate_program(const QasmProgram& prog, const std::vector<PauliSum>& observables,
+                         const AdjointOptions& engine, std::int64_t shots, std::uint64_t seed,
+                         bool gradient) {
+  SimulateRequest req;
+  req.observables = observables;
+  req.shots = shots;
+  req.seed = seed;
   Outcome out;
-  out.gates_after_fusion = gates.size();
   {  // freed before the gradient, which needs three states of its own
-    cpu::StateVector<R> sv(prog.circuit.num_qubits(), threads);
-    sv.apply(gates);
-    for (const PauliSum& h : observables) out.expvals.push_back(sv.expval(h));
-    if (shots > 0) out.counts = sv.sample(shots, seed);
+    SimulateResult r = simulate<R>(prog.circuit, prog.angles, req, engine);
+    out.expvals = std::move(r.expvals);
+    out.counts = std::move(r.counts);
+    out.gates_after_fusion = r.gates_after_fusion;
   }
-  if (gradient) {
-    out.gradient = adjoint_jacobian<R>(prog.circuit, prog.angles, observables, {threads, fusion});
-  }
+  if (gradient) out.gradient = adjoint_jacobian<R>(prog.circuit, prog.angles, observables, engine);
   return out;
 }
 
@@ -115,17 +116,22 @@ int run_command(const std::vector<std::string>& argv) {
     observables.push_back(std::move(h));
   }
   const Precision prec = precision == "c64" ? Precision::c64 : Precision::c128;
+  AdjointOptions engine;
+  engine.threads = threads;
+  engine.fusion = fusion;
+  engine.backend = select_backend(args);
   const int states = gradient ? 3 : 1;  // the adjoint Jacobian keeps three
-  check_fits_in_memory(states * cpu::state_bytes(n, prec), path + ": " + std::to_string(states) +
-                                                               " " + std::to_string(n) + "-qubit " +
-                                                               precision + " state(s)");
+  if (engine.backend == Backend::cpu)   // the GPU states report their own size when they fail
+    check_fits_in_memory(states * cpu::state_bytes(n, prec),
+                         path + ": " + std::to_string(states) + " " + std::to_string(n) +
+                             "-qubit " + precision + " state(s)");
   const double parse_s = seconds_since(t0);
 
   const auto t1 = Clock::now();
   const Outcome out =
       prec == Precision::c64
-          ? simulate<float>(prog, observables, threads, fusion, shots, seed, gradient)
-          : simulate<double>(prog, observables, threads, fusion, shots, seed, gradient);
+          ? simulate_program<float>(prog, observables, engine, shots, seed, gradient)
+          : simulate_program<double>(prog, observables, engine, shots, seed, gradient);
   const double sim_s = seconds_since(t1);
   const double total_s = seconds_since(t0);
 
@@ -150,7 +156,8 @@ int run_command(const std::vector<std::string>& argv) {
     w.key("num_qubits").value(n).key("precision").value(precision);
     w.key("num_gates").value(static_cast<long long>(prog.circuit.ops().size()));
     w.key("num_gates_fused").value(static_cast<long long>(out.gates_after_fusion));
-    w.key("threads").value(threads).key("kernels").value(cpu::best_kernels().name);
+    w.key("threads").value(threads).key("backend").value(backend_name(engine.backend));
+    w.key("kernels").value(engine.backend == Backend::cpu ? cpu::best_kernels().name : "cuda");
     w.key("time_s").begin_object().key("parse").value(parse_s).key("simulate").value(sim_s);
     w.key("total").value(total_s).end_object();
     w.end_object();
@@ -159,7 +166,8 @@ int run_command(const std::vector<std::string>& argv) {
   }
   std::cout << path << ": " << n << " qubits, " << prog.circuit.ops().size() << " gates ("
             << out.gates_after_fusion << " after fusion), " << precision << ", " << threads
-            << " thread(s), " << cpu::best_kernels().name << " kernels\n";
+            << " thread(s), "
+            << (engine.backend == Backend::cpu ? cpu::best_kernels().name : "cuda") << " kernels\n";
   for (std::size_t i = 0; i < observables.size(); ++i) {
     std::ostringstream v;
     v.precision(12);

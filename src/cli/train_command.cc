@@ -23,6 +23,7 @@ const std::vector<OptionSpec> kTrainSpecs = {
     {"--trace", "",
      "write RUN_DIR/trace.json: a timeline of every rank (Perfetto, chrome://tracing)"},
     {"--expect-ranks", "N", "refuse to start unless the job has exactly N MPI ranks"},
+    {"--backend", "cpu|cuda", "shorthand for --set job.backend=...: cuda takes one GPU per rank"},
     {"--help", "", "show this help"},
 };
 
@@ -37,6 +38,7 @@ const std::vector<OptionSpec> kInferSpecs = {
     {"--weights", "FILE", "weights file (default: RUN_DIR/weights.h5)"},
     {"--config", "FILE", "config file (default: RUN_DIR/config.toml)"},
     {"--set", "KEY=VALUE", "override a config key", true},
+    {"--backend", "cpu|cuda", "shorthand for --set job.backend=..."},
     {"--help", "", "show this help"},
 };
 
@@ -50,7 +52,7 @@ const std::vector<OptionSpec> kPlanSpecs = {
     {"--ranks", "N", "MPI ranks of the planned run (default 1)"},
     {"--ranks-per-node", "R", "ranks sharing one node's memory and cores (default 1)"},
     {"--threads", "T", "threads per rank (default: this machine's cores / ranks per node)"},
-    {"--backend", "cpu|cuda", "where the run would execute (default cpu)"},
+    {"--backend", "cpu|cuda", "where the run would execute (default: the config's job.backend)"},
     {"--node-hour-price", "P", "price of one node for one hour: adds the run's cost"},
     {"--json", "", "print one JSON object"},
     {"--help", "", "show this help"},
@@ -77,7 +79,7 @@ int plan_command(const std::vector<std::string>& argv) {
   o.ranks = static_cast<int>(args.get_int("--ranks", 1, 1, 1 << 20));
   o.ranks_per_node = static_cast<int>(args.get_int("--ranks-per-node", 1, 1, 4096));
   o.threads = static_cast<int>(args.get_int("--threads", 0, 1, 4096));
-  o.backend = args.get_choice("--backend", "cpu", {"cpu", "cuda"});
+  o.backend = args.get_choice("--backend", "", {"cpu", "cuda"});
   if (const auto price = args.get("--node-hour-price")) {
     char* end = nullptr;
     o.node_hour_price = std::strtod(price->c_str(), &end);
@@ -92,6 +94,18 @@ int plan_command(const std::vector<std::string>& argv) {
   return 0;
 }
 
+namespace {
+
+// The --set overrides, with --backend X as job.backend=X after them.
+std::vector<std::string> sets_with_backend(const Args& args) {
+  std::vector<std::string> sets = args.all("--set");
+  if (args.has("--backend"))
+    sets.push_back("job.backend=\"" + args.get_choice("--backend", "cpu", {"cpu", "cuda"}) + "\"");
+  return sets;
+}
+
+}  // namespace
+
 int train_command(const std::vector<std::string>& argv) {
   const Args args(argv, kTrainSpecs);
   if (args.has("--help")) {
@@ -101,7 +115,7 @@ int train_command(const std::vector<std::string>& argv) {
   if (args.positionals().size() != 1)
     throw Error("expected exactly one config file (see qmlsim train --help)");
   const std::string config_path = args.positionals()[0];
-  const io::Config config = train::load_job_config(config_path, args.all("--set"));
+  const io::Config config = train::load_job_config(config_path, sets_with_backend(args));
   const comm::Comm& world = comm::Comm::world();
   if (args.has("--expect-ranks")) {
     const std::int64_t want = args.get_int("--expect-ranks", 1, 1, 1 << 20);
@@ -133,7 +147,7 @@ int infer_command(const std::vector<std::string>& argv) {
     throw Error("give a run directory, or both --weights and --config");
   const std::string config_path = args.get("--config").value_or(dir + "/config.toml");
   const std::string weights = args.get("--weights").value_or(dir + "/weights.h5");
-  const io::Config config = train::load_job_config(config_path, args.all("--set"));
+  const io::Config config = train::load_job_config(config_path, sets_with_backend(args));
   if (!comm::Comm::world().root()) return 0;  // under mpirun, rank 0 alone answers
   train::infer(config, weights, std::cout);
   return 0;

@@ -59,6 +59,7 @@ Comm::Comm() {
     MPI_Comm local;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
     MPI_Comm_size(local, &local_size_);
+    MPI_Comm_rank(local, &local_rank_);
     MPI_Comm_free(&local);
     if (announced > 1 && announced != size_)
       throw Error("the launcher announced " + std::to_string(announced) +

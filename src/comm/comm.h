@@ -23,8 +23,10 @@ class Comm {
   int rank() const { return rank_; }
   int size() const { return size_; }
   bool root() const { return rank_ == 0; }
-  // Ranks on this host (for the default thread count).
+  // Ranks on this host (for the default thread count) and this one's place among
+  // them (for the GPU it takes).
   int local_size() const { return local_size_; }
+  int local_rank() const { return local_rank_; }
   bool with_mpi() const { return mpi_; }
 
   // Every rank contributes `mine` (any length); every rank receives all
@@ -45,7 +47,7 @@ class Comm {
 
  private:
   Comm();
-  int rank_ = 0, size_ = 1, local_size_ = 1;
+  int rank_ = 0, size_ = 1, local_size_ = 1, local_rank_ = 0;
   bool mpi_ = false;
 };
 

@@ -20,4 +20,9 @@ enum class Precision { c64, c128 };  // complex64 (float) or complex128 (double)
 
 inline const char* precision_name(Precision p) { return p == Precision::c64 ? "c64" : "c128"; }
 
+// Where state vectors live: host memory (SIMD + threads) or an NVIDIA GPU.
+enum class Backend { cpu, cuda };
+
+inline const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
+
 }  // namespace qmlsim

@@ -1,9 +1,12 @@
 #include "grad/adjoint.h"
 
+#include <algorithm>
 #include <cassert>
 #include <string>
+#include <type_traits>
 
 #include "backends/cpu/statevector.h"
+#include "backends/cuda/statevector.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "grad/tape.h"
@@ -51,6 +54,18 @@ std::vector<BoundGate> forward_gates(const std::vector<TapeStep>& tape, int fusi
   return fusion > 0 ? fuse(gates, {fusion, std::max(10, fusion)}) : gates;
 }
 
+// A state of the options' backend (threads and chunks apply to the CPU's).
+template <class SV>
+SV make_state(int n, const AdjointOptions& o) {
+  if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>) {
+    SV sv(n, o.threads);
+    if (o.chunk_qubits >= 0) sv.set_chunk_qubits(o.chunk_qubits);
+    return sv;
+  } else {
+    return SV(n);
+  }
+}
+
 PauliSum weighted_sum(const std::vector<PauliSum>& obs, std::span<const double> w) {
   PauliSum h;
   for (std::size_t k = 0; k < obs.size(); ++k)
@@ -60,9 +75,9 @@ PauliSum weighted_sum(const std::vector<PauliSum>& obs, std::span<const double> 
 }
 
 // One backward pass from the final state phi (consumed). Adds to grad.
-template <class R>
-void backward(const Segmented& s, cpu::StateVector<R>& phi, cpu::StateVector<R>& lambda,
-              const PauliSum& h, std::vector<double>& grad) {
+template <class SV>
+void backward(const Segmented& s, SV& phi, SV& lambda, const PauliSum& h,
+              std::vector<double>& grad) {
   lambda.assign_applied(h, phi);
   std::vector<BoundGate> inverse;
   std::vector<char> measure;
@@ -84,6 +99,52 @@ void backward(const Segmented& s, cpu::StateVector<R>& phi, cpu::StateVector<R>&
   }
 }
 
+template <class SV>
+AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
+                     const std::vector<PauliSum>& observables, const WeightsFn& weights,
+                     const AdjointOptions& options) {
+  const std::vector<TapeStep> tape = make_tape(c, theta);
+  const Segmented s = segment(tape, options.fusion);
+  SV phi = make_state<SV>(c.num_qubits(), options);
+  phi.apply(forward_gates(tape, options.fusion));
+  AdjointResult out;
+  for (const PauliSum& h : observables) out.expvals.push_back(phi.expval(h));
+  out.gradient.assign(theta.size(), 0.0);
+  const std::vector<double> w = weights(out.expvals);
+  if (w.size() != observables.size())
+    throw Error("adjoint_vjp: " + std::to_string(w.size()) + " weights for " +
+                std::to_string(observables.size()) + " observables");
+  SV lambda = make_state<SV>(c.num_qubits(), options);
+  backward(s, phi, lambda, weighted_sum(observables, w), out.gradient);
+  return out;
+}
+
+template <class SV>
+std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const double> theta,
+                                             const std::vector<PauliSum>& observables,
+                                             const AdjointOptions& options) {
+  const std::vector<TapeStep> tape = make_tape(c, theta);
+  const Segmented s = segment(tape, options.fusion);
+  SV final_state = make_state<SV>(c.num_qubits(), options);
+  final_state.apply(forward_gates(tape, options.fusion));
+  SV phi = make_state<SV>(c.num_qubits(), options);
+  SV lambda = make_state<SV>(c.num_qubits(), options);
+  std::vector<std::vector<double>> jac;
+  for (const PauliSum& h : observables) {
+    phi.copy_from(final_state);
+    std::vector<double> row(theta.size(), 0.0);
+    backward(s, phi, lambda, h, row);
+    jac.push_back(std::move(row));
+  }
+  return jac;
+}
+
+// The GPU fuses no wider than its dense kernels take.
+AdjointOptions for_backend(AdjointOptions o) {
+  if (o.backend == Backend::cuda) o.fusion = std::min(o.fusion, cuda::kMaxDenseTargets);
+  return o;
+}
+
 }  // namespace
 
 template <class R>
@@ -100,44 +161,18 @@ template <class R>
 AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, const WeightsFn& weights,
                           const AdjointOptions& options) {
-  const std::vector<TapeStep> tape = make_tape(c, theta);
-  const Segmented s = segment(tape, options.fusion);
-  cpu::StateVector<R> phi(c.num_qubits(), options.threads);
-  if (options.chunk_qubits >= 0) phi.set_chunk_qubits(options.chunk_qubits);
-  phi.apply(forward_gates(tape, options.fusion));
-  AdjointResult out;
-  for (const PauliSum& h : observables) out.expvals.push_back(phi.expval(h));
-  out.gradient.assign(theta.size(), 0.0);
-  const std::vector<double> w = weights(out.expvals);
-  if (w.size() != observables.size())
-    throw Error("adjoint_vjp: " + std::to_string(w.size()) + " weights for " +
-                std::to_string(observables.size()) + " observables");
-  cpu::StateVector<R> lambda(c.num_qubits(), options.threads);
-  backward(s, phi, lambda, weighted_sum(observables, w), out.gradient);
-  return out;
+  if (options.backend == Backend::cuda)
+    return vjp_on<cuda::StateVector<R>>(c, theta, observables, weights, for_backend(options));
+  return vjp_on<cpu::StateVector<R>>(c, theta, observables, weights, options);
 }
 
 template <class R>
 std::vector<std::vector<double>> adjoint_jacobian(const Circuit& c, std::span<const double> theta,
                                                   const std::vector<PauliSum>& observables,
                                                   const AdjointOptions& options) {
-  const std::vector<TapeStep> tape = make_tape(c, theta);
-  const Segmented s = segment(tape, options.fusion);
-  cpu::StateVector<R> final_state(c.num_qubits(), options.threads);
-  final_state.apply(forward_gates(tape, options.fusion));
-  cpu::StateVector<R> phi(c.num_qubits(), options.threads), lambda(c.num_qubits(), options.threads);
-  if (options.chunk_qubits >= 0) {
-    final_state.set_chunk_qubits(options.chunk_qubits);
-    phi.set_chunk_qubits(options.chunk_qubits);
-  }
-  std::vector<std::vector<double>> jac;
-  for (const PauliSum& h : observables) {
-    phi.copy_from(final_state);
-    std::vector<double> row(theta.size(), 0.0);
-    backward(s, phi, lambda, h, row);
-    jac.push_back(std::move(row));
-  }
-  return jac;
+  if (options.backend == Backend::cuda)
+    return jacobian_on<cuda::StateVector<R>>(c, theta, observables, for_backend(options));
+  return jacobian_on<cpu::StateVector<R>>(c, theta, observables, options);
 }
 
 template <class R>

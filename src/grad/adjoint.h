@@ -20,10 +20,12 @@
 
 namespace qmlsim {
 
+// How circuits run, for adjoint gradients and plain simulation (grad/simulate.h).
 struct AdjointOptions {
   int threads = 1;
-  int fusion = 3;         // fuse the fixed gates between parametric ones (0: off)
-  int chunk_qubits = -1;  // cache-blocking chunk (see StateVector); -1: the default
+  int fusion = 3;                  // fuse the fixed gates between parametric ones (0: off)
+  int chunk_qubits = -1;           // cache-blocking chunk (see StateVector); -1: the default
+  Backend backend = Backend::cpu;  // cuda: the current device (cuda::select_device)
 };
 
 struct AdjointResult {

@@ -7,6 +7,7 @@
 #include <numbers>
 #include <random>
 
+#include "backends/cuda/statevector.h"
 #include "grad/shift.h"
 #include "testing/dense_oracle.h"
 
@@ -170,6 +171,39 @@ TEST(Adjoint, RotLayersWithCnotRingsBlockedEqualPlainAndParameterShift) {
       ASSERT_NEAR(d.gradient[s], ps[s], 1e-9) << "chunk " << chunk << " slot " << s;
       ASSERT_NEAR(f.gradient[s], ps[s], 1e-4) << "chunk " << chunk << " slot " << s;
     }
+  }
+}
+
+TEST(Adjoint, CudaBackendEqualsCpu) {
+  // Vector-Jacobian products and Jacobians on the GPU against the CPU's on random
+  // circuits with every parametric gate; skipped where there is no GPU.
+  const cuda::DeviceStatus gpu = cuda::device_status();
+  if (gpu.count == 0) GTEST_SKIP() << "no GPU here (" << gpu.error << "): CUDA gradients skipped";
+  cuda::select_device(0);
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<double> u(-3, 3);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int n = 2 + trial % 14;
+    const int slots = 4;
+    const Circuit c = random_parametric_circuit(n, 20, slots, rng);
+    std::vector<double> theta(slots);
+    for (double& t : theta) t = u(rng);
+    const std::vector<PauliSum> obs = {random_observable(n, rng), random_observable(n, rng)};
+    const double w[] = {0.7, -1.3};
+    AdjointOptions gpu_options;
+    gpu_options.backend = Backend::cuda;
+    const AdjointResult cd = adjoint_vjp<double>(c, theta, obs, w, {});
+    const AdjointResult gd = adjoint_vjp<double>(c, theta, obs, w, gpu_options);
+    const AdjointResult gf = adjoint_vjp<float>(c, theta, obs, w, gpu_options);
+    for (std::size_t k = 0; k < obs.size(); ++k) EXPECT_NEAR(gd.expvals[k], cd.expvals[k], 1e-12);
+    for (int s = 0; s < slots; ++s) {
+      ASSERT_NEAR(gd.gradient[s], cd.gradient[s], 1e-10) << "trial " << trial << " slot " << s;
+      ASSERT_NEAR(gf.gradient[s], cd.gradient[s], 1e-4) << "trial " << trial << " slot " << s;
+    }
+    const auto jc = adjoint_jacobian<double>(c, theta, obs, {});
+    const auto jg = adjoint_jacobian<double>(c, theta, obs, gpu_options);
+    for (std::size_t k = 0; k < obs.size(); ++k)
+      for (int s = 0; s < slots; ++s) EXPECT_NEAR(jg[k][s], jc[k][s], 1e-10);
   }
 }
 

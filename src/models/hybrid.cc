@@ -1,9 +1,8 @@
 #include "models/hybrid.h"
 
-#include "backends/cpu/statevector.h"
 #include "core/trace.h"
 #include "grad/adjoint.h"
-#include "passes/fusion.h"
+#include "grad/simulate.h"
 
 namespace qmlsim::models {
 namespace {
@@ -40,15 +39,10 @@ std::vector<double> HybridModel::theta(std::span<const double> params,
 template <class R>
 double HybridModel::predict_one(std::span<const double> params, std::span<const double> x,
                                 const EvalOptions& options) const {
-  const Circuit& c = circuit(x);
-  const std::vector<double> t = theta(params, x);
-  std::vector<BoundGate> gates = bind_params(c, t);
-  if (options.fusion > 0) gates = fuse(gates, {options.fusion, std::max(10, options.fusion)});
-  cpu::StateVector<R> psi(c.num_qubits(), options.threads);
-  psi.apply(gates);
-  std::vector<double> e;
-  for (const PauliSum& h : readouts_) e.push_back(psi.expval(h));
-  return head(params, e);
+  SimulateRequest req;
+  req.observables = readouts_;
+  const SimulateResult r = simulate<R>(circuit(x), theta(params, x), req, engine(options));
+  return head(params, r.expvals);
 }
 
 template <class R>
@@ -73,10 +67,7 @@ double HybridModel::gradient_one(std::span<const double> params, std::span<const
     head_backward(params, e, loss.derivative(prediction, label), d_e, grad);
     return d_e;
   };
-  AdjointOptions ao;
-  ao.threads = options.threads;
-  ao.fusion = options.fusion;
-  const AdjointResult r = adjoint_vjp<R>(c, t, readouts_, weights, ao);
+  const AdjointResult r = adjoint_vjp<R>(c, t, readouts_, weights, engine(options));
   if (tracer) {  // one span per half of the adjoint pass
     tracer->add("forward", "circuit", t_begin, t_forward);
     tracer->add("backward", "circuit", t_forward, Tracer::Clock::now());

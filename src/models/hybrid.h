@@ -17,6 +17,7 @@
 #include "circuit/observable.h"
 #include "core/rng.h"
 #include "core/types.h"
+#include "grad/adjoint.h"
 #include "ml/datasets.h"
 #include "ml/loss.h"
 #include "ml/params.h"
@@ -27,7 +28,17 @@ struct EvalOptions {
   Precision precision = Precision::c128;
   int threads = 1;
   int fusion = 3;
+  Backend backend = Backend::cpu;
 };
+
+// The engine options (grad/adjoint.h) these evaluation options stand for.
+inline AdjointOptions engine(const EvalOptions& o) {
+  AdjointOptions a;
+  a.threads = o.threads;
+  a.fusion = o.fusion;
+  a.backend = o.backend;
+  return a;
+}
 
 class HybridModel {
  public:

@@ -2,10 +2,9 @@
 
 #include <omp.h>
 
-#include "backends/cpu/statevector.h"
 #include "core/error.h"
 #include "grad/adjoint.h"
-#include "passes/fusion.h"
+#include "grad/simulate.h"
 
 namespace qmlsim::models {
 
@@ -37,46 +36,32 @@ template <class R>
 double cost_impl(const Circuit& c, const PauliSum& h, std::span<const double> params,
                  std::span<double> grad, const EvalOptions& o) {
   if (!grad.empty()) {
-    AdjointOptions ao;
-    ao.threads = o.threads;
-    ao.fusion = o.fusion;
     const double w[1] = {1.0};
-    const AdjointResult r = adjoint_vjp<R>(c, params, {h}, w, ao);
+    const AdjointResult r = adjoint_vjp<R>(c, params, {h}, w, engine(o));
     std::copy(r.gradient.begin(), r.gradient.end(), grad.begin());
     return r.expvals[0];
   }
-  cpu::StateVector<R> psi(c.num_qubits(), o.threads);
-  std::vector<BoundGate> gates = bind_params(c, params);
-  if (o.fusion > 0) gates = fuse(gates, {o.fusion, std::max(10, o.fusion)});
-  psi.apply(gates);
-  return psi.expval(h);
+  SimulateRequest req;
+  req.observables = {h};
+  return simulate<R>(c, params, req, engine(o)).expvals[0];
 }
 
 template <class R>
 QaoaMaxCut::Readout readout_impl(const QaoaMaxCut& m, std::span<const double> params,
                                  std::int64_t shots, std::uint64_t seed, const EvalOptions& o) {
-  const Circuit& c = m.circuit();
-  cpu::StateVector<R> psi(c.num_qubits(), o.threads);
-  std::vector<BoundGate> gates = bind_params(c, params);
-  if (o.fusion > 0) gates = fuse(gates, {o.fusion, std::max(10, o.fusion)});
-  psi.apply(gates);
+  SimulateRequest req;
+  req.shots = shots;
+  req.seed = seed;
+  req.most_probable = true;
+  const SimulateResult s = simulate<R>(m.circuit(), params, req, engine(o));
   QaoaMaxCut::Readout r;
-  const R* a = psi.data();
-  double best_p = -1;
-  for (index_t i = 0; i < psi.size(); ++i) {
-    const double p = double(a[2 * i]) * a[2 * i] + double(a[2 * i + 1]) * a[2 * i + 1];
-    if (p > best_p) {
-      best_p = p;
-      r.most_probable.assignment = i;
-    }
-  }
+  r.most_probable.assignment = s.most_probable;
   r.most_probable.size = m.cut_size(r.most_probable.assignment);
   r.best_sampled.size = -1;
-  if (shots > 0)
-    for (const auto& [x, count] : psi.sample(shots, seed)) {  // ascending x
-      const int cut = m.cut_size(x);
-      if (cut > r.best_sampled.size) r.best_sampled = {x, cut};
-    }
+  for (const auto& [x, count] : s.counts) {  // ascending x
+    const int cut = m.cut_size(x);
+    if (cut > r.best_sampled.size) r.best_sampled = {x, cut};
+  }
   return r;
 }
 

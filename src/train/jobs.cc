@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "backends/cuda/statevector.h"
 #include "core/error.h"
 #include "models/dressed.h"
 #include "models/qcnn.h"
@@ -81,7 +82,8 @@ std::string job_defaults(const std::string& kind) {
            k.precision + q +
            "   # c64 (complex64) or c128 (complex128)\n"
            "threads = 0          # 0: every core\n"
-           "fusion = 3           # largest fused gate, in qubits (0: no fusion)\n" +
+           "fusion = 3           # largest fused gate, in qubits (0: no fusion)\n"
+           "backend = \"cpu\"      # cpu, or cuda: one NVIDIA GPU per rank\n" +
            k.sections + "\n[train]\noptimizer = " + q + k.optimizer + q +
            "   # sgd or adam\nlearning_rate = " + k.learning_rate + "\nlr_decay = " + k.lr_decay +
            "   # multiplies the learning rate every lr_decay_epochs epochs\n"
@@ -113,7 +115,12 @@ models::EvalOptions eval_options(const io::Config& c, int ranks_per_host) {
   const auto t = static_cast<int>(c.get_int("job.threads", 0, 4096));
   o.threads = t > 0 ? t : std::max(1, omp_get_max_threads() / std::max(1, ranks_per_host));
   o.fusion = static_cast<int>(c.get_int("job.fusion", 0, 6));
+  o.backend = c.get_choice("job.backend", {"cpu", "cuda"}) == "cuda" ? Backend::cuda : Backend::cpu;
   return o;
+}
+
+void use_backend(const models::EvalOptions& o, int local_rank) {
+  if (o.backend == Backend::cuda) cuda::select_device(local_rank);
 }
 
 ml::OptimizerConfig optimizer_config(const io::Config& c) {

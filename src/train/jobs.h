@@ -24,6 +24,9 @@ io::Config load_job_config(const std::string& path, const std::vector<std::strin
 
 // Threads default to the cores shared among the ranks on this host.
 models::EvalOptions eval_options(const io::Config& c, int ranks_per_host = 1);
+// Makes the options' backend ready in this process: for cuda, takes the GPU of
+// this node-local rank (local_rank % GPUs); no usable GPU is an Error.
+void use_backend(const models::EvalOptions& o, int local_rank);
 ml::OptimizerConfig optimizer_config(const io::Config& c);
 
 // QCNN and Sonar: a hybrid model, its data (seeded; the same on every call) and loss.

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "backends/cpu/statevector.h"
+#include "backends/cuda/statevector.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "train/jobs.h"
@@ -73,9 +74,6 @@ double share_time(const models::HybridModel& model, const ml::Dataset& data, std
 }  // namespace
 
 Plan make_plan(const io::Config& config, const PlanOptions& options) {
-  if (options.backend != "cpu")
-    throw Error("--backend " + options.backend +
-                ": this build has no CUDA backend yet (the GPU issue); plan for --backend cpu");
   if (options.ranks < 1 || options.ranks_per_node < 1)
     throw Error("--ranks and --ranks-per-node must be at least 1");
   io::Config c = config;
@@ -84,8 +82,15 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
   p.threads = options.threads > 0 ? options.threads : std::max(1, cores / options.ranks_per_node);
   models::EvalOptions eval = eval_options(c);
   eval.threads = p.threads;
+  if (!options.backend.empty())
+    eval.backend = options.backend == "cuda" ? Backend::cuda : Backend::cpu;
+  use_backend(eval, 0);
   p.precision = precision_name(eval.precision);
-  p.machine_bytes = machine_memory();
+  p.backend = backend_name(eval.backend);
+  // A rank's states live on its GPU with the cuda backend, else in host memory.
+  p.machine_bytes = eval.backend == Backend::cuda
+                        ? static_cast<std::uint64_t>(cuda::device_status().memory_gib * (1 << 30))
+                        : machine_memory();
   // Memory first: calibration runs only when a rank's working set fits here.
   auto sizes = [&](int qubits, int states) {
     p.qubits = qubits;
@@ -159,15 +164,15 @@ std::string duration(double s) {
 }  // namespace
 
 void print_plan(const Plan& p, const PlanOptions& o, std::ostream& out) {
-  out << "qubits: " << p.qubits << ", " << p.precision << "\n"
+  out << "qubits: " << p.qubits << ", " << p.precision << ", backend " << p.backend << "\n"
       << "one state vector: " << bytes(p.state_bytes) << "\n"
       << "per rank: " << p.states_at_once << " state vectors at once ("
       << (p.states_at_once > 2 ? "state + adjoint state for each of " +
                                      std::to_string(p.states_at_once / 2) + " threads"
                                : std::string("state + adjoint state"))
       << ") = " << bytes(p.rank_bytes) << "\n"
-      << "this machine: " << bytes(p.machine_bytes) << "; " << o.ranks_per_node
-      << " rank(s) per node " << (p.fits ? "fit" : "DO NOT FIT") << "\n"
+      << (p.backend == "cuda" ? "this GPU: " : "this machine: ") << bytes(p.machine_bytes) << "; "
+      << o.ranks_per_node << " rank(s) per node " << (p.fits ? "fit" : "DO NOT FIT") << "\n"
       << "ranks: " << o.ranks << ", threads per rank: " << p.threads << "\n";
   if (!p.fits) {
     out << "no time estimate: the calibration run would not fit in this machine's memory\n";
@@ -188,6 +193,7 @@ void print_plan(const Plan& p, const PlanOptions& o, std::ostream& out) {
 void print_plan_json(const Plan& p, std::ostream& out) {
   JsonWriter w(out);
   w.begin_object().key("qubits").value(p.qubits).key("precision").value(p.precision);
+  w.key("backend").value(p.backend);
   w.key("state_bytes").value(static_cast<double>(p.state_bytes));
   w.key("states_at_once").value(p.states_at_once);
   w.key("rank_bytes").value(static_cast<double>(p.rank_bytes));

@@ -14,18 +14,19 @@ namespace qmlsim::train {
 struct PlanOptions {
   int ranks = 1;
   int ranks_per_node = 1;
-  int threads = 0;  // per rank; 0: this machine's cores / ranks_per_node
-  std::string backend = "cpu";
+  int threads = 0;              // per rank; 0: this machine's cores / ranks_per_node
+  std::string backend;          // cpu or cuda; empty: the config's job.backend
   double node_hour_price = -1;  // < 0: no cost line
 };
 
 struct Plan {
   int qubits = 0;
   std::string precision;
+  std::string backend;
   std::uint64_t state_bytes = 0;    // one state vector
   int states_at_once = 0;           // per rank: 2 per example in flight (state + adjoint)
   std::uint64_t rank_bytes = 0;     // state_bytes * states_at_once
-  std::uint64_t machine_bytes = 0;  // this machine's memory
+  std::uint64_t machine_bytes = 0;  // this machine's memory (cuda: the GPU's)
   bool fits = false;                // ranks_per_node ranks fit this machine (else no timings)
   int threads = 0;
   double step_s = 0, eval_s = 0, epoch_s = 0, run_s = 0;

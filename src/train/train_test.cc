@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "backends/cuda/statevector.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "train/jobs.h"
@@ -214,6 +215,30 @@ TEST_F(Training, RunDirectoryMisuseIsAnError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--resume with another config"), std::string::npos)
         << e.what();
+  }
+}
+
+TEST_F(Training, CudaBackendTrainsLikeTheCpu) {
+  // A short run of every job on the GPU ends at the CPU run's weights (to the
+  // precision's rounding); skipped where there is no GPU.
+  const cuda::DeviceStatus gpu = cuda::device_status();
+  if (gpu.count == 0) GTEST_SKIP() << "no GPU here (" << gpu.error << "): CUDA training skipped";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> jobs = {
+      {"qcnn.toml", {"train.epochs=2"}},
+      {"sonar_dressed.toml", {"train.epochs=2", "model.wires=8"}},
+      {"qaoa_maxcut.toml", {"train.steps=3"}}};
+  for (const auto& [example, sets] : jobs) {
+    std::vector<std::string> on_gpu = sets;
+    on_gpu.push_back("job.backend=\"cuda\"");
+    const io::Config c = config(example, sets), g = config(example, on_gpu);
+    const std::string dc = dir("cpu_" + example), dg = dir("gpu_" + example);
+    ASSERT_EQ(run(c, dc), 0);
+    ASSERT_EQ(run(g, dg), 0);
+    const std::vector<double> wc = weights(c, dc), wg = weights(g, dg);
+    ASSERT_EQ(wc.size(), wg.size());
+    const bool single = c.get_choice("job.precision", {"c64", "c128"}) == "c64";
+    for (std::size_t i = 0; i < wc.size(); ++i)
+      EXPECT_NEAR(wg[i], wc[i], single ? 1e-3 : 1e-9) << example << " weight " << i;
   }
 }
 

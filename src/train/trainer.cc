@@ -156,6 +156,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
   const models::HybridModel& model = *job.model;
   const ml::ParamLayout& layout = model.layout();
   const models::EvalOptions eval = eval_options(config, world.local_size());
+  use_backend(eval, world.local_rank());
   const auto seed = static_cast<std::uint64_t>(config.get_int("job.seed", 0, INT64_MAX));
   const auto epochs = static_cast<int>(config.get_int("train.epochs", 1, 1000000));
   const auto batch = static_cast<std::size_t>(config.get_int("train.batch_size", 1, 1 << 30));
@@ -388,6 +389,7 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   const auto model = make_qaoa_job(config);
   const ml::ParamLayout& layout = model->layout();
   const models::EvalOptions eval = eval_options(config, world.local_size());
+  use_backend(eval, world.local_rank());
   const auto seed = static_cast<std::uint64_t>(config.get_int("job.seed", 0, INT64_MAX)) +
                     static_cast<std::uint64_t>(world.rank());
   const std::int64_t steps = config.get_int("train.steps", 0, 1000000000);
@@ -513,6 +515,7 @@ int train(const io::Config& config, const TrainOptions& options, std::ostream& o
 
 void infer(const io::Config& config, const std::string& weights, std::ostream& out) {
   const models::EvalOptions eval = eval_options(config);
+  use_backend(eval, comm::Comm::world().local_rank());
   if (config.kind() == "qaoa") {
     const auto model = make_qaoa_job(config);
     const std::vector<double> params = io::load_weights(weights, model->layout());

@@ -355,7 +355,9 @@ DeviceStatus device_status() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    s.error = cudaGetErrorString(e);
+    s.error = e == cudaErrorInsufficientDriver
+                  ? "no NVIDIA driver is loaded, or it is older than this CUDA runtime needs"
+                  : std::string("the CUDA runtime says: ") + cudaGetErrorString(e);
     cudaGetLastError();  // clear it
     return s;
   }

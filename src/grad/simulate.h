@@ -1,0 +1,37 @@
+// Forward simulation on either backend: bind, fuse, run, read out. The one
+// place the models and the CLI turn a circuit into expectation values, samples
+// and the most probable basis state.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "circuit/circuit.h"
+#include "circuit/observable.h"
+#include "grad/adjoint.h"
+
+namespace qmlsim {
+
+struct SimulateRequest {
+  std::vector<PauliSum> observables;
+  std::int64_t shots = 0;  // samples of all qubits (seeded)
+  std::uint64_t seed = 1;
+  bool most_probable = false;  // find the basis state of highest probability
+};
+
+struct SimulateResult {
+  std::vector<double> expvals;  // one per observable
+  std::map<index_t, std::int64_t> counts;
+  index_t most_probable = 0;
+  std::size_t gates_after_fusion = 0;
+};
+
+// The final state of c at theta on options.backend (threads, fusion and chunks
+// as for adjoint_vjp), read out as requested.
+template <class R>
+SimulateResult simulate(const Circuit& c, std::span<const double> theta, const SimulateRequest& req,
+                        const AdjointOptions& options);
+
+}  // namespace qmlsim
