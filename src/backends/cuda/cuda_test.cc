@@ -7,6 +7,7 @@
 #include <random>
 
 #include "backends/cpu/statevector.h"
+#include "backends/cuda/small_batch.h"
 #include "backends/cuda/statevector.h"
 #include "passes/fusion.h"
 #include "testing/dense_oracle.h"
@@ -147,6 +148,50 @@ TEST_F(CudaVsCpu, SamplesEqualTheCpuBackendsForTheSameSeed) {
   g.apply(gates);
   EXPECT_EQ(c.sample(1000, 7), g.sample(1000, 7));
 }
+
+template <class R>
+void check_small_batch() {
+  // Items with different gates, forward and backward in one launch each,
+  // against the CPU backend item by item.
+  std::mt19937_64 rng(12);
+  for (int n : {3, 8, small_batch_max_qubits(sizeof(R) == 4 ? Precision::c64 : Precision::c128)}) {
+    std::vector<std::vector<BoundGate>> forward, inverse;
+    std::vector<std::vector<char>> measure;
+    std::vector<PauliSum> h;
+    for (int i = 0; i < 37; ++i) {
+      forward.push_back(bind_params(testing::random_circuit(n, 20, rng, true), {}));
+      inverse.emplace_back();
+      measure.emplace_back();
+      for (const BoundGate& g : forward.back()) {
+        inverse.back().push_back(adjoint(g));
+        measure.back().push_back((g.diagonal && g.num_targets() <= 5) || g.num_targets() <= 2);
+      }
+      h.push_back(random_observable(n, rng));
+    }
+    const std::vector<PauliSum> obs = {h[0], h[1]};
+    SmallBatch<R> batch(n, forward);
+    const std::vector<std::vector<double>> e = batch.run(obs);
+    std::vector<std::vector<Matrix>> got;
+    batch.adjoint_sweep(h, inverse, measure, got);
+    for (std::size_t i = 0; i < forward.size(); ++i) {
+      cpu::StateVector<R> phi(n), lam(n);
+      phi.apply(forward[i]);
+      for (std::size_t k = 0; k < obs.size(); ++k)
+        EXPECT_NEAR(e[i][k], phi.expval(obs[k]), 100 * tol<R>()) << "item " << i;
+      lam.assign_applied(h[i], phi);
+      std::vector<Matrix> want;
+      phi.adjoint_sweep(lam, inverse[i], measure[i], want);
+      for (std::size_t j = 0; j < want.size(); ++j) {
+        ASSERT_EQ(want[j].size(), got[i][j].size()) << "item " << i << " gate " << j;
+        for (std::size_t x = 0; x < want[j].size(); ++x)
+          EXPECT_LT(std::abs(want[j][x] - got[i][j][x]), 100 * tol<R>()) << "item " << i;
+      }
+    }
+  }
+}
+
+TEST_F(CudaVsCpu, SmallBatchC64) { check_small_batch<float>(); }
+TEST_F(CudaVsCpu, SmallBatchC128) { check_small_batch<double>(); }
 
 TEST(Cuda, NoDeviceOrImpossibleSizeIsAClearError) {
   // Without a GPU (or without CUDA in the build) every state is refused with the

@@ -1,5 +1,6 @@
 // The CUDA backend's entry points in a build without the CUDA toolkit: every
 // use is a clear error, so `--backend cuda` fails with one line, never a crash.
+#include "backends/cuda/small_batch.h"
 #include "backends/cuda/statevector.h"
 #include "core/error.h"
 
@@ -91,5 +92,28 @@ void StateVector<R>::synchronize() const {
 
 template class StateVector<float>;
 template class StateVector<double>;
+
+template <class R>
+struct SmallBatch<R>::Impl {};
+template <class R>
+SmallBatch<R>::SmallBatch(int, const std::vector<std::vector<BoundGate>>&) : impl_(nullptr) {
+  unavailable();
+}
+template <class R>
+SmallBatch<R>::~SmallBatch() = default;
+template <class R>
+std::vector<std::vector<double>> SmallBatch<R>::run(const std::vector<PauliSum>&) {
+  unavailable();
+}
+template <class R>
+void SmallBatch<R>::adjoint_sweep(const std::vector<PauliSum>&,
+                                  const std::vector<std::vector<BoundGate>>&,
+                                  const std::vector<std::vector<char>>&,
+                                  std::vector<std::vector<Matrix>>&) {
+  unavailable();
+}
+
+template class SmallBatch<float>;
+template class SmallBatch<double>;
 
 }  // namespace qmlsim::cuda

@@ -1,0 +1,78 @@
+#include "backends/cuda/small_batch_pack.h"
+
+#include <algorithm>
+#include <string>
+
+#include "backends/cuda/small_batch.h"
+#include "core/error.h"
+
+namespace qmlsim::cuda {
+
+int small_batch_max_qubits(Precision p) { return p == Precision::c64 ? 13 : 12; }
+
+PackedItems pack_items(int n, const std::vector<std::vector<BoundGate>>& items,
+                       const std::vector<std::vector<char>>* measure) {
+  PackedItems p;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    p.first.push_back(static_cast<std::uint32_t>(p.gates.size()));
+    for (std::size_t j = 0; j < items[i].size(); ++j) {
+      const BoundGate& b = items[i][j];
+      PackedGate g;
+      g.k = b.num_targets();
+      g.diagonal = b.diagonal ? 1 : 0;
+      const int wires = g.k + static_cast<int>(b.controls.size());
+      if (wires > kPackMaxWires || wires > n)
+        throw Error("cuda small batch: a gate on " + std::to_string(wires) + " wires of " +
+                    std::to_string(n));
+      if (!b.diagonal && g.k > kPackMaxDense)
+        throw Error("cuda small batch: dense gates of " + std::to_string(g.k) +
+                    " targets exceed the " + std::to_string(kPackMaxDense) + " the kernels take");
+      std::vector<int> pos = b.targets;
+      pos.insert(pos.end(), b.controls.begin(), b.controls.end());
+      std::sort(pos.begin(), pos.end());
+      g.npos = static_cast<int>(pos.size());
+      for (int w = 0; w < g.k; ++w) g.targets[w] = b.targets[w];
+      for (int w = 0; w < g.npos; ++w) g.pos[w] = pos[w];
+      for (int c : b.controls) g.ctrl |= u64{1} << c;
+      g.matrix = p.matrices.size();
+      for (const cplx& e : b.matrix) {
+        p.matrices.push_back(e.real());
+        p.matrices.push_back(e.imag());
+      }
+      if (measure && (*measure)[i][j]) {
+        const bool ok = b.diagonal ? g.k <= 5 : g.k <= 2;
+        if (!ok)
+          throw Error("cuda: the adjoint gradient of a " +
+                      std::string(b.diagonal ? "diagonal" : "dense") + " gate on " +
+                      std::to_string(g.k) +
+                      " targets is not implemented on the GPU (at most 2 dense, 5 diagonal); use "
+                      "--backend cpu");
+        g.measured_entries = static_cast<int>(b.diagonal ? b.dim() : b.dim() * b.dim());
+        g.cross = static_cast<std::int64_t>(p.cross_doubles);
+        p.cross_doubles += 2 * static_cast<std::size_t>(g.measured_entries);
+      }
+      p.gates.push_back(g);
+    }
+  }
+  p.first.push_back(static_cast<std::uint32_t>(p.gates.size()));
+  return p;
+}
+
+PackedSums pack_sums(const std::vector<PauliSum>& sums) {
+  PackedSums p;
+  const cplx phase[4] = {{1, 0}, {0, 1}, {-1, 0}, {0, -1}};  // i^popc(x & z): the Y factors
+  for (const PauliSum& h : sums) {
+    p.first.push_back(static_cast<std::uint32_t>(p.x.size()));
+    for (const PauliTerm& t : h.terms) {
+      p.x.push_back(t.xmask);
+      p.z.push_back(t.zmask);
+      const cplx c = t.coeff * phase[__builtin_popcountll(t.xmask & t.zmask) % 4];
+      p.c.push_back(c.real());
+      p.c.push_back(c.imag());
+    }
+  }
+  p.first.push_back(static_cast<std::uint32_t>(p.x.size()));
+  return p;
+}
+
+}  // namespace qmlsim::cuda
