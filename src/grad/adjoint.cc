@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "backends/cpu/statevector.h"
+#include "backends/cuda/small_batch.h"
 #include "backends/cuda/statevector.h"
 #include "core/error.h"
 #include "core/parallel.h"
@@ -74,19 +75,17 @@ PauliSum weighted_sum(const std::vector<PauliSum>& obs, std::span<const double> 
   return h;
 }
 
-// One backward pass from the final state phi (consumed). Adds to grad.
-template <class SV>
-void backward(const Segmented& s, SV& phi, SV& lambda, const PauliSum& h,
-              std::vector<double>& grad) {
-  lambda.assign_applied(h, phi);
-  std::vector<BoundGate> inverse;
-  std::vector<char> measure;
+// The inverse gates of a segmented tape and which of them are measured.
+void inverse_gates(const Segmented& s, std::vector<BoundGate>& inverse,
+                   std::vector<char>& measure) {
   for (std::size_t i = 0; i < s.gates.size(); ++i) {
     inverse.push_back(adjoint(s.gates[i]));
     measure.push_back(s.step[i] != nullptr);
   }
-  std::vector<Matrix> m;
-  phi.adjoint_sweep(lambda, inverse, measure, m);
+}
+
+// Adds every angle's dL/da, from the cross matrices m of the measured gates, to grad.
+void accumulate(const Segmented& s, const std::vector<Matrix>& m, std::vector<double>& grad) {
   for (std::size_t i = 0; i < s.gates.size(); ++i) {
     const TapeStep* t = s.step[i];
     if (!t) continue;
@@ -97,6 +96,19 @@ void backward(const Segmented& s, SV& phi, SV& lambda, const PauliSum& h,
       grad[static_cast<std::size_t>(d.slot)] += 2.0 * acc.real() * d.scale;
     }
   }
+}
+
+// One backward pass from the final state phi (consumed). Adds to grad.
+template <class SV>
+void backward(const Segmented& s, SV& phi, SV& lambda, const PauliSum& h,
+              std::vector<double>& grad) {
+  lambda.assign_applied(h, phi);
+  std::vector<BoundGate> inverse;
+  std::vector<char> measure;
+  inverse_gates(s, inverse, measure);
+  std::vector<Matrix> m;
+  phi.adjoint_sweep(lambda, inverse, measure, m);
+  accumulate(s, m, grad);
 }
 
 template <class SV>
@@ -194,6 +206,73 @@ std::vector<AdjointResult> adjoint_vjp_batch(const Circuit& c,
   return out;
 }
 
+namespace {
+
+// Every item in one small batch on the GPU (cuda/small_batch.h).
+template <class R>
+std::vector<AdjointResult> vjp_small_batch(int n, const std::vector<const Circuit*>& circuits,
+                                           const std::vector<std::vector<double>>& thetas,
+                                           const std::vector<PauliSum>& observables,
+                                           const std::vector<WeightsFn>& weights,
+                                           const AdjointOptions& options) {
+  const std::size_t items = circuits.size();
+  std::vector<Segmented> segmented;
+  std::vector<std::vector<BoundGate>> forward(items), inverse(items);
+  std::vector<std::vector<char>> measure(items);
+  for (std::size_t i = 0; i < items; ++i) {
+    const std::vector<TapeStep> tape = make_tape(*circuits[i], thetas[i]);
+    segmented.push_back(segment(tape, options.fusion));
+    forward[i] = forward_gates(tape, options.fusion);
+    inverse_gates(segmented.back(), inverse[i], measure[i]);
+  }
+  cuda::SmallBatch<R> batch(n, forward);
+  std::vector<AdjointResult> out(items);
+  const std::vector<std::vector<double>> e = batch.run(observables);
+  std::vector<PauliSum> h;
+  for (std::size_t i = 0; i < items; ++i) {
+    out[i].expvals = e[i];
+    const std::vector<double> w = weights[i](out[i].expvals);
+    if (w.size() != observables.size())
+      throw Error("adjoint_vjp_many: " + std::to_string(w.size()) + " weights for " +
+                  std::to_string(observables.size()) + " observables");
+    h.push_back(weighted_sum(observables, w));
+  }
+  std::vector<std::vector<Matrix>> m;
+  batch.adjoint_sweep(h, inverse, measure, m);
+  for (std::size_t i = 0; i < items; ++i) {
+    out[i].gradient.assign(thetas[i].size(), 0.0);
+    accumulate(segmented[i], m[i], out[i].gradient);
+  }
+  return out;
+}
+
+}  // namespace
+
+template <class R>
+std::vector<AdjointResult> adjoint_vjp_many(const std::vector<const Circuit*>& circuits,
+                                            const std::vector<std::vector<double>>& thetas,
+                                            const std::vector<PauliSum>& observables,
+                                            const std::vector<WeightsFn>& weights,
+                                            const AdjointOptions& options) {
+  assert(circuits.size() == thetas.size() && circuits.size() == weights.size());
+  if (circuits.empty()) return {};
+  const int n = circuits[0]->num_qubits();
+  for (const Circuit* c : circuits)
+    if (c->num_qubits() != n) throw Error("adjoint_vjp_many: circuits of different sizes");
+  const Precision p = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
+  if (options.backend == Backend::cuda && n <= cuda::small_batch_max_qubits(p))
+    return vjp_small_batch<R>(n, circuits, thetas, observables, weights, for_backend(options));
+  std::vector<AdjointResult> out(circuits.size());
+  const bool small = options.backend == Backend::cpu && (std::int64_t{1} << n) < kMinParallelWork;
+  AdjointOptions inner = options;
+  if (small) inner.threads = 1;
+  const int outer = small ? options.threads : 1;
+#pragma omp parallel for schedule(dynamic) num_threads(outer) if (outer > 1)
+  for (std::size_t i = 0; i < circuits.size(); ++i)
+    out[i] = adjoint_vjp<R>(*circuits[i], thetas[i], observables, weights[i], inner);
+  return out;
+}
+
 #define QMLSIM_INSTANTIATE(R)                                                                  \
   template AdjointResult adjoint_vjp<R>(const Circuit&, std::span<const double>,               \
                                         const std::vector<PauliSum>&, std::span<const double>, \
@@ -206,7 +285,10 @@ std::vector<AdjointResult> adjoint_vjp_batch(const Circuit& c,
       const AdjointOptions&);                                                                  \
   template std::vector<AdjointResult> adjoint_vjp_batch<R>(                                    \
       const Circuit&, const std::vector<std::vector<double>>&, const std::vector<PauliSum>&,   \
-      const std::vector<std::vector<double>>&, const AdjointOptions&);
+      const std::vector<std::vector<double>>&, const AdjointOptions&);                         \
+  template std::vector<AdjointResult> adjoint_vjp_many<R>(                                     \
+      const std::vector<const Circuit*>&, const std::vector<std::vector<double>>&,             \
+      const std::vector<PauliSum>&, const std::vector<WeightsFn>&, const AdjointOptions&);
 QMLSIM_INSTANTIATE(float)
 QMLSIM_INSTANTIATE(double)
 #undef QMLSIM_INSTANTIATE

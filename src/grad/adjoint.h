@@ -66,4 +66,17 @@ std::vector<AdjointResult> adjoint_vjp_batch(const Circuit& c,
                                              const std::vector<std::vector<double>>& weights,
                                              const AdjointOptions& options);
 
+// Vector-Jacobian products of many circuits on n qubits, each with its own
+// parameters and upstream-weights function (one per training example, say;
+// circuits may differ). On the cuda backend, states of at most
+// cuda::small_batch_max_qubits qubits run all at once, one kernel launch
+// forward and one backward; elsewhere item by item, one item per thread for
+// small states. Results equal adjoint_vjp's item by item.
+template <class R>
+std::vector<AdjointResult> adjoint_vjp_many(const std::vector<const Circuit*>& circuits,
+                                            const std::vector<std::vector<double>>& thetas,
+                                            const std::vector<PauliSum>& observables,
+                                            const std::vector<WeightsFn>& weights,
+                                            const AdjointOptions& options);
+
 }  // namespace qmlsim

@@ -3,7 +3,10 @@
 #include <algorithm>
 
 #include "backends/cpu/statevector.h"
+#include "backends/cuda/small_batch.h"
 #include "backends/cuda/statevector.h"
+#include "core/error.h"
+#include "core/parallel.h"
 #include "passes/fusion.h"
 
 namespace qmlsim {
@@ -64,6 +67,45 @@ SimulateResult simulate(const Circuit& c, std::span<const double> theta, const S
   }
   return out;
 }
+
+template <class R>
+std::vector<std::vector<double>> expvals_many(const std::vector<const Circuit*>& circuits,
+                                              const std::vector<std::vector<double>>& thetas,
+                                              const std::vector<PauliSum>& observables,
+                                              const AdjointOptions& options) {
+  if (circuits.empty()) return {};
+  const int n = circuits[0]->num_qubits();
+  for (const Circuit* c : circuits)
+    if (c->num_qubits() != n) throw Error("expvals_many: circuits of different sizes");
+  const Precision p = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
+  if (options.backend == Backend::cuda && n <= cuda::small_batch_max_qubits(p)) {
+    const int fusion = std::min(options.fusion, cuda::kMaxDenseTargets);
+    std::vector<std::vector<BoundGate>> gates;
+    for (std::size_t i = 0; i < circuits.size(); ++i) {
+      gates.push_back(bind_params(*circuits[i], thetas[i]));
+      if (fusion > 0) gates.back() = fuse(gates.back(), {fusion, std::max(10, fusion)});
+    }
+    return cuda::SmallBatch<R>(n, gates).run(observables);
+  }
+  std::vector<std::vector<double>> out(circuits.size());
+  const bool small = options.backend == Backend::cpu && (std::int64_t{1} << n) < kMinParallelWork;
+  AdjointOptions inner = options;
+  if (small) inner.threads = 1;
+  const int outer = small ? options.threads : 1;
+  SimulateRequest req;
+  req.observables = observables;
+#pragma omp parallel for schedule(dynamic) num_threads(outer) if (outer > 1)
+  for (std::size_t i = 0; i < circuits.size(); ++i)
+    out[i] = simulate<R>(*circuits[i], thetas[i], req, inner).expvals;
+  return out;
+}
+
+template std::vector<std::vector<double>> expvals_many<float>(
+    const std::vector<const Circuit*>&, const std::vector<std::vector<double>>&,
+    const std::vector<PauliSum>&, const AdjointOptions&);
+template std::vector<std::vector<double>> expvals_many<double>(
+    const std::vector<const Circuit*>&, const std::vector<std::vector<double>>&,
+    const std::vector<PauliSum>&, const AdjointOptions&);
 
 template SimulateResult simulate<float>(const Circuit&, std::span<const double>,
                                         const SimulateRequest&, const AdjointOptions&);

@@ -34,4 +34,13 @@ template <class R>
 SimulateResult simulate(const Circuit& c, std::span<const double> theta, const SimulateRequest& req,
                         const AdjointOptions& options);
 
+// <H_k> of many circuits on n qubits, each with its own parameters: out[i][k].
+// On the cuda backend, states of at most cuda::small_batch_max_qubits qubits run
+// in one kernel launch; elsewhere item by item (one per thread when small).
+template <class R>
+std::vector<std::vector<double>> expvals_many(const std::vector<const Circuit*>& circuits,
+                                              const std::vector<std::vector<double>>& thetas,
+                                              const std::vector<PauliSum>& observables,
+                                              const AdjointOptions& options);
+
 }  // namespace qmlsim

@@ -1,5 +1,6 @@
 #include "models/hybrid.h"
 
+#include "backends/cuda/small_batch.h"
 #include "core/trace.h"
 #include "grad/adjoint.h"
 #include "grad/simulate.h"
@@ -77,9 +78,71 @@ double HybridModel::gradient_one(std::span<const double> params, std::span<const
   return prediction;
 }
 
+bool HybridModel::batched_on_gpu(const EvalOptions& options) const {
+  return options.backend == Backend::cuda &&
+         num_qubits_ <= cuda::small_batch_max_qubits(options.precision);
+}
+
+template <class R>
+void HybridModel::gradient_batch(std::span<const double> params, const ml::Dataset& data,
+                                 const std::vector<std::size_t>& index, const ml::Loss& loss,
+                                 std::vector<double>& rows, const EvalOptions& options) const {
+  const std::size_t width = row_width();
+  std::vector<const Circuit*> circuits;
+  std::vector<std::vector<double>> thetas;
+  std::vector<WeightsFn> weights;
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    const std::vector<double>& x = data.x[index[i]];
+    circuits.push_back(&circuit(x));
+    thetas.push_back(theta(params, x));
+    double* row = &rows[i * width];
+    const double label = data.y[index[i]];
+    weights.push_back([this, row, label, &loss, params](std::span<const double> e) {
+      std::copy(e.begin(), e.end(), row + kReadoutOffset);
+      const double prediction = head(params, e);
+      row[kPredictionOffset] = prediction;
+      row[kLossOffset] = loss.value(prediction, label);
+      std::vector<double> d_e(e.size());
+      head_backward(params, e, loss.derivative(prediction, label), d_e,
+                    std::span<double>(row + grad_offset(), layout_.size()));
+      return d_e;
+    });
+  }
+  const std::vector<AdjointResult> r =
+      adjoint_vjp_many<R>(circuits, thetas, readouts_, weights, engine(options));
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    const std::span<double> grad(&rows[i * width] + grad_offset(), layout_.size());
+    for (std::size_t k = 0; k < num_quantum_; ++k) grad[quantum_offset_ + k] += r[i].gradient[k];
+    encode_backward(params, data.x[index[i]],
+                    std::span<const double>(r[i].gradient).subspan(num_quantum_), grad);
+  }
+}
+
+template <class R>
+std::vector<double> HybridModel::predict_batch(std::span<const double> params,
+                                               const ml::Dataset& data,
+                                               const std::vector<std::size_t>& index,
+                                               const EvalOptions& options) const {
+  std::vector<const Circuit*> circuits;
+  std::vector<std::vector<double>> thetas;
+  for (std::size_t i : index) {
+    circuits.push_back(&circuit(data.x[i]));
+    thetas.push_back(theta(params, data.x[i]));
+  }
+  const std::vector<std::vector<double>> e =
+      expvals_many<R>(circuits, thetas, readouts_, engine(options));
+  std::vector<double> out;
+  for (const std::vector<double>& ei : e) out.push_back(head(params, ei));
+  return out;
+}
+
 std::vector<double> HybridModel::predict(std::span<const double> params, const ml::Dataset& data,
                                          const std::vector<std::size_t>& index,
                                          const EvalOptions& options) const {
+  if (batched_on_gpu(options))
+    return options.precision == Precision::c64
+               ? predict_batch<float>(params, data, index, options)
+               : predict_batch<double>(params, data, index, options);
   std::vector<double> out(index.size());
   for_each_example(index.size(), one_example_per_thread(index.size(), options.threads),
                    options.threads, [&](std::size_t i, int threads) {
@@ -100,6 +163,13 @@ std::vector<double> HybridModel::example_rows(std::span<const double> params,
                                               const EvalOptions& options) const {
   const std::size_t width = row_width();
   std::vector<double> rows(index.size() * width, 0.0);
+  if (batched_on_gpu(options)) {
+    if (options.precision == Precision::c64)
+      gradient_batch<float>(params, data, index, loss, rows, options);
+    else
+      gradient_batch<double>(params, data, index, loss, rows, options);
+    return rows;
+  }
   for_each_example(
       index.size(), one_example_per_thread(index.size(), options.threads), options.threads,
       [&](std::size_t i, int threads) {

@@ -115,6 +115,16 @@ class HybridModel {
   double gradient_one(std::span<const double> params, std::span<const double> x, double label,
                       const ml::Loss& loss, std::span<double> grad, double* loss_value,
                       std::span<double> readouts, const EvalOptions& options) const;
+  // The GPU's small batches: every example of `index` at once (rows as example_rows).
+  bool batched_on_gpu(const EvalOptions& options) const;
+  template <class R>
+  void gradient_batch(std::span<const double> params, const ml::Dataset& data,
+                      const std::vector<std::size_t>& index, const ml::Loss& loss,
+                      std::vector<double>& rows, const EvalOptions& options) const;
+  template <class R>
+  std::vector<double> predict_batch(std::span<const double> params, const ml::Dataset& data,
+                                    const std::vector<std::size_t>& index,
+                                    const EvalOptions& options) const;
 };
 
 // Observable Z on one qubit.
