@@ -3,8 +3,9 @@
 
 Each row runs a short training (--max-steps or a few epochs) into a temporary
 run directory and reads the step or epoch times from metrics.jsonl (medians).
-  python3 scripts/bench_jobs.py [--quick] [--binary build/release/qmlsim]
---quick skips the large rows (24-node QAOA, 23-qubit QCNN, 26-wire Sonar).
+  python3 scripts/bench_jobs.py [--quick | --large] [--backend cpu|cuda] [--binary build/release/qmlsim]
+--quick skips the large rows (24-node QAOA, 23-qubit QCNN, 26-wire Sonar);
+--large runs only those (the GPU targets of the CUDA issue).
 """
 import argparse
 import json
@@ -38,15 +39,18 @@ def fmt(seconds):
     return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def run_row(binary, row):
+def run_row(binary, row, backend):
     label, config, sets, steps, unit, batch, published, _ = row
     with tempfile.TemporaryDirectory() as d:
-        cmd = [binary, "train", os.path.join(ROOT, "examples", config), "--run-dir", d, "--quiet"]
+        cmd = [binary, "train", os.path.join(ROOT, "examples", config), "--run-dir", d, "--quiet",
+               "--backend", backend]
         for s in sets:
             cmd += ["--set", s]
         if steps >= 0:
             cmd += ["--max-steps", str(steps)]
-        subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
+        done = subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise SystemExit(f"bench_jobs: {' '.join(cmd)} exited {done.returncode}")
         records = [json.loads(line) for line in open(os.path.join(d, "metrics.jsonl"))]
     if unit == "epoch":
         times = [r["epoch_time_s"] for r in records if r["type"] == "epoch"]
@@ -58,14 +62,16 @@ def run_row(binary, row):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--large", action="store_true")
+    ap.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--binary", default=os.path.join(ROOT, "build", "release", "qmlsim"))
     args = ap.parse_args()
-    print("| job | qmlsim (this machine) | published |")
+    print(f"| job | qmlsim (this machine, {args.backend}) | published |")
     print("| --- | --- | --- |")
     for row in ROWS:
-        if args.quick and row[-1]:
+        if (args.quick and row[-1]) or (args.large and not row[-1]):
             continue
-        label, t, published, _ = run_row(args.binary, row)
+        label, t, published, _ = run_row(args.binary, row, args.backend)
         print(f"| {label} | {t} | {published} |", flush=True)
 
 
