@@ -195,7 +195,8 @@ std::vector<AdjointResult> adjoint_vjp_batch(const Circuit& c,
                                              const AdjointOptions& options) {
   assert(thetas.size() == weights.size());
   std::vector<AdjointResult> out(thetas.size());
-  const bool small = (std::int64_t{1} << c.num_qubits()) < kMinParallelWork;
+  const bool small =
+      options.backend == Backend::cpu && (std::int64_t{1} << c.num_qubits()) < kMinParallelWork;
   AdjointOptions inner = options;
   if (small) inner.threads = 1;
   const int outer = small ? options.threads : 1;

@@ -144,15 +144,15 @@ std::vector<double> HybridModel::predict(std::span<const double> params, const m
                ? predict_batch<float>(params, data, index, options)
                : predict_batch<double>(params, data, index, options);
   std::vector<double> out(index.size());
-  for_each_example(index.size(), one_example_per_thread(index.size(), options.threads),
-                   options.threads, [&](std::size_t i, int threads) {
-                     EvalOptions o = options;
-                     o.threads = threads;
-                     const std::vector<double>& x = data.x[index[i]];
-                     out[i] = options.precision == Precision::c64
-                                  ? predict_one<float>(params, x, o)
-                                  : predict_one<double>(params, x, o);
-                   });
+  for_each_example(
+      index.size(), one_example_per_thread(index.size(), options.threads, options.backend),
+      options.threads, [&](std::size_t i, int threads) {
+        EvalOptions o = options;
+        o.threads = threads;
+        const std::vector<double>& x = data.x[index[i]];
+        out[i] = options.precision == Precision::c64 ? predict_one<float>(params, x, o)
+                                                     : predict_one<double>(params, x, o);
+      });
   return out;
 }
 
@@ -171,8 +171,8 @@ std::vector<double> HybridModel::example_rows(std::span<const double> params,
     return rows;
   }
   for_each_example(
-      index.size(), one_example_per_thread(index.size(), options.threads), options.threads,
-      [&](std::size_t i, int threads) {
+      index.size(), one_example_per_thread(index.size(), options.threads, options.backend),
+      options.threads, [&](std::size_t i, int threads) {
         EvalOptions o = options;
         o.threads = threads;
         double* row = &rows[i * width];

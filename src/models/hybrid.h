@@ -49,8 +49,12 @@ class HybridModel {
   // them, states of at most 2^18 amplitudes), false when they run in turn with
   // the threads inside each state. Measured with the QCNN at 14-20 qubits, 2
   // threads: one state per thread is faster up to 16 qubits and equal at 18-20.
-  bool one_example_per_thread(std::size_t count, int threads) const {
-    return num_qubits_ <= 18 && count >= static_cast<std::size_t>(threads);
+  // On the GPU, examples run in turn on the calling thread (it holds the device;
+  // small circuits go to the GPU's own batches instead).
+  bool one_example_per_thread(std::size_t count, int threads,
+                              Backend backend = Backend::cpu) const {
+    return backend == Backend::cpu && num_qubits_ <= 18 &&
+           count >= static_cast<std::size_t>(threads);
   }
   const std::vector<PauliSum>& readouts() const { return readouts_; }
   std::size_t row_width() const { return grad_offset() + layout_.size(); }

@@ -53,7 +53,7 @@ double share_time(const models::HybridModel& model, const ml::Dataset& data, std
   // One state per thread: time a few rounds of `threads` examples at once (the
   // rounds amortise the start of a parallel region, as a real batch does).
   const bool per_thread =
-      model.one_example_per_thread(static_cast<std::size_t>(count), eval.threads);
+      model.one_example_per_thread(static_cast<std::size_t>(count), eval.threads, eval.backend);
   const std::int64_t sample = per_thread ? std::min<std::int64_t>(count, 4 * eval.threads) : 1;
   std::vector<std::size_t> idx(static_cast<std::size_t>(sample));
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i % data.size();
@@ -117,7 +117,7 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
     const auto n = static_cast<std::int64_t>(job.train.size());
     const std::int64_t share = ceil_div(std::min(batch, n), options.ranks);
     const bool per_thread =
-        model.one_example_per_thread(static_cast<std::size_t>(share), p.threads);
+        model.one_example_per_thread(static_cast<std::size_t>(share), p.threads, eval.backend);
     p.steps_per_epoch = ceil_div(n, batch);
     p.epochs = c.get_int("train.epochs", 1, 1000000);
     if (sizes(model.num_qubits(), 2 * (per_thread ? p.threads : 1))) {

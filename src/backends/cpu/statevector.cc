@@ -106,9 +106,32 @@ class BlockWeights {
         ti_[k][i] += sgn * g.w[t].imag();
       }
     }
+    for (const std::vector<double>& tr : tr_) {
+      tr2_.emplace_back(2 * bsize);
+      for (index_t i = 0; i < bsize; ++i) tr2_.back()[2 * i] = tr2_.back()[2 * i + 1] = tr[i];
+    }
   }
   int low_bits() const { return lb_; }
   bool complex() const { return complex_; }
+  // Real weights with both slots of each amplitude (w2[2i] = w2[2i+1] = wr[i]),
+  // for sums over interleaved amplitudes. REQUIRES !complex().
+  // With a single table (every z mask has the same high part), block b's
+  // interleaved weights are sign * that table: no fill needed.
+  const double* single_interleaved(index_t b, double& sign) const {
+    if (high_.size() != 1) return nullptr;
+    sign = parity(b & high_[0]) ? -1.0 : 1.0;
+    return tr2_[0].data();
+  }
+  void fill_interleaved(index_t b, double* w2) const {
+    const index_t bsize = index_t{1} << lb_;
+    std::fill(w2, w2 + 2 * bsize, 0.0);
+    for (std::size_t k = 0; k < high_.size(); ++k) {
+      const double sgn = parity(b & high_[k]) ? -1.0 : 1.0;
+      const double* tr2 = tr2_[k].data();
+#pragma omp simd
+      for (index_t j = 0; j < 2 * bsize; ++j) w2[j] += sgn * tr2[j];
+    }
+  }
   // wr, wi (2^low_bits entries each) = the weights of block b.
   void fill(index_t b, double* wr, double* wi) const {
     const index_t bsize = index_t{1} << lb_;
@@ -131,10 +154,79 @@ class BlockWeights {
   int lb_;
   bool complex_ = false;
   std::vector<index_t> high_;
-  std::vector<std::vector<double>> tr_, ti_;
+  std::vector<std::vector<double>> tr_, ti_, tr2_;
 };
 
+// sum_i |a_i|^2 weight(i) for a diagonal group with real weights: one
+// contiguous multiply-add per real, in fixed blocks.
+template <class R>
+double diagonal_norm_pass(const BlockWeights& weights, const R* a, int n, int threads) {
+  const int lb = weights.low_bits();
+  const index_t bsize = index_t{1} << lb;
+  const std::int64_t nblocks = std::int64_t{1} << (n - lb);
+  std::vector<double> partial(static_cast<std::size_t>(nblocks));
+  parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t b) {
+    double sign = 1;
+    const double* w = weights.single_interleaved(static_cast<index_t>(b), sign);
+    if (!w) {
+      thread_local std::vector<double> w2;
+      w2.resize(2 * bsize);
+      weights.fill_interleaved(static_cast<index_t>(b), w2.data());
+      w = w2.data();
+    }
+    const R* x = a + 2 * (static_cast<index_t>(b) << lb);
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (index_t j = 0; j < 2 * bsize; ++j) s += static_cast<double>(x[j]) * x[j] * w[j];
+    partial[static_cast<std::size_t>(b)] = sign * s;
+  });
+  double sum = 0;
+  for (double p : partial) sum += p;
+  return sum;
+}
+
 // sum_i conj(bra[i ^ x]) ket[i] weight(i), in fixed blocks.
+// Re sum_i conj(a[i ^ x]) a[i] weight(i) for real weights, x != 0: within a
+// block, runs of 2^p amplitudes (p = the lowest set bit of x's low part) meet
+// contiguous partner runs, so Re(conj(b) k) = b_re k_re + b_im k_im is one
+// contiguous multiply-add per real.
+template <class R>
+double flip_real_pass(const TermGroup& g, const BlockWeights& weights, const R* a, int n,
+                      int threads) {
+  const int lb = weights.low_bits();
+  const index_t bsize = index_t{1} << lb, low_mask = bsize - 1;
+  const index_t xlo = g.x & low_mask, xhi = g.x & ~low_mask;
+  const int p = xlo == 0 ? lb : std::countr_zero(xlo);
+  const index_t run = index_t{1} << p;
+  const std::int64_t nblocks = std::int64_t{1} << (n - lb);
+  std::vector<double> partial(static_cast<std::size_t>(nblocks));
+  parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t b) {
+    double sign = 1;
+    const double* w = weights.single_interleaved(static_cast<index_t>(b), sign);
+    if (!w) {
+      thread_local std::vector<double> w2;
+      w2.resize(2 * bsize);
+      weights.fill_interleaved(static_cast<index_t>(b), w2.data());
+      w = w2.data();
+    }
+    const index_t base = static_cast<index_t>(b) << lb;
+    const R* k = a + 2 * base;
+    const R* q = a + 2 * (base ^ xhi);
+    double s = 0;
+    for (index_t r = 0; r < bsize; r += run) {
+      const R* kr = k + 2 * r;
+      const R* br = q + 2 * (r ^ xlo);
+      const double* wr = w + 2 * r;
+#pragma omp simd reduction(+ : s)
+      for (index_t j = 0; j < 2 * run; ++j) s += static_cast<double>(br[j]) * kr[j] * wr[j];
+    }
+    partial[static_cast<std::size_t>(b)] = sign * s;
+  });
+  double sum = 0;
+  for (double v : partial) sum += v;
+  return sum;
+}
+
 template <class R>
 cplx group_pass(const TermGroup& g, const R* bra, const R* ket, int n, int threads) {
   const BlockWeights weights(g, n);
@@ -172,6 +264,14 @@ cplx group_pass(const TermGroup& g, const R* bra, const R* ket, int n, int threa
   return sum;
 }
 
+// Re <psi|group|psi>: the real-weight cases without complex products.
+template <class R>
+double real_group_pass(const TermGroup& g, const R* a, int n, int threads) {
+  const BlockWeights weights(g, n);
+  if (weights.complex()) return group_pass(g, a, a, n, threads).real();
+  if (g.x == 0) return diagonal_norm_pass(weights, a, n, threads);
+  return flip_real_pass(g, weights, a, n, threads);
+}
 }  // namespace
 
 template <class R>
@@ -697,7 +797,7 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
 
 template <class R>
 double StateVector<R>::norm_squared() const {
-  return group_pass(TermGroup{0, {1.0}, {0}}, amps_.data(), amps_.data(), n_, threads_).real();
+  return real_group_pass(TermGroup{0, {1.0}, {0}}, amps_.data(), n_, threads_);
 }
 
 template <class R>
@@ -714,7 +814,11 @@ std::vector<double> StateVector<R>::probabilities() const {
 
 template <class R>
 double StateVector<R>::expval(const PauliSum& h) const {
-  return expval_between(h, *this);
+  double constant = 0;
+  double sum = 0;
+  for (const TermGroup& g : group_terms(h, constant))
+    sum += real_group_pass(g, amps_.data(), n_, threads_);
+  return constant != 0 ? sum + constant * norm_squared() : sum;
 }
 
 template <class R>
@@ -750,33 +854,48 @@ void StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
   const index_t bsize = index_t{1} << lb, low_mask = bsize - 1;
   // (P psi)_j = ph(j ^ x) psi_{j ^ x}, with P|i> = ph(i)|i ^ x>: block b of the
   // output reads block b ^ (x >> lb) of the input, whose weights are filled.
+  // Real weights (no odd number of Y factors): runs of 2^p amplitudes (p = the
+  // lowest set bit of x's low part) read contiguous partner runs, one
+  // multiply-add per real, as in flip_real_pass.
   parallel_for(std::int64_t{1} << (n_ - lb), threads_, std::int64_t{1} << n_, [&](std::int64_t b) {
-    thread_local std::vector<double> acc_r, acc_i, wr, wi;
-    acc_r.assign(bsize, 0.0);
-    acc_i.assign(bsize, 0.0);
+    thread_local std::vector<double> acc, wr, wi, w2;
+    acc.resize(2 * bsize);
     wr.resize(bsize);
     wi.resize(bsize);
+    w2.resize(2 * bsize);
     const index_t base = static_cast<index_t>(b) << lb;
-    for (index_t j = 0; j < bsize; ++j) {
-      acc_r[j] = constant * in[2 * (base + j)];
-      acc_i[j] = constant * in[2 * (base + j) + 1];
-    }
+    double* a = acc.data();
+    for (index_t j = 0; j < 2 * bsize; ++j) a[j] = constant * in[2 * base + j];
     for (std::size_t k = 0; k < groups.size(); ++k) {
       const index_t x = groups[k].x, xlo = x & low_mask;
       const index_t ibase = base ^ (x & ~low_mask);
-      weights[k].fill(ibase >> lb, wr.data(), wi.data());
       const R* src_block = in + 2 * ibase;
+      if (!weights[k].complex()) {
+        double sign = 1;
+        const double* w = weights[k].single_interleaved(ibase >> lb, sign);
+        if (!w) {
+          weights[k].fill_interleaved(ibase >> lb, w2.data());
+          w = w2.data();
+        }
+        const index_t run = index_t{1} << (xlo == 0 ? lb : std::countr_zero(xlo));
+        for (index_t r = 0; r < bsize; r += run) {
+          const R* s = src_block + 2 * (r ^ xlo);
+          const double* ws = w + 2 * (r ^ xlo);
+          double* ar = a + 2 * r;
+#pragma omp simd
+          for (index_t j = 0; j < 2 * run; ++j) ar[j] += sign * ws[j] * s[j];
+        }
+        continue;
+      }
+      weights[k].fill(ibase >> lb, wr.data(), wi.data());
       for (index_t j = 0; j < bsize; ++j) {
         const index_t i = j ^ xlo;
-        const double ar = src_block[2 * i], ai = src_block[2 * i + 1];
-        acc_r[j] += wr[i] * ar - wi[i] * ai;
-        acc_i[j] += wr[i] * ai + wi[i] * ar;
+        const double xr = src_block[2 * i], xi = src_block[2 * i + 1];
+        a[2 * j] += wr[i] * xr - wi[i] * xi;
+        a[2 * j + 1] += wr[i] * xi + wi[i] * xr;
       }
     }
-    for (index_t j = 0; j < bsize; ++j) {
-      out[2 * (base + j)] = static_cast<R>(acc_r[j]);
-      out[2 * (base + j) + 1] = static_cast<R>(acc_i[j]);
-    }
+    for (index_t j = 0; j < 2 * bsize; ++j) out[2 * base + j] = static_cast<R>(a[j]);
   });
 }
 

@@ -66,6 +66,33 @@ void check_expval(double tol) {
 TEST(StateVector, ExpvalMatchesDenseOracleC128) { check_expval<double>(1e-12); }
 TEST(StateVector, ExpvalMatchesDenseOracleC64) { check_expval<float>(1e-5); }
 
+template <class R>
+void check_expval_fast_paths(double tol) {
+  // expval's and assign_applied's real-weight passes (diagonal; flips inside a
+  // block, across blocks, both; one or several weight tables) against the dense
+  // oracle and against the general complex pass of expval_between.
+  std::mt19937_64 rng(4);
+  const int n = 11;  // 10-bit blocks: qubit 10 selects the block
+  const State psi = testing::random_state(n, rng);
+  StateVector<R> sv(n, 2);
+  sv.set_amplitudes(psi);
+  for (const char* text : {"Z0", "Z10", "Z0 Z10 - 0.5*Z3 + 0.25", "X10", "X10 Z3", "X0 X10", "X2",
+                           "X0", "Y3 Y10 + 0.7*X5 X6 Z10", "0.3*X4 Z1 Z0 - Z8 X9", "Y1"}) {
+    const PauliSum h = parse_pauli_sum(text, "test");
+    EXPECT_NEAR(sv.expval(h), testing::expval_dense(h, psi), tol) << text;
+    EXPECT_NEAR(sv.expval(h), sv.expval_between(h, sv), tol) << text;
+    StateVector<R> hp(n, 2);  // H|psi>, the adjoint method's first step
+    hp.assign_applied(h, sv);
+    EXPECT_LT(testing::max_abs_diff(hp.to_vector(),
+                                    testing::apply_dense(testing::pauli_matrix(h, n), psi)),
+              10 * tol)
+        << text;
+  }
+}
+
+TEST(StateVector, ExpvalFastPathsC128) { check_expval_fast_paths<double>(1e-12); }
+TEST(StateVector, ExpvalFastPathsC64) { check_expval_fast_paths<float>(1e-5); }
+
 TEST(StateVector, ExpvalBetweenIsTheRealPartOfTheMatrixElement) {
   std::mt19937_64 rng(2);
   const int n = 5;
