@@ -115,22 +115,26 @@ class BlockWeights {
   bool complex() const { return complex_; }
   // Real weights with both slots of each amplitude (w2[2i] = w2[2i+1] = wr[i]),
   // for sums over interleaved amplitudes. REQUIRES !complex().
-  // With a single table (every z mask has the same high part), block b's
-  // interleaved weights are sign * that table: no fill needed.
-  const double* single_interleaved(index_t b, double& sign) const {
-    if (high_.size() != 1) return nullptr;
-    sign = parity(b & high_[0]) ? -1.0 : 1.0;
-    return tr2_[0].data();
-  }
-  void fill_interleaved(index_t b, double* w2) const {
+  // Block b's real weights with both slots of each amplitude (w[2i] = w[2i+1]),
+  // times `sign`, for sums over interleaved amplitudes. REQUIRES !complex().
+  // With a single table (every z mask has the same high part) that table is
+  // returned as it is; otherwise the weights are summed into `scratch`.
+  const double* interleaved(index_t b, std::vector<double>& scratch, double& sign) const {
+    sign = 1;
+    if (high_.size() == 1) {
+      sign = parity(b & high_[0]) ? -1.0 : 1.0;
+      return tr2_[0].data();
+    }
     const index_t bsize = index_t{1} << lb_;
-    std::fill(w2, w2 + 2 * bsize, 0.0);
+    scratch.assign(2 * bsize, 0.0);
+    double* w2 = scratch.data();
     for (std::size_t k = 0; k < high_.size(); ++k) {
       const double sgn = parity(b & high_[k]) ? -1.0 : 1.0;
       const double* tr2 = tr2_[k].data();
 #pragma omp simd
       for (index_t j = 0; j < 2 * bsize; ++j) w2[j] += sgn * tr2[j];
     }
+    return w2;
   }
   // wr, wi (2^low_bits entries each) = the weights of block b.
   void fill(index_t b, double* wr, double* wi) const {
@@ -166,14 +170,9 @@ double diagonal_norm_pass(const BlockWeights& weights, const R* a, int n, int th
   const std::int64_t nblocks = std::int64_t{1} << (n - lb);
   std::vector<double> partial(static_cast<std::size_t>(nblocks));
   parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t b) {
+    thread_local std::vector<double> scratch;
     double sign = 1;
-    const double* w = weights.single_interleaved(static_cast<index_t>(b), sign);
-    if (!w) {
-      thread_local std::vector<double> w2;
-      w2.resize(2 * bsize);
-      weights.fill_interleaved(static_cast<index_t>(b), w2.data());
-      w = w2.data();
-    }
+    const double* w = weights.interleaved(static_cast<index_t>(b), scratch, sign);
     const R* x = a + 2 * (static_cast<index_t>(b) << lb);
     double s = 0;
 #pragma omp simd reduction(+ : s)
@@ -201,14 +200,9 @@ double flip_real_pass(const TermGroup& g, const BlockWeights& weights, const R* 
   const std::int64_t nblocks = std::int64_t{1} << (n - lb);
   std::vector<double> partial(static_cast<std::size_t>(nblocks));
   parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t b) {
+    thread_local std::vector<double> scratch;
     double sign = 1;
-    const double* w = weights.single_interleaved(static_cast<index_t>(b), sign);
-    if (!w) {
-      thread_local std::vector<double> w2;
-      w2.resize(2 * bsize);
-      weights.fill_interleaved(static_cast<index_t>(b), w2.data());
-      w = w2.data();
-    }
+    const double* w = weights.interleaved(static_cast<index_t>(b), scratch, sign);
     const index_t base = static_cast<index_t>(b) << lb;
     const R* k = a + 2 * base;
     const R* q = a + 2 * (base ^ xhi);
@@ -862,7 +856,6 @@ void StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
     acc.resize(2 * bsize);
     wr.resize(bsize);
     wi.resize(bsize);
-    w2.resize(2 * bsize);
     const index_t base = static_cast<index_t>(b) << lb;
     double* a = acc.data();
     for (index_t j = 0; j < 2 * bsize; ++j) a[j] = constant * in[2 * base + j];
@@ -872,11 +865,7 @@ void StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
       const R* src_block = in + 2 * ibase;
       if (!weights[k].complex()) {
         double sign = 1;
-        const double* w = weights[k].single_interleaved(ibase >> lb, sign);
-        if (!w) {
-          weights[k].fill_interleaved(ibase >> lb, w2.data());
-          w = w2.data();
-        }
+        const double* w = weights[k].interleaved(ibase >> lb, w2, sign);
         const index_t run = index_t{1} << (xlo == 0 ? lb : std::countr_zero(xlo));
         for (index_t r = 0; r < bsize; r += run) {
           const R* s = src_block + 2 * (r ^ xlo);

@@ -16,7 +16,8 @@ using u64 = std::uint64_t;
 
 // Inserts a zero bit at each of the ascending positions pos[0..n): the g-th
 // index whose bits at pos are all zero.
-QMLSIM_HD u64 insert_zeros(u64 g, const int* pos, int n) {
+template <class Pos>
+QMLSIM_HD u64 insert_zeros(u64 g, const Pos* pos, int n) {
   for (int k = 0; k < n; ++k) {
     const u64 low = g & ((u64{1} << pos[k]) - 1);
     g = ((g >> pos[k]) << (pos[k] + 1)) | low;
@@ -25,7 +26,8 @@ QMLSIM_HD u64 insert_zeros(u64 g, const int* pos, int n) {
 }
 
 // The local index of amplitude i for targets t[0..k): bit j = bit t[j] of i.
-QMLSIM_HD unsigned local_index(u64 i, const int* t, int k) {
+template <class Pos>
+QMLSIM_HD unsigned local_index(u64 i, const Pos* t, int k) {
   unsigned r = 0;
   for (int j = 0; j < k; ++j) r |= static_cast<unsigned>((i >> t[j]) & 1) << j;
   return r;

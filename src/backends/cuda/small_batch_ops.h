@@ -1,7 +1,7 @@
-// The small-batch kernels' arithmetic (small_batch.cu) as plain host+device
-// functions over a packed gate list: worker `tid` of `nt` takes every nt-th
-// group. The GPU runs them with the threads of a block; the CPU tests run them
-// with one worker against the CPU backend.
+// The CUDA kernels' arithmetic as plain host+device functions over packed
+// gates: worker `tid` of `nt` takes every nt-th group. The small batches run
+// them with the threads of a block, the big states with every thread of the
+// grid (grid-stride), and the CPU tests with one worker against the CPU backend.
 #pragma once
 
 #include <cstdint>
@@ -10,16 +10,18 @@
 
 namespace qmlsim::cuda {
 
-inline constexpr int kPackMaxWires = 16;  // targets + controls of a gate in a small state
+inline constexpr int kPackMaxWires = 40;  // targets + controls of a gate (= kMaxQubits)
 inline constexpr int kPackMaxDense = 5;   // = kMaxDenseTargets (statevector.h)
 
-// One gate of one item. Local index bit j of a dense matrix <-> targets[j].
+// One gate as every kernel sees it (120 bytes; passed by value to the big-state
+// kernels, read from a packed list by the small-batch ones). Local index bit j
+// of a dense matrix <-> targets[j].
 struct PackedGate {
   std::int32_t k = 0, npos = 0, diagonal = 0, measured_entries = 0;
-  std::int32_t targets[kPackMaxWires] = {};  // ascending
-  std::int32_t pos[kPackMaxWires] = {};      // targets and controls, ascending
-  u64 ctrl = 0;                              // control bits
-  u64 matrix = 0;                            // offset (doubles) of the interleaved matrix
+  std::int8_t targets[kPackMaxWires] = {};  // ascending
+  std::int8_t pos[kPackMaxWires] = {};      // targets and controls, ascending
+  u64 ctrl = 0;                             // control bits
+  u64 matrix = 0;                           // offset (doubles) of the interleaved matrix
   std::int64_t cross = -1;  // offset (doubles) of its cross matrix in the output, or -1
 };
 
@@ -188,14 +190,15 @@ QMLSIM_HD void pauli_apply_packed(const R* src, R* dst, int n, const PackedTerms
   }
 }
 
-// This worker's share of Re <a|H|a>.
+// This worker's share of Re <bra|H|ket>.
 template <class R>
-QMLSIM_HD double expval_partial_packed(const R* a, int n, const PackedTerms& h, int tid, int nt) {
+QMLSIM_HD double element_partial_packed(const R* bra, const R* ket, int n, const PackedTerms& h,
+                                        int tid, int nt) {
   double sum = 0;
   for (u64 j = static_cast<u64>(tid); j < (u64{1} << n); j += static_cast<u64>(nt)) {
     double re, im;
-    pauli_row_packed(a, j, h, re, im);
-    sum += static_cast<double>(a[2 * j]) * re + static_cast<double>(a[2 * j + 1]) * im;
+    pauli_row_packed(ket, j, h, re, im);
+    sum += static_cast<double>(bra[2 * j]) * re + static_cast<double>(bra[2 * j + 1]) * im;
   }
   return sum;
 }
@@ -219,7 +222,7 @@ QMLSIM_HD void forward_item(R* a, int n, const PackedGate* g, int count, const d
     sync();
   }
   for (int k = 0; k < nobs; ++k) {
-    const double v = reduce(expval_partial_packed(a, n, obs[k], tid, nt));
+    const double v = reduce(element_partial_packed(a, a, n, obs[k], tid, nt));
     if (tid == 0) expvals[k] = v;
   }
 }

@@ -10,6 +10,11 @@ namespace qmlsim::cuda {
 
 int small_batch_max_qubits(Precision p) { return p == Precision::c64 ? 13 : 12; }
 
+int cross_entries(const BoundGate& g) {
+  if (g.diagonal) return g.num_targets() <= 5 ? static_cast<int>(g.dim()) : 0;
+  return g.num_targets() <= 2 ? static_cast<int>(g.dim() * g.dim()) : 0;
+}
+
 PackedItems pack_items(int n, const std::vector<std::vector<BoundGate>>& items,
                        const std::vector<std::vector<char>>* measure) {
   PackedItems p;
@@ -22,11 +27,10 @@ PackedItems pack_items(int n, const std::vector<std::vector<BoundGate>>& items,
       g.diagonal = b.diagonal ? 1 : 0;
       const int wires = g.k + static_cast<int>(b.controls.size());
       if (wires > kPackMaxWires || wires > n)
-        throw Error("cuda small batch: a gate on " + std::to_string(wires) + " wires of " +
-                    std::to_string(n));
+        throw Error("cuda: a gate on " + std::to_string(wires) + " wires of " + std::to_string(n));
       if (!b.diagonal && g.k > kPackMaxDense)
-        throw Error("cuda small batch: dense gates of " + std::to_string(g.k) +
-                    " targets exceed the " + std::to_string(kPackMaxDense) + " the kernels take");
+        throw Error("cuda: dense gates of " + std::to_string(g.k) + " targets exceed the " +
+                    std::to_string(kPackMaxDense) + " the kernels take");
       std::vector<int> pos = b.targets;
       pos.insert(pos.end(), b.controls.begin(), b.controls.end());
       std::sort(pos.begin(), pos.end());
@@ -40,14 +44,13 @@ PackedItems pack_items(int n, const std::vector<std::vector<BoundGate>>& items,
         p.matrices.push_back(e.imag());
       }
       if (measure && (*measure)[i][j]) {
-        const bool ok = b.diagonal ? g.k <= 5 : g.k <= 2;
-        if (!ok)
+        if (cross_entries(b) == 0)
           throw Error("cuda: the adjoint gradient of a " +
                       std::string(b.diagonal ? "diagonal" : "dense") + " gate on " +
                       std::to_string(g.k) +
                       " targets is not implemented on the GPU (at most 2 dense, 5 diagonal); use "
                       "--backend cpu");
-        g.measured_entries = static_cast<int>(b.diagonal ? b.dim() : b.dim() * b.dim());
+        g.measured_entries = cross_entries(b);
         g.cross = static_cast<std::int64_t>(p.cross_doubles);
         p.cross_doubles += 2 * static_cast<std::size_t>(g.measured_entries);
       }

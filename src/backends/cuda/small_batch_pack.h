@@ -25,6 +25,10 @@ struct PackedItems {
 PackedItems pack_items(int n, const std::vector<std::vector<BoundGate>>& items,
                        const std::vector<std::vector<char>>* measure = nullptr);
 
+// Entries of the cross matrix the kernels form for a measured gate (dim*dim
+// dense, dim diagonal), or 0 where they form none (beyond 2 dense / 5 diagonal targets).
+int cross_entries(const BoundGate& g);
+
 struct PackedSums {
   std::vector<u64> x, z;
   std::vector<double> c;             // coeff * i^popc(x & z), interleaved

@@ -7,6 +7,8 @@
 
 #include "backends/cpu/statevector.h"
 #include "backends/cuda/index_math.h"
+#include "backends/cuda/small_batch_ops.h"
+#include "backends/cuda/small_batch_pack.h"
 #include "backends/cuda/statevector.h"
 #include "core/error.h"
 
@@ -26,77 +28,14 @@ int grid_for(u64 work) {
   return static_cast<int>(std::min<u64>(std::max<u64>(blocks, 1), 65535ull * 8));
 }
 
-// A gate as the kernels see it (passed by value, a few hundred bytes).
-struct GateDesc {
-  int k = 0;                     // targets
-  int targets[kMaxQubits] = {};  // ascending
-  int npos = 0;                  // targets and controls, ascending
-  int pos[kMaxQubits] = {};
-  u64 ones = 0;                         // control bits
-  u64 groups = 0;                       // 2^(n - npos)
-  u64 off[1 << kMaxDenseTargets] = {};  // offset of local index r (dense gates)
-  const double* m = nullptr;            // device: interleaved, dim x dim or dim (diagonal)
-};
+// Grid-stride workers: every thread of the grid is one worker of
+// small_batch_ops.h's functions.
+__device__ int worker() { return static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); }
+__device__ int workers() { return static_cast<int>(gridDim.x * blockDim.x); }
 
-GateDesc describe(const BoundGate& g, int n, const double* device_matrix) {
-  GateDesc d;
-  d.k = g.num_targets();
-  for (int j = 0; j < d.k; ++j) d.targets[j] = g.targets[j];
-  std::vector<int> pos = g.targets;
-  pos.insert(pos.end(), g.controls.begin(), g.controls.end());
-  std::sort(pos.begin(), pos.end());
-  d.npos = static_cast<int>(pos.size());
-  for (int j = 0; j < d.npos; ++j) d.pos[j] = pos[j];
-  for (int c : g.controls) d.ones |= u64{1} << c;
-  d.groups = u64{1} << (n - d.npos);
-  if (!g.diagonal && d.k <= kMaxDenseTargets)
-    for (u64 r = 0; r < (u64{1} << d.k); ++r)
-      for (int j = 0; j < d.k; ++j)
-        if (r >> j & 1) d.off[r] |= u64{1} << g.targets[j];
-  d.m = device_matrix;
-  return d;
-}
-
-// One thread per group of 2^K amplitudes: out_r = sum_c m[r][c] in_c.
-template <class R, int K>
-__global__ void dense_kernel(R* a, GateDesc g) {
-  constexpr int D = 1 << K;
-  for (u64 t = blockIdx.x * u64{blockDim.x} + threadIdx.x; t < g.groups;
-       t += u64{gridDim.x} * blockDim.x) {
-    const u64 base = insert_zeros(t, g.pos, g.npos) | g.ones;
-    double vr[D], vi[D];
-#pragma unroll
-    for (int r = 0; r < D; ++r) {
-      vr[r] = a[2 * (base | g.off[r])];
-      vi[r] = a[2 * (base | g.off[r]) + 1];
-    }
-#pragma unroll
-    for (int r = 0; r < D; ++r) {
-      double sr = 0, si = 0;
-#pragma unroll
-      for (int c = 0; c < D; ++c) {
-        const double mr = g.m[2 * (r * D + c)], mi = g.m[2 * (r * D + c) + 1];
-        sr += mr * vr[c] - mi * vi[c];
-        si += mr * vi[c] + mi * vr[c];
-      }
-      a[2 * (base | g.off[r])] = static_cast<R>(sr);
-      a[2 * (base | g.off[r]) + 1] = static_cast<R>(si);
-    }
-  }
-}
-
-// One thread per amplitude: multiply by the diagonal entry of its local index.
 template <class R>
-__global__ void diagonal_kernel(R* a, u64 size, GateDesc g) {
-  for (u64 i = blockIdx.x * u64{blockDim.x} + threadIdx.x; i < size;
-       i += u64{gridDim.x} * blockDim.x) {
-    if ((i & g.ones) != g.ones) continue;
-    const unsigned r = local_index(i, g.targets, g.k);
-    const double mr = g.m[2 * r], mi = g.m[2 * r + 1];
-    const double xr = a[2 * i], xi = a[2 * i + 1];
-    a[2 * i] = static_cast<R>(mr * xr - mi * xi);
-    a[2 * i + 1] = static_cast<R>(mr * xi + mi * xr);
-  }
+__global__ void gate_kernel(R* a, int n, PackedGate g, const double* m) {
+  apply_packed(a, n, g, m, worker(), workers());
 }
 
 template <class R>
@@ -106,41 +45,12 @@ __global__ void scale_kernel(R* a, u64 reals, R s) {
     a[i] *= s;
 }
 
-// Pauli terms in device memory: masks and complex coefficients coeff * i^popc(x & z).
-struct TermsDesc {
-  int count = 0;
-  const u64* x = nullptr;
-  const u64* z = nullptr;
-  const double* c = nullptr;  // interleaved
-};
-
-// (H src)_j, accumulated in double.
 template <class R>
-__device__ void pauli_row(const R* src, u64 j, const TermsDesc& h, double& re, double& im) {
-  re = 0;
-  im = 0;
-  for (int t = 0; t < h.count; ++t) {
-    const u64 i = j ^ h.x[t];
-    const double s = pauli_sign(j, h.x[t], h.z[t]);
-    const double pr = src[2 * i], pi = src[2 * i + 1];
-    const double cr = s * h.c[2 * t], ci = s * h.c[2 * t + 1];
-    re += cr * pr - ci * pi;
-    im += cr * pi + ci * pr;
-  }
+__global__ void pauli_apply_kernel(const R* src, R* dst, int n, PackedTerms h) {
+  pauli_apply_packed(src, dst, n, h, worker(), workers());
 }
 
-template <class R>
-__global__ void pauli_apply_kernel(const R* src, R* dst, u64 size, TermsDesc h) {
-  for (u64 j = blockIdx.x * u64{blockDim.x} + threadIdx.x; j < size;
-       j += u64{gridDim.x} * blockDim.x) {
-    double re, im;
-    pauli_row(src, j, h, re, im);
-    dst[2 * j] = static_cast<R>(re);
-    dst[2 * j + 1] = static_cast<R>(im);
-  }
-}
-
-// Block-wide sum of v (every thread passes one value); thread 0 gets the total.
+// Block-wide sum of v (every thread passes one value); every thread gets the total.
 __device__ double block_sum(double v, double* shared) {
   shared[threadIdx.x] = v;
   __syncthreads();
@@ -153,65 +63,26 @@ __device__ double block_sum(double v, double* shared) {
   return out;
 }
 
-// partial[block] = sum over this block's j of conj(bra_j) (H ket)_j.
+// partial[block] = this block's share of Re <bra|H|ket>.
 template <class R>
-__global__ void pauli_element_kernel(const R* bra, const R* ket, u64 size, TermsDesc h,
+__global__ void pauli_element_kernel(const R* bra, const R* ket, int n, PackedTerms h,
                                      double* partial) {
   __shared__ double shared[kThreads];
-  double sr = 0, si = 0;
-  for (u64 j = blockIdx.x * u64{blockDim.x} + threadIdx.x; j < size;
-       j += u64{gridDim.x} * blockDim.x) {
-    double re, im;
-    pauli_row(ket, j, h, re, im);
-    const double br = bra[2 * j], bi = -bra[2 * j + 1];
-    sr += br * re - bi * im;
-    si += br * im + bi * re;
-  }
-  sr = block_sum(sr, shared);
-  si = block_sum(si, shared);
-  if (threadIdx.x == 0) {
-    partial[2 * blockIdx.x] = sr;
-    partial[2 * blockIdx.x + 1] = si;
-  }
+  const double s = block_sum(element_partial_packed(bra, ket, n, h, worker(), workers()), shared);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
-// partial[block][e] = sum over this block's groups of conj(bra_a) ket_b, e = a*D+b
-// (DIAG: only a == b, e = a).
-template <class R, int K, bool DIAG>
-__global__ void cross_kernel(const R* bra, const R* ket, GateDesc g, double* partial) {
-  constexpr int D = 1 << K;
-  constexpr int E = DIAG ? D : D * D;
+// partial[block][e] = this block's share of the measured gate's cross matrix.
+template <class R>
+__global__ void cross_kernel(const R* bra, const R* ket, int n, PackedGate g, double* partial) {
   __shared__ double shared[kThreads];
-  double acc[2 * E];
-#pragma unroll
-  for (int e = 0; e < 2 * E; ++e) acc[e] = 0;
-  for (u64 t = blockIdx.x * u64{blockDim.x} + threadIdx.x; t < g.groups;
-       t += u64{gridDim.x} * blockDim.x) {
-    const u64 base = insert_zeros(t, g.pos, g.npos) | g.ones;
-    double br[D], bi[D], kr[D], ki[D];
-#pragma unroll
-    for (int r = 0; r < D; ++r) {
-      u64 o = 0;
-      for (int j = 0; j < K; ++j)
-        if (r >> j & 1) o |= u64{1} << g.targets[j];
-      br[r] = bra[2 * (base | o)];
-      bi[r] = -bra[2 * (base | o) + 1];
-      kr[r] = ket[2 * (base | o)];
-      ki[r] = ket[2 * (base | o) + 1];
-    }
-#pragma unroll
-    for (int a = 0; a < D; ++a)
-#pragma unroll
-      for (int b = 0; b < D; ++b) {
-        if (DIAG && a != b) continue;
-        const int e = DIAG ? a : a * D + b;
-        acc[2 * e] += br[a] * kr[b] - bi[a] * ki[b];
-        acc[2 * e + 1] += br[a] * ki[b] + bi[a] * kr[b];
-      }
-  }
-  for (int e = 0; e < 2 * E; ++e) {
+  double acc[kPackMaxCrossDoubles];
+  const int doubles = 2 * g.measured_entries;
+  for (int e = 0; e < doubles; ++e) acc[e] = 0;
+  cross_any(bra, ket, n, g, worker(), workers(), acc);
+  for (int e = 0; e < doubles; ++e) {
     const double s = block_sum(acc[e], shared);
-    if (threadIdx.x == 0) partial[blockIdx.x * 2 * E + e] = s;
+    if (threadIdx.x == 0) partial[blockIdx.x * doubles + e] = s;
   }
 }
 
@@ -223,8 +94,8 @@ struct DeviceArray {
   explicit DeviceArray(std::size_t count) : n(count) {
     if (count) QMLSIM_CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
   }
-  DeviceArray(const T* host, std::size_t count) : DeviceArray(count) {
-    if (count) QMLSIM_CUDA_CHECK(cudaMemcpy(p, host, count * sizeof(T), cudaMemcpyHostToDevice));
+  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
+    if (n) QMLSIM_CUDA_CHECK(cudaMemcpy(p, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
   }
   ~DeviceArray() {
     if (p) cudaFree(p);
@@ -233,116 +104,34 @@ struct DeviceArray {
   DeviceArray& operator=(const DeviceArray&) = delete;
 };
 
-// Every gate's matrix in one device buffer (interleaved doubles); offsets per gate.
-struct DeviceMatrices {
-  std::vector<std::size_t> offset;
-  std::unique_ptr<DeviceArray<double>> data;
-  explicit DeviceMatrices(const std::vector<BoundGate>& gates) {
-    std::vector<double> host;
-    for (const BoundGate& g : gates) {
-      offset.push_back(host.size());
-      for (const cplx& e : g.matrix) {
-        host.push_back(e.real());
-        host.push_back(e.imag());
-      }
-    }
-    data = std::make_unique<DeviceArray<double>>(host.data(), host.size());
+// A gate list packed (small_batch_pack.h) with its matrices on the device.
+struct DeviceGates {
+  PackedItems packed;
+  DeviceArray<double> matrices;
+  DeviceGates(int n, const std::vector<BoundGate>& gates, const std::vector<char>* measure)
+      : packed(pack(n, gates, measure)), matrices(packed.matrices) {}
+  static PackedItems pack(int n, const std::vector<BoundGate>& gates,
+                          const std::vector<char>* measure) {
+    if (!measure) return pack_items(n, {gates});
+    const std::vector<std::vector<char>> m = {*measure};
+    return pack_items(n, {gates}, &m);
   }
-  const double* at(std::size_t i) const { return data->p + offset[i]; }
 };
 
-// Terms of a Pauli sum on the device.
+// A Pauli sum's terms on the device.
 struct DeviceTerms {
-  std::unique_ptr<DeviceArray<u64>> x, z;
-  std::unique_ptr<DeviceArray<double>> c;
-  TermsDesc desc;
-  explicit DeviceTerms(const PauliSum& h) {
-    std::vector<u64> xs, zs;
-    std::vector<double> cs;
-    for (const PauliTerm& t : h.terms) {
-      xs.push_back(t.xmask);
-      zs.push_back(t.zmask);
-      // coeff * i^popc(x & z): the Y factors' phase
-      const int ny = __builtin_popcountll(t.xmask & t.zmask) % 4;
-      const cplx ph[4] = {{1, 0}, {0, 1}, {-1, 0}, {0, -1}};
-      const cplx c = t.coeff * ph[ny];
-      cs.push_back(c.real());
-      cs.push_back(c.imag());
-    }
-    x = std::make_unique<DeviceArray<u64>>(xs.data(), xs.size());
-    z = std::make_unique<DeviceArray<u64>>(zs.data(), zs.size());
-    c = std::make_unique<DeviceArray<double>>(cs.data(), cs.size());
-    desc = {static_cast<int>(xs.size()), x->p, z->p, c->p};
-  }
+  PackedSums packed;
+  DeviceArray<u64> x, z;
+  DeviceArray<double> c;
+  explicit DeviceTerms(const PauliSum& h)
+      : packed(pack_sums({h})), x(packed.x), z(packed.z), c(packed.c) {}
+  PackedTerms terms() const { return packed.terms(0, x.p, z.p, c.p); }
 };
 
 template <class R>
-void launch_gate(R* a, int n, const BoundGate& g, const double* m) {
-  const GateDesc d = describe(g, n, m);
-  const u64 size = u64{1} << n;
-  if (g.diagonal) {
-    diagonal_kernel<R><<<grid_for(size), kThreads>>>(a, size, d);
-  } else {
-    const int blocks = grid_for(d.groups);
-    switch (d.k) {
-      case 1:
-        dense_kernel<R, 1><<<blocks, kThreads>>>(a, d);
-        break;
-      case 2:
-        dense_kernel<R, 2><<<blocks, kThreads>>>(a, d);
-        break;
-      case 3:
-        dense_kernel<R, 3><<<blocks, kThreads>>>(a, d);
-        break;
-      case 4:
-        dense_kernel<R, 4><<<blocks, kThreads>>>(a, d);
-        break;
-      case 5:
-        dense_kernel<R, 5><<<blocks, kThreads>>>(a, d);
-        break;
-      default:
-        throw Error("cuda: dense gates of " + std::to_string(d.k) + " targets exceed the " +
-                    std::to_string(kMaxDenseTargets) + " the GPU kernels take");
-    }
-  }
-  QMLSIM_CUDA_CHECK(cudaGetLastError());
-}
-
-// Entries of a measured gate's cross matrix (0 if the GPU does not form it).
-int cross_entries(const BoundGate& g) {
-  if (g.diagonal) return g.num_targets() <= 5 ? static_cast<int>(g.dim()) : 0;
-  return g.num_targets() <= 2 ? static_cast<int>(g.dim() * g.dim()) : 0;
-}
-
-template <class R>
-void launch_cross(const R* bra, const R* ket, int n, const BoundGate& g, double* partial) {
-  const GateDesc d = describe(g, n, nullptr);
-  const int blocks = kReduceBlocks;
-  if (g.diagonal) {
-    switch (d.k) {
-      case 1:
-        cross_kernel<R, 1, true><<<blocks, kThreads>>>(bra, ket, d, partial);
-        break;
-      case 2:
-        cross_kernel<R, 2, true><<<blocks, kThreads>>>(bra, ket, d, partial);
-        break;
-      case 3:
-        cross_kernel<R, 3, true><<<blocks, kThreads>>>(bra, ket, d, partial);
-        break;
-      case 4:
-        cross_kernel<R, 4, true><<<blocks, kThreads>>>(bra, ket, d, partial);
-        break;
-      case 5:
-        cross_kernel<R, 5, true><<<blocks, kThreads>>>(bra, ket, d, partial);
-        break;
-      default:
-        break;
-    }
-  } else if (d.k == 1) {
-    cross_kernel<R, 1, false><<<blocks, kThreads>>>(bra, ket, d, partial);
-  } else {
-    cross_kernel<R, 2, false><<<blocks, kThreads>>>(bra, ket, d, partial);
-  }
+void launch_gate(R* a, int n, const PackedGate& g, const double* m) {
+  const u64 work = g.diagonal ? u64{1} << n : u64{1} << (n - g.npos);
+  gate_kernel<R><<<grid_for(work), kThreads>>>(a, n, g, m);
   QMLSIM_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -468,8 +257,8 @@ void StateVector<R>::apply(const BoundGate& g) {
 template <class R>
 void StateVector<R>::apply(const std::vector<BoundGate>& gates) {
   if (gates.empty()) return;
-  const DeviceMatrices m(gates);
-  for (std::size_t i = 0; i < gates.size(); ++i) launch_gate(impl_->a, impl_->n, gates[i], m.at(i));
+  const DeviceGates d(impl_->n, gates, nullptr);
+  for (const PackedGate& g : d.packed.gates) launch_gate(impl_->a, impl_->n, g, d.matrices.p);
   synchronize();
 }
 
@@ -484,15 +273,15 @@ template <class R>
 double StateVector<R>::expval(const PauliSum& h) const {
   if (h.terms.empty()) return 0;
   const DeviceTerms t(h);
-  DeviceArray<double> partial(2 * kReduceBlocks);
+  DeviceArray<double> partial(kReduceBlocks);
   pauli_element_kernel<R>
-      <<<kReduceBlocks, kThreads>>>(impl_->a, impl_->a, size(), t.desc, partial.p);
+      <<<kReduceBlocks, kThreads>>>(impl_->a, impl_->a, impl_->n, t.terms(), partial.p);
   QMLSIM_CUDA_CHECK(cudaGetLastError());
-  std::vector<double> host(2 * kReduceBlocks);
+  std::vector<double> host(kReduceBlocks);
   QMLSIM_CUDA_CHECK(
       cudaMemcpy(host.data(), partial.p, host.size() * sizeof(double), cudaMemcpyDeviceToHost));
   double sum = 0;
-  for (int b = 0; b < kReduceBlocks; ++b) sum += host[2 * b];
+  for (double v : host) sum += v;  // block order: reproducible
   return sum;
 }
 
@@ -503,7 +292,8 @@ void StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
     return;
   }
   const DeviceTerms t(h);
-  pauli_apply_kernel<R><<<grid_for(size()), kThreads>>>(src.impl_->a, impl_->a, size(), t.desc);
+  pauli_apply_kernel<R>
+      <<<grid_for(size()), kThreads>>>(src.impl_->a, impl_->a, impl_->n, t.terms());
   QMLSIM_CUDA_CHECK(cudaGetLastError());
   synchronize();
 }
@@ -512,43 +302,35 @@ template <class R>
 void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
                                    const std::vector<char>& measure, std::vector<Matrix>& out) {
   out.assign(inverse.size(), Matrix{});
-  // Partial sums of every measured gate stay on the device until the end.
-  std::vector<std::size_t> at(inverse.size(), 0);
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < inverse.size(); ++i) {
-    if (!measure[i]) continue;
-    const int e = cross_entries(inverse[i]);
-    if (e == 0)
-      throw Error("cuda: the adjoint gradient of a " +
-                  std::string(inverse[i].diagonal ? "diagonal" : "dense") + " gate on " +
-                  std::to_string(inverse[i].num_targets()) +
-                  " targets is not implemented on the GPU (at most 2 dense, 5 diagonal); use "
-                  "--backend cpu");
-    at[i] = total;
-    total += static_cast<std::size_t>(kReduceBlocks) * 2 * e;
-  }
-  DeviceArray<double> partial(total);
-  const DeviceMatrices m(inverse);
+  const int n = impl_->n;
+  // Packing checks that the GPU forms every measured gate's cross matrix; the
+  // per-block partials of all of them stay on the device until the end.
+  const DeviceGates d(n, inverse, &measure);
+  const std::vector<PackedGate>& g = d.packed.gates;
+  DeviceArray<double> partial(kReduceBlocks * d.packed.cross_doubles);
   for (std::size_t j = inverse.size(); j-- > 0;) {
-    launch_gate(impl_->a, impl_->n, inverse[j], m.at(j));
-    if (measure[j])
-      launch_cross(lambda.impl_->a, impl_->a, impl_->n, inverse[j], partial.p + at[j]);
-    launch_gate(lambda.impl_->a, impl_->n, inverse[j], m.at(j));
+    launch_gate(impl_->a, n, g[j], d.matrices.p);
+    if (g[j].cross >= 0) {
+      cross_kernel<R><<<kReduceBlocks, kThreads>>>(lambda.impl_->a, impl_->a, n, g[j],
+                                                   partial.p + kReduceBlocks * g[j].cross);
+      QMLSIM_CUDA_CHECK(cudaGetLastError());
+    }
+    launch_gate(lambda.impl_->a, n, g[j], d.matrices.p);
   }
-  std::vector<double> host(total);
-  if (total)
+  std::vector<double> host(partial.n);
+  if (!host.empty())
     QMLSIM_CUDA_CHECK(
-        cudaMemcpy(host.data(), partial.p, total * sizeof(double), cudaMemcpyDeviceToHost));
+        cudaMemcpy(host.data(), partial.p, host.size() * sizeof(double), cudaMemcpyDeviceToHost));
   for (std::size_t i = 0; i < inverse.size(); ++i) {
-    if (!measure[i]) continue;
+    if (g[i].cross < 0) continue;
     const std::size_t dim = inverse[i].dim();
-    const int e = cross_entries(inverse[i]);
+    const int e = g[i].measured_entries;
+    const double* p = &host[kReduceBlocks * g[i].cross];
     Matrix sum(dim * dim, 0.0);
-    for (int b = 0; b < kReduceBlocks; ++b)
+    for (int b = 0; b < kReduceBlocks; ++b)  // block order: reproducible
       for (int k = 0; k < e; ++k) {
-        const double* p = &host[at[i] + (static_cast<std::size_t>(b) * e + k) * 2];
-        const std::size_t idx = inverse[i].diagonal ? k * dim + k : static_cast<std::size_t>(k);
-        sum[idx] += cplx{p[0], p[1]};
+        const std::size_t idx = g[i].diagonal ? k * dim + k : static_cast<std::size_t>(k);
+        sum[idx] += cplx{p[2 * (b * e + k)], p[2 * (b * e + k) + 1]};
       }
     out[i] = std::move(sum);
   }
