@@ -161,36 +161,13 @@ class BlockWeights {
   std::vector<std::vector<double>> tr_, ti_, tr2_;
 };
 
-// sum_i |a_i|^2 weight(i) for a diagonal group with real weights: one
-// contiguous multiply-add per real, in fixed blocks.
+// Re sum_i conj(a[i ^ x]) a[i] weight(i) for real weights, in fixed blocks:
+// within a block, runs of 2^p amplitudes (p = the lowest set bit of x's low
+// part; the whole block when there is none, as for x = 0, where the sum is of
+// |a_i|^2 weight(i)) meet contiguous partner runs, so Re(conj(b) k) = b_re k_re
+// + b_im k_im is one contiguous multiply-add per real.
 template <class R>
-double diagonal_norm_pass(const BlockWeights& weights, const R* a, int n, int threads) {
-  const int lb = weights.low_bits();
-  const index_t bsize = index_t{1} << lb;
-  const std::int64_t nblocks = std::int64_t{1} << (n - lb);
-  std::vector<double> partial(static_cast<std::size_t>(nblocks));
-  parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t b) {
-    thread_local std::vector<double> scratch;
-    double sign = 1;
-    const double* w = weights.interleaved(static_cast<index_t>(b), scratch, sign);
-    const R* x = a + 2 * (static_cast<index_t>(b) << lb);
-    double s = 0;
-#pragma omp simd reduction(+ : s)
-    for (index_t j = 0; j < 2 * bsize; ++j) s += static_cast<double>(x[j]) * x[j] * w[j];
-    partial[static_cast<std::size_t>(b)] = sign * s;
-  });
-  double sum = 0;
-  for (double p : partial) sum += p;
-  return sum;
-}
-
-// sum_i conj(bra[i ^ x]) ket[i] weight(i), in fixed blocks.
-// Re sum_i conj(a[i ^ x]) a[i] weight(i) for real weights, x != 0: within a
-// block, runs of 2^p amplitudes (p = the lowest set bit of x's low part) meet
-// contiguous partner runs, so Re(conj(b) k) = b_re k_re + b_im k_im is one
-// contiguous multiply-add per real.
-template <class R>
-double flip_real_pass(const TermGroup& g, const BlockWeights& weights, const R* a, int n,
+double real_weight_pass(const TermGroup& g, const BlockWeights& weights, const R* a, int n,
                       int threads) {
   const int lb = weights.low_bits();
   const index_t bsize = index_t{1} << lb, low_mask = bsize - 1;
@@ -221,6 +198,7 @@ double flip_real_pass(const TermGroup& g, const BlockWeights& weights, const R* 
   return sum;
 }
 
+// sum_i conj(bra[i ^ x]) ket[i] weight(i), in fixed blocks.
 template <class R>
 cplx group_pass(const TermGroup& g, const R* bra, const R* ket, int n, int threads) {
   const BlockWeights weights(g, n);
@@ -263,8 +241,7 @@ template <class R>
 double real_group_pass(const TermGroup& g, const R* a, int n, int threads) {
   const BlockWeights weights(g, n);
   if (weights.complex()) return group_pass(g, a, a, n, threads).real();
-  if (g.x == 0) return diagonal_norm_pass(weights, a, n, threads);
-  return flip_real_pass(g, weights, a, n, threads);
+  return real_weight_pass(g, weights, a, n, threads);
 }
 }  // namespace
 
@@ -850,7 +827,7 @@ void StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
   // output reads block b ^ (x >> lb) of the input, whose weights are filled.
   // Real weights (no odd number of Y factors): runs of 2^p amplitudes (p = the
   // lowest set bit of x's low part) read contiguous partner runs, one
-  // multiply-add per real, as in flip_real_pass.
+  // multiply-add per real, as in real_weight_pass.
   parallel_for(std::int64_t{1} << (n_ - lb), threads_, std::int64_t{1} << n_, [&](std::int64_t b) {
     thread_local std::vector<double> acc, wr, wi, w2;
     acc.resize(2 * bsize);
