@@ -168,7 +168,7 @@ class BlockWeights {
 // + b_im k_im is one contiguous multiply-add per real.
 template <class R>
 double real_weight_pass(const TermGroup& g, const BlockWeights& weights, const R* a, int n,
-                      int threads) {
+                        int threads) {
   const int lb = weights.low_bits();
   const index_t bsize = index_t{1} << lb, low_mask = bsize - 1;
   const index_t xlo = g.x & low_mask, xhi = g.x & ~low_mask;
@@ -377,31 +377,103 @@ struct ChunkLayout {
   }
 };
 
+// Runs of two or more consecutive eligible basis permutations among a segment's
+// chunk-local gates (a CNOT ring, say), each composed into one map applied in
+// one pass: start[j] holds the run that begins at gate j, end[j] its end.
+struct PermutationRuns {
+  std::vector<std::unique_ptr<AffinePermutation>> start;
+  std::vector<int> end;
+  int count = 0;
+
+  template <class Eligible>
+  PermutationRuns(const std::vector<BoundGate>& local, int b, Eligible eligible)
+      : start(local.size()), end(local.size(), -1) {
+    const int len = static_cast<int>(local.size());
+    for (int j = 0; j < len;) {
+      auto p = std::make_unique<AffinePermutation>(b);
+      int e = j;
+      while (e < len && eligible(e) && p->append(local[e])) ++e;
+      if (e - j < 2) {
+        ++j;
+        continue;
+      }
+      end[j] = e;
+      start[j] = std::move(p);
+      ++count;
+      j = e;
+    }
+  }
+};
+
+// A chunk's amplitudes: at home (in the state, or its gather buffer) or, after
+// an odd number of out-of-place permutations, in the spare buffer.
+template <class R>
+struct ChunkBuffers {
+  R* home;
+  R* spare;
+  R* cur;
+  void permute(const AffinePermutation& p) {  // out of place; the buffers swap roles
+    R* next = cur == home ? spare : home;
+    p.apply(cur, next);
+    cur = next;
+  }
+  void settle(int b) {  // back home (in-place chunks)
+    if (cur != home) std::memcpy(home, cur, (std::size_t{2} << b) * sizeof(R));
+    cur = home;
+  }
+};
+
 template <class R>
 void StateVector<R>::apply_segment(const std::vector<BoundGate>& gates, int begin, int end,
                                    const std::vector<int>& w) {
   const ChunkLayout layout(w);
   const int b = layout.b;
-  std::vector<BoundGate> storage(static_cast<std::size_t>(end - begin));
+  const int len = end - begin;
+  std::vector<BoundGate> local(static_cast<std::size_t>(len));
   std::vector<KernelGate> kg;
-  for (int i = begin; i < end; ++i) kg.push_back(layout.local_gate(gates[i], storage[i - begin]));
-  const PreparedGates<R> prepared(*kernels_, kg.data(), static_cast<int>(kg.size()), b);
+  for (int i = 0; i < len; ++i) kg.push_back(layout.local_gate(gates[begin + i], local[i]));
+  const PermutationRuns runs(local, b, [](int) { return true; });
+  // Consecutive other gates run as one prepared list: steps [j, step_end[j]).
+  std::vector<std::unique_ptr<PreparedGates<R>>> lists(static_cast<std::size_t>(len));
+  std::vector<int> step_end(static_cast<std::size_t>(len), -1);
+  for (int j = 0; j < len;) {
+    if (runs.end[j] > j) {
+      j = runs.end[j];
+      continue;
+    }
+    int e = j;
+    while (e < len && runs.end[e] < 0) ++e;
+    lists[j] = std::make_unique<PreparedGates<R>>(*kernels_, kg.data() + j, e - j, b);
+    step_end[j] = e;
+    j = e;
+  }
   const std::int64_t nchunks = std::int64_t{1} << (n_ - b);
   R* amps = amps_.data();
   const int threads = nchunks >= 2 ? threads_ : 1;
+  const bool copy = !layout.contiguous();
 #pragma omp parallel num_threads(threads)
   {
-    AlignedBuffer<R> buf(layout.contiguous() ? 0 : std::size_t{2} << b);
+    AlignedBuffer<R> buf(copy ? std::size_t{2} << b : 0);
+    AlignedBuffer<R> spare(runs.count ? std::size_t{2} << b : 0);
 #pragma omp for schedule(static)
     for (std::int64_t c = 0; c < nchunks; ++c) {
       const index_t base = layout.base(c);
-      if (layout.contiguous()) {  // work in place
-        prepared.run(amps + 2 * base, 1);
-        continue;
+      ChunkBuffers<R> chunk{copy ? buf.data() : amps + 2 * base, spare.data(), nullptr};
+      chunk.cur = chunk.home;
+      if (copy) layout.gather(chunk.cur, amps, base);
+      for (int j = 0; j < len;) {
+        if (runs.end[j] > j) {
+          chunk.permute(*runs.start[j]);
+          j = runs.end[j];
+        } else {
+          lists[j]->run(chunk.cur, 1);
+          j = step_end[j];
+        }
       }
-      layout.gather(buf.data(), amps, base);
-      prepared.run(buf.data(), 1);
-      layout.scatter(buf.data(), amps, base);
+      if (copy)
+        layout.scatter(chunk.cur, amps, base);
+      else
+        chunk.settle(b);
     }
   }
 }
@@ -669,24 +741,7 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
       prepared.push_back(std::make_unique<PreparedGates<R>>(*kernels_, &kg_local.back(), 1, b));
       if (measure[orig(s.begin + j)]) slot[j] = nmeasure++;
     }
-    // Runs of two or more unmeasured basis permutations (a CNOT ring, say) are
-    // applied as one composed permutation: perm_end[j] > j where one starts at j.
-    std::vector<std::unique_ptr<AffinePermutation>> perms(static_cast<std::size_t>(len));
-    std::vector<int> perm_end(static_cast<std::size_t>(len), -1);
-    int nperm = 0;
-    for (int j = 0; j < len;) {
-      auto p = std::make_unique<AffinePermutation>(b);
-      int e = j;
-      while (e < len && slot[e] < 0 && p->append(local[e])) ++e;
-      if (e - j >= 2) {
-        perm_end[j] = e;
-        perms[j] = std::move(p);
-        ++nperm;
-        j = e;
-      } else {
-        ++j;
-      }
-    }
+    const PermutationRuns runs(local, b, [&](int j) { return slot[j] < 0; });  // unmeasured
     const std::int64_t nchunks = std::int64_t{1} << (n_ - b);
     std::vector<Matrix> partial(static_cast<std::size_t>(nchunks * nmeasure));
     R* phi_amps = amps_.data();
@@ -696,30 +751,29 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
     {
       const bool copy = !layout.contiguous();
       AlignedBuffer<R> pb(copy ? std::size_t{2} << b : 0), lb(copy ? std::size_t{2} << b : 0);
-      // Composed permutations write out of place, into the spare buffer of each vector.
-      AlignedBuffer<R> ps(nperm ? std::size_t{2} << b : 0), ls(nperm ? std::size_t{2} << b : 0);
+      // Composed permutations write out of place, into each vector's spare buffer.
+      const std::size_t spare = runs.count ? std::size_t{2} << b : 0;
+      AlignedBuffer<R> ps(spare), ls(spare);
 #pragma omp for schedule(static)
       for (std::int64_t c = 0; c < nchunks; ++c) {
         const index_t base = layout.base(c);
-        R* const ph_home = copy ? pb.data() : phi_amps + 2 * base;
-        R* const la_home = copy ? lb.data() : lam_amps + 2 * base;
-        R* ph = ph_home;
-        R* la = la_home;
+        ChunkBuffers<R> pc{copy ? pb.data() : phi_amps + 2 * base, ps.data(), nullptr};
+        ChunkBuffers<R> lc{copy ? lb.data() : lam_amps + 2 * base, ls.data(), nullptr};
+        pc.cur = pc.home;
+        lc.cur = lc.home;
         if (copy) {
-          layout.gather(ph, phi_amps, base);
-          layout.gather(la, lam_amps, base);
+          layout.gather(pc.cur, phi_amps, base);
+          layout.gather(lc.cur, lam_amps, base);
         }
         for (int j = 0; j < len; ++j) {
-          if (perm_end[j] > j) {  // out of place; the buffers swap roles
-            R* pn = ph == ph_home ? ps.data() : ph_home;
-            R* ln = la == la_home ? ls.data() : la_home;
-            perms[j]->apply(ph, pn);
-            perms[j]->apply(la, ln);
-            ph = pn;
-            la = ln;
-            j = perm_end[j] - 1;
+          if (runs.end[j] > j) {
+            pc.permute(*runs.start[j]);
+            lc.permute(*runs.start[j]);
+            j = runs.end[j] - 1;
             continue;
           }
+          R* const ph = pc.cur;
+          R* const la = lc.cur;
           if (slot[j] >= 0) {
             Matrix& m = partial[static_cast<std::size_t>(c * nmeasure + slot[j])];
             if (fused_step(*prepared[j], la, ph, local[j].dim(), m)) continue;
@@ -745,12 +799,11 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
           prepared[j]->run(la, 1);
         }
         if (copy) {
-          layout.scatter(ph, phi_amps, base);
-          layout.scatter(la, lam_amps, base);
+          layout.scatter(pc.cur, phi_amps, base);
+          layout.scatter(lc.cur, lam_amps, base);
         } else {
-          const std::size_t bytes = (std::size_t{2} << b) * sizeof(R);
-          if (ph != ph_home) std::memcpy(ph_home, ph, bytes);
-          if (la != la_home) std::memcpy(la_home, la, bytes);
+          pc.settle(b);
+          lc.settle(b);
         }
       }
     }

@@ -162,6 +162,44 @@ void check_cache_blocking(double tol) {
 TEST(StateVector, CacheBlockedEqualsPlainC128) { check_cache_blocking<double>(1e-12); }
 TEST(StateVector, CacheBlockedEqualsPlainC64) { check_cache_blocking<float>(1e-5); }
 
+template <class R>
+void check_composed_permutations(double tol) {
+  // Rotation layers and CNOT rings, X and SWAP runs: inside cache-blocked
+  // segments the runs of permutations are applied as one composed map, out of
+  // place (an odd number of them leaves the chunk in the spare buffer).
+  std::mt19937_64 rng(8);
+  std::uniform_real_distribution<double> u(-3, 3);
+  const int n = 12;
+  Circuit c(n);
+  for (int layer = 0; layer < 3; ++layer) {
+    for (int q = 0; q < n; ++q) c.add(GateId::RY, {q}, std::vector<double>{u(rng)});
+    for (int q = 0; q < n; ++q) c.add(GateId::CNOT, {q, (q + 1) % n});
+    if (layer == 1) {
+      c.add(GateId::SWAP, {0, 11});
+      c.add(GateId::X, {3});
+      c.add(GateId::Toffoli, {1, 2, 5});  // a permutation, not affine: splits the run
+      c.add(GateId::CNOT, {5, 9});
+      c.add(GateId::CNOT, {9, 2});
+    }
+  }
+  const State psi = testing::random_state(n, rng);
+  const State want = testing::run_dense(c, {}, psi);
+  for (int chunk : {9, 10}) {
+    StateVector<R> sv(n, 2);
+    sv.set_chunk_qubits(chunk);
+    sv.set_amplitudes(psi);
+    sv.apply(bind_params(c, {}));
+    EXPECT_LT(testing::max_abs_diff(sv.to_vector(), want), tol) << "chunk " << chunk;
+  }
+}
+
+TEST(StateVector, ComposedPermutationsInBlockedSegmentsC128) {
+  check_composed_permutations<double>(1e-12);
+}
+TEST(StateVector, ComposedPermutationsInBlockedSegmentsC64) {
+  check_composed_permutations<float>(1e-5);
+}
+
 TEST(StateVector, BatchesRunOneStatePerThreadWithIdenticalResults) {
   std::mt19937_64 rng(31);
   const int n = 8;
