@@ -261,7 +261,8 @@ std::vector<AdjointResult> adjoint_vjp_many(const std::vector<const Circuit*>& c
   for (const Circuit* c : circuits)
     if (c->num_qubits() != n) throw Error("adjoint_vjp_many: circuits of different sizes");
   const Precision p = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
-  if (options.backend == Backend::cuda && n <= cuda::small_batch_max_qubits(p))
+  if (options.backend == Backend::cuda && n <= cuda::small_batch_max_qubits(p) &&
+      observables.size() <= static_cast<std::size_t>(cuda::kSmallBatchMaxObservables))
     return vjp_small_batch<R>(n, circuits, thetas, observables, weights, for_backend(options));
   std::vector<AdjointResult> out(circuits.size());
   const bool small = options.backend == Backend::cpu && (std::int64_t{1} << n) < kMinParallelWork;

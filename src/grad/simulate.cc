@@ -78,7 +78,8 @@ std::vector<std::vector<double>> expvals_many(const std::vector<const Circuit*>&
   for (const Circuit* c : circuits)
     if (c->num_qubits() != n) throw Error("expvals_many: circuits of different sizes");
   const Precision p = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
-  if (options.backend == Backend::cuda && n <= cuda::small_batch_max_qubits(p)) {
+  if (options.backend == Backend::cuda && n <= cuda::small_batch_max_qubits(p) &&
+      observables.size() <= static_cast<std::size_t>(cuda::kSmallBatchMaxObservables)) {
     const int fusion = std::min(options.fusion, cuda::kMaxDenseTargets);
     std::vector<std::vector<BoundGate>> gates;
     for (std::size_t i = 0; i < circuits.size(); ++i) {

@@ -73,7 +73,7 @@ __global__ void forward_kernel(int n, const PackedGate* gates, const std::uint32
   __shared__ double scratch[kBlock];
   R* a = reinterpret_cast<R*>(shared_mem);
   const std::uint32_t item = blockIdx.x;
-  PackedTerms obs[8];
+  PackedTerms obs[kSmallBatchMaxObservables];
   for (int k = 0; k < nobs; ++k)
     obs[k] = {ox + ofirst[k], oz + ofirst[k], oc + 2 * ofirst[k],
               static_cast<int>(ofirst[k + 1] - ofirst[k])};
@@ -140,7 +140,9 @@ std::vector<std::vector<double>> SmallBatch<R>::run(const std::vector<PauliSum>&
   const int n = impl_->n;
   const std::size_t items = impl_->items;
   const int nobs = static_cast<int>(observables.size());
-  if (nobs > 8) throw Error("cuda small batch: at most 8 observables per item");
+  if (nobs > kSmallBatchMaxObservables)
+    throw Error("cuda small batch: at most " + std::to_string(kSmallBatchMaxObservables) +
+                " observables per item");
   std::vector<std::vector<double>> out(items);
   if (items == 0) return out;
   const PackedItems& p = impl_->forward;

@@ -16,6 +16,8 @@ namespace qmlsim::cuda {
 // Largest state a block holds (two states backward, in at most 128 KiB of
 // shared memory): 13 qubits in complex64, 12 in complex128.
 int small_batch_max_qubits(Precision p);
+// Most observables SmallBatch::run reads out per item (more: item by item instead).
+inline constexpr int kSmallBatchMaxObservables = 8;
 
 template <class R>
 class SmallBatch {
