@@ -4,6 +4,7 @@
 // error paths run everywhere.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 
 #include "backends/cpu/statevector.h"
@@ -192,6 +193,20 @@ void check_small_batch() {
 
 TEST_F(CudaVsCpu, SmallBatchC64) { check_small_batch<float>(); }
 TEST_F(CudaVsCpu, SmallBatchC128) { check_small_batch<double>(); }
+
+TEST(Cuda, LocalRankComesFromTheLauncher) {
+  const char* vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID",
+                        "PMI_LOCAL_RANK"};
+  for (const char* v : vars) unsetenv(v);
+  EXPECT_EQ(local_rank_from_env(), 0);
+  setenv("SLURM_LOCALID", "3", 1);
+  EXPECT_EQ(local_rank_from_env(), 3);
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "5", 1);  // OpenMPI's wins: it is looked at first
+  EXPECT_EQ(local_rank_from_env(), 5);
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "x", 1);  // not a number: the next one
+  EXPECT_EQ(local_rank_from_env(), 3);
+  for (const char* v : vars) unsetenv(v);
+}
 
 TEST(Cuda, NoDeviceOrImpossibleSizeIsAClearError) {
   // Without a GPU (or without CUDA in the build) every state is refused with the
