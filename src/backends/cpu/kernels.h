@@ -47,9 +47,11 @@ struct KernelSet {
   // The adjoint method's step at a measured gate G, fused into one pass over both
   // states: ket = G ket; out = sum conj(bra_a) ket_b over G's targets (controls
   // set; dim x dim interleaved, at most kMaxAdjointDim^2 entries); bra = G bra.
-  // `prepared` holds G alone. Applies to dense one-target gates and diagonal gates
-  // of up to 4 targets (only the diagonal of out is formed); false, with nothing
-  // done, for others. Serial; the sums depend only on the states and the gate.
+  // `prepared` holds G alone. Applies to dense one-target gates and to diagonal
+  // gates of up to 4 targets, at most 2 of them above the SIMD lanes (only the
+  // diagonal of out is formed); false, with nothing done, for others (and for
+  // states smaller than a vector). Serial; the sums depend only on the states
+  // and the gate.
   bool (*adjoint_step_f32)(const void* prepared, float* bra, float* ket, double* out);
   bool (*adjoint_step_f64)(const void* prepared, double* bra, double* ket, double* out);
 };
