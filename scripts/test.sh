@@ -11,5 +11,5 @@ for preset in release debug; do
   ctest --preset "$preset" -j "$(nproc)"
 done
 echo "== format check (clang-format)"
-find src -name '*.cc' -o -name '*.h' -o -name '*.inc' -o -name '*.cu' | xargs clang-format --dry-run --Werror
+find src -name '*.cc' -o -name '*.h' -o -name '*.inc' -o -name '*.cu' -o -name '*.cuh' | xargs clang-format --dry-run --Werror
 echo "format: clean"

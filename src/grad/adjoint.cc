@@ -9,7 +9,7 @@
 #include "backends/cuda/small_batch.h"
 #include "backends/cuda/statevector.h"
 #include "core/error.h"
-#include "core/parallel.h"
+#include "grad/engine.h"
 #include "grad/tape.h"
 #include "passes/fusion.h"
 
@@ -151,12 +151,6 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
   return jac;
 }
 
-// The GPU fuses no wider than its dense kernels take.
-AdjointOptions for_backend(AdjointOptions o) {
-  if (o.backend == Backend::cuda) o.fusion = std::min(o.fusion, cuda::kMaxDenseTargets);
-  return o;
-}
-
 }  // namespace
 
 template <class R>
@@ -174,7 +168,8 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, const WeightsFn& weights,
                           const AdjointOptions& options) {
   if (options.backend == Backend::cuda)
-    return vjp_on<cuda::StateVector<R>>(c, theta, observables, weights, for_backend(options));
+    return vjp_on<cuda::StateVector<R>>(c, theta, observables, weights,
+                                        detail::for_backend(options));
   return vjp_on<cpu::StateVector<R>>(c, theta, observables, weights, options);
 }
 
@@ -183,7 +178,7 @@ std::vector<std::vector<double>> adjoint_jacobian(const Circuit& c, std::span<co
                                                   const std::vector<PauliSum>& observables,
                                                   const AdjointOptions& options) {
   if (options.backend == Backend::cuda)
-    return jacobian_on<cuda::StateVector<R>>(c, theta, observables, for_backend(options));
+    return jacobian_on<cuda::StateVector<R>>(c, theta, observables, detail::for_backend(options));
   return jacobian_on<cpu::StateVector<R>>(c, theta, observables, options);
 }
 
@@ -195,15 +190,10 @@ std::vector<AdjointResult> adjoint_vjp_batch(const Circuit& c,
                                              const AdjointOptions& options) {
   assert(thetas.size() == weights.size());
   std::vector<AdjointResult> out(thetas.size());
-  const bool small =
-      options.backend == Backend::cpu && (std::int64_t{1} << c.num_qubits()) < kMinParallelWork;
-  AdjointOptions inner = options;
-  if (small) inner.threads = 1;
-  const int outer = small ? options.threads : 1;
-#pragma omp parallel for schedule(dynamic) num_threads(outer) if (outer > 1)
-  for (std::size_t i = 0; i < thetas.size(); ++i) {
-    out[i] = adjoint_vjp<R>(c, thetas[i], observables, weights[i], inner);
-  }
+  detail::for_each_item(thetas.size(), c.num_qubits(), options,
+                        [&](std::size_t i, const AdjointOptions& inner) {
+                          out[i] = adjoint_vjp<R>(c, thetas[i], observables, weights[i], inner);
+                        });
   return out;
 }
 
@@ -257,21 +247,16 @@ std::vector<AdjointResult> adjoint_vjp_many(const std::vector<const Circuit*>& c
                                             const AdjointOptions& options) {
   assert(circuits.size() == thetas.size() && circuits.size() == weights.size());
   if (circuits.empty()) return {};
-  const int n = circuits[0]->num_qubits();
-  for (const Circuit* c : circuits)
-    if (c->num_qubits() != n) throw Error("adjoint_vjp_many: circuits of different sizes");
+  const int n = detail::common_qubits(circuits, "adjoint_vjp_many");
   const Precision p = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
-  if (options.backend == Backend::cuda && n <= cuda::small_batch_max_qubits(p) &&
-      observables.size() <= static_cast<std::size_t>(cuda::kSmallBatchMaxObservables))
-    return vjp_small_batch<R>(n, circuits, thetas, observables, weights, for_backend(options));
+  if (options.backend == Backend::cuda && cuda::small_batch_fits(n, p, observables.size()))
+    return vjp_small_batch<R>(n, circuits, thetas, observables, weights,
+                              detail::for_backend(options));
   std::vector<AdjointResult> out(circuits.size());
-  const bool small = options.backend == Backend::cpu && (std::int64_t{1} << n) < kMinParallelWork;
-  AdjointOptions inner = options;
-  if (small) inner.threads = 1;
-  const int outer = small ? options.threads : 1;
-#pragma omp parallel for schedule(dynamic) num_threads(outer) if (outer > 1)
-  for (std::size_t i = 0; i < circuits.size(); ++i)
-    out[i] = adjoint_vjp<R>(*circuits[i], thetas[i], observables, weights[i], inner);
+  detail::for_each_item(
+      circuits.size(), n, options, [&](std::size_t i, const AdjointOptions& inner) {
+        out[i] = adjoint_vjp<R>(*circuits[i], thetas[i], observables, weights[i], inner);
+      });
   return out;
 }
 

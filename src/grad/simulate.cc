@@ -6,7 +6,7 @@
 #include "backends/cuda/small_batch.h"
 #include "backends/cuda/statevector.h"
 #include "core/error.h"
-#include "core/parallel.h"
+#include "grad/engine.h"
 #include "passes/fusion.h"
 
 namespace qmlsim {
@@ -33,15 +33,20 @@ index_t argmax_probability(index_t size, Amp amp) {
   return best;
 }
 
+// c at theta, bound and fused as far as the backend's kernels take.
+std::vector<BoundGate> forward_gates(const Circuit& c, std::span<const double> theta,
+                                     const AdjointOptions& options) {
+  const std::vector<BoundGate> gates = bind_params(c, theta);
+  const int fusion = detail::for_backend(options).fusion;
+  return fusion > 0 ? fuse(gates, {fusion, std::max(10, fusion)}) : gates;
+}
+
 }  // namespace
 
 template <class R>
 SimulateResult simulate(const Circuit& c, std::span<const double> theta, const SimulateRequest& req,
                         const AdjointOptions& options) {
-  std::vector<BoundGate> gates = bind_params(c, theta);
-  int fusion = options.fusion;
-  if (options.backend == Backend::cuda) fusion = std::min(fusion, cuda::kMaxDenseTargets);
-  if (fusion > 0) gates = fuse(gates, {fusion, std::max(10, fusion)});
+  const std::vector<BoundGate> gates = forward_gates(c, theta, options);
   SimulateResult out;
   out.gates_after_fusion = gates.size();
   const int n = c.num_qubits();
@@ -74,30 +79,21 @@ std::vector<std::vector<double>> expvals_many(const std::vector<const Circuit*>&
                                               const std::vector<PauliSum>& observables,
                                               const AdjointOptions& options) {
   if (circuits.empty()) return {};
-  const int n = circuits[0]->num_qubits();
-  for (const Circuit* c : circuits)
-    if (c->num_qubits() != n) throw Error("expvals_many: circuits of different sizes");
+  const int n = detail::common_qubits(circuits, "expvals_many");
   const Precision p = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
-  if (options.backend == Backend::cuda && n <= cuda::small_batch_max_qubits(p) &&
-      observables.size() <= static_cast<std::size_t>(cuda::kSmallBatchMaxObservables)) {
-    const int fusion = std::min(options.fusion, cuda::kMaxDenseTargets);
+  if (options.backend == Backend::cuda && cuda::small_batch_fits(n, p, observables.size())) {
     std::vector<std::vector<BoundGate>> gates;
-    for (std::size_t i = 0; i < circuits.size(); ++i) {
-      gates.push_back(bind_params(*circuits[i], thetas[i]));
-      if (fusion > 0) gates.back() = fuse(gates.back(), {fusion, std::max(10, fusion)});
-    }
+    for (std::size_t i = 0; i < circuits.size(); ++i)
+      gates.push_back(forward_gates(*circuits[i], thetas[i], options));
     return cuda::SmallBatch<R>(n, gates).run(observables);
   }
   std::vector<std::vector<double>> out(circuits.size());
-  const bool small = options.backend == Backend::cpu && (std::int64_t{1} << n) < kMinParallelWork;
-  AdjointOptions inner = options;
-  if (small) inner.threads = 1;
-  const int outer = small ? options.threads : 1;
   SimulateRequest req;
   req.observables = observables;
-#pragma omp parallel for schedule(dynamic) num_threads(outer) if (outer > 1)
-  for (std::size_t i = 0; i < circuits.size(); ++i)
-    out[i] = simulate<R>(*circuits[i], thetas[i], req, inner).expvals;
+  detail::for_each_item(circuits.size(), n, options,
+                        [&](std::size_t i, const AdjointOptions& inner) {
+                          out[i] = simulate<R>(*circuits[i], thetas[i], req, inner).expvals;
+                        });
   return out;
 }
 

@@ -80,8 +80,7 @@ double HybridModel::gradient_one(std::span<const double> params, std::span<const
 
 bool HybridModel::batched_on_gpu(const EvalOptions& options) const {
   return options.backend == Backend::cuda &&
-         num_qubits_ <= cuda::small_batch_max_qubits(options.precision) &&
-         readouts_.size() <= static_cast<std::size_t>(cuda::kSmallBatchMaxObservables);
+         cuda::small_batch_fits(num_qubits_, options.precision, readouts_.size());
 }
 
 template <class R>

@@ -38,12 +38,6 @@ struct KernelSet {
   void* (*prepare_f64)(const KernelGate* gates, int count, int n);
   void (*run_f64)(const void* prepared, double* amps, int threads);
   void (*release_f64)(void* prepared);
-  // out[0..8) = the 2x2 matrix sum conj(bra_a) ket_b (interleaved) over a
-  // one-target gate's groups, for the adjoint method; false when the gate's
-  // target or a control lies inside the SIMD lanes (use a portable path then).
-  bool (*cross_1q_f32)(const float* bra, const float* ket, int n, const KernelGate& g, double* out);
-  bool (*cross_1q_f64)(const double* bra, const double* ket, int n, const KernelGate& g,
-                       double* out);
   // The adjoint method's step at a measured gate G, fused into one pass over both
   // states: ket = G ket; out = sum conj(bra_a) ket_b over G's targets (controls
   // set; dim x dim interleaved, at most kMaxAdjointDim^2 entries); bra = G bra.

@@ -735,10 +735,9 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
     std::vector<std::unique_ptr<PreparedGates<R>>> prepared;
     std::vector<int> slot(static_cast<std::size_t>(len), -1);  // index into the partial sums
     int nmeasure = 0;
-    std::vector<KernelGate> kg_local;
     for (int j = 0; j < len; ++j) {
-      kg_local.push_back(layout.local_gate(rev[s.begin + j], local[j]));
-      prepared.push_back(std::make_unique<PreparedGates<R>>(*kernels_, &kg_local.back(), 1, b));
+      const KernelGate kg = layout.local_gate(rev[s.begin + j], local[j]);
+      prepared.push_back(std::make_unique<PreparedGates<R>>(*kernels_, &kg, 1, b));
       if (measure[orig(s.begin + j)]) slot[j] = nmeasure++;
     }
     const PermutationRuns runs(local, b, [&](int j) { return slot[j] < 0; });  // unmeasured
@@ -778,24 +777,12 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
             Matrix& m = partial[static_cast<std::size_t>(c * nmeasure + slot[j])];
             if (fused_step(*prepared[j], la, ph, local[j].dim(), m)) continue;
           }
+          // Gates the fused step does not take (wider ones; a parametric gate
+          // that is exactly a permutation at its angles): three passes.
           prepared[j]->run(ph, 1);
-          if (slot[j] >= 0) {
-            Matrix& m = partial[static_cast<std::size_t>(c * nmeasure + slot[j])];
-            double v[8];
-            bool done = false;
-            if (local[j].num_targets() == 1) {  // SIMD path of the kernel set, if it applies
-              if constexpr (sizeof(R) == 4) {
-                done = kernels_->cross_1q_f32(la, ph, b, kg_local[j], v);
-              } else {
-                done = kernels_->cross_1q_f64(la, ph, b, kg_local[j], v);
-              }
-            }
-            if (done) {
-              m = {cplx{v[0], v[1]}, cplx{v[2], v[3]}, cplx{v[4], v[5]}, cplx{v[6], v[7]}};
-            } else {
-              m = cross_matrix(la, ph, b, local[j], 1);
-            }
-          }
+          if (slot[j] >= 0)
+            partial[static_cast<std::size_t>(c * nmeasure + slot[j])] =
+                cross_matrix(la, ph, b, local[j], 1);
           prepared[j]->run(la, 1);
         }
         if (copy) {

@@ -1,49 +1,17 @@
 // CUDA implementation of backends/cuda/small_batch.h: one thread block per item
 // runs small_batch_ops.h's programs on states in shared memory.
-#include <cuda_runtime.h>
-
 #include <memory>
 #include <string>
 
+#include "backends/cuda/device_util.cuh"
 #include "backends/cuda/small_batch.h"
-#include "backends/cuda/small_batch_pack.h"
 #include "backends/cuda/statevector.h"
-#include "core/error.h"
 
 namespace qmlsim::cuda {
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw Error(std::string("cuda: ") + what + ": " + cudaGetErrorString(e));
-}
-#define QMLSIM_CUDA_CHECK(call) check((call), #call)
-
 constexpr int kBlock = 256;
 constexpr std::size_t kMaxShared = std::size_t{128} << 10;
-
-template <class T>
-struct Buffer {  // device copy of a host vector
-  T* p = nullptr;
-  explicit Buffer(const std::vector<T>& host) {
-    const std::size_t bytes = std::max<std::size_t>(host.size(), 1) * sizeof(T);
-    QMLSIM_CUDA_CHECK(cudaMalloc(&p, bytes));
-    if (!host.empty())
-      QMLSIM_CUDA_CHECK(
-          cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  explicit Buffer(std::size_t count) {
-    QMLSIM_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(count, 1) * sizeof(T)));
-  }
-  ~Buffer() { cudaFree(p); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  std::vector<T> to_host(std::size_t count) const {
-    std::vector<T> out(count);
-    if (count)
-      QMLSIM_CUDA_CHECK(cudaMemcpy(out.data(), p, count * sizeof(T), cudaMemcpyDeviceToHost));
-    return out;
-  }
-};
 
 struct BlockSync {
   __device__ void operator()() const { __syncthreads(); }
@@ -51,17 +19,7 @@ struct BlockSync {
 
 struct BlockSum {  // every thread's value summed; all threads get the total
   double* scratch;
-  __device__ double operator()(double v) const {
-    scratch[threadIdx.x] = v;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-      if (static_cast<int>(threadIdx.x) < s) scratch[threadIdx.x] += scratch[threadIdx.x + s];
-      __syncthreads();
-    }
-    const double out = scratch[0];
-    __syncthreads();
-    return out;
-  }
+  __device__ double operator()(double v) const { return block_sum(v, scratch); }
 };
 
 template <class R>
@@ -109,7 +67,7 @@ struct SmallBatch<R>::Impl {
   int n = 0;
   std::size_t items = 0;
   PackedItems forward;
-  std::unique_ptr<Buffer<R>> states;  // final states, item after item
+  std::unique_ptr<DeviceArray<R>> states;  // final states, item after item
 };
 
 template <class R>
@@ -147,22 +105,19 @@ std::vector<std::vector<double>> SmallBatch<R>::run(const std::vector<PauliSum>&
   if (items == 0) return out;
   const PackedItems& p = impl_->forward;
   const PackedSums s = pack_sums(observables);
-  Buffer<PackedGate> gates(p.gates);
-  Buffer<std::uint32_t> first(p.first);
-  Buffer<double> m(p.matrices);
-  Buffer<u64> ox(s.x), oz(s.z);
-  Buffer<double> oc(s.c);
-  Buffer<std::uint32_t> ofirst(s.first);
-  Buffer<double> e(items * static_cast<std::size_t>(nobs));
-  impl_->states = std::make_unique<Buffer<R>>(items << (n + 1));
+  const DeviceItems d(p);
+  const DeviceSums o(s);
+  DeviceArray<double> e(items * static_cast<std::size_t>(nobs));
+  impl_->states = std::make_unique<DeviceArray<R>>(items << (n + 1));
   const std::size_t shared = (std::size_t{2} << n) * sizeof(R);
   QMLSIM_CUDA_CHECK(cudaFuncSetAttribute(forward_kernel<R>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(kMaxShared)));
   forward_kernel<R><<<static_cast<unsigned>(items), kBlock, shared>>>(
-      n, gates.p, first.p, m.p, ox.p, oz.p, oc.p, ofirst.p, nobs, e.p, impl_->states->p);
+      n, d.gates.p, d.first.p, d.matrices.p, o.x.p, o.z.p, o.c.p, o.first.p, nobs, e.p,
+      impl_->states->p);
   QMLSIM_CUDA_CHECK(cudaGetLastError());
-  const std::vector<double> host = e.to_host(items * static_cast<std::size_t>(nobs));
+  const std::vector<double> host = e.to_host();
   for (std::size_t i = 0; i < items; ++i)
     out[i].assign(host.begin() + static_cast<std::ptrdiff_t>(i * nobs),
                   host.begin() + static_cast<std::ptrdiff_t>((i + 1) * nobs));
@@ -183,33 +138,23 @@ void SmallBatch<R>::adjoint_sweep(const std::vector<PauliSum>& h,
   if (items == 0) return;
   const PackedItems p = pack_items(n, inverse, &measure);
   const PackedSums s = pack_sums(h);
-  Buffer<PackedGate> gates(p.gates);
-  Buffer<std::uint32_t> first(p.first);
-  Buffer<double> m(p.matrices);
-  Buffer<u64> hx(s.x), hz(s.z);
-  Buffer<double> hc(s.c);
-  Buffer<std::uint32_t> hfirst(s.first);
-  Buffer<double> cross(p.cross_doubles);
+  const DeviceItems d(p);
+  const DeviceSums w(s);
+  DeviceArray<double> cross(p.cross_doubles);
   const std::size_t shared = (std::size_t{4} << n) * sizeof(R);
   QMLSIM_CUDA_CHECK(cudaFuncSetAttribute(backward_kernel<R>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(kMaxShared)));
   backward_kernel<R><<<static_cast<unsigned>(items), kBlock, shared>>>(
-      n, gates.p, first.p, m.p, hx.p, hz.p, hc.p, hfirst.p, impl_->states->p, cross.p);
+      n, d.gates.p, d.first.p, d.matrices.p, w.x.p, w.z.p, w.c.p, w.first.p, impl_->states->p,
+      cross.p);
   QMLSIM_CUDA_CHECK(cudaGetLastError());
-  const std::vector<double> host = cross.to_host(p.cross_doubles);
+  const std::vector<double> host = cross.to_host();
   for (std::size_t i = 0; i < items; ++i) {
     out[i].assign(inverse[i].size(), Matrix{});
     for (std::size_t j = 0; j < inverse[i].size(); ++j) {
       const PackedGate& g = p.gates[p.first[i] + j];
-      if (g.cross < 0) continue;
-      const std::size_t dim = inverse[i][j].dim();
-      Matrix mm(dim * dim, 0.0);
-      for (int e = 0; e < g.measured_entries; ++e) {
-        const std::size_t idx = g.diagonal ? e * dim + e : static_cast<std::size_t>(e);
-        mm[idx] = {host[g.cross + 2 * e], host[g.cross + 2 * e + 1]};
-      }
-      out[i][j] = std::move(mm);
+      if (g.cross >= 0) out[i][j] = cross_matrix_of(g, inverse[i][j].dim(), &host[g.cross]);
     }
   }
 }

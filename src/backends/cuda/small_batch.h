@@ -18,6 +18,8 @@ namespace qmlsim::cuda {
 int small_batch_max_qubits(Precision p);
 // Most observables SmallBatch::run reads out per item (more: item by item instead).
 inline constexpr int kSmallBatchMaxObservables = 8;
+// True when items of n qubits with `observables` readouts fit a small batch.
+bool small_batch_fits(int n, Precision p, std::size_t observables);
 
 template <class R>
 class SmallBatch {

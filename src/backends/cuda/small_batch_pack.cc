@@ -10,9 +10,23 @@ namespace qmlsim::cuda {
 
 int small_batch_max_qubits(Precision p) { return p == Precision::c64 ? 13 : 12; }
 
+bool small_batch_fits(int n, Precision p, std::size_t observables) {
+  return n <= small_batch_max_qubits(p) &&
+         observables <= static_cast<std::size_t>(kSmallBatchMaxObservables);
+}
+
 int cross_entries(const BoundGate& g) {
   if (g.diagonal) return g.num_targets() <= 5 ? static_cast<int>(g.dim()) : 0;
   return g.num_targets() <= 2 ? static_cast<int>(g.dim() * g.dim()) : 0;
+}
+
+Matrix cross_matrix_of(const PackedGate& g, std::size_t dim, const double* v) {
+  Matrix m(dim * dim, 0.0);
+  for (int e = 0; e < g.measured_entries; ++e) {
+    const std::size_t idx = g.diagonal ? e * dim + e : static_cast<std::size_t>(e);
+    m[idx] = {v[2 * e], v[2 * e + 1]};
+  }
+  return m;
 }
 
 PackedItems pack_items(int n, const std::vector<std::vector<BoundGate>>& items,

@@ -29,6 +29,10 @@ PackedItems pack_items(int n, const std::vector<std::vector<BoundGate>>& items,
 // dense, dim diagonal), or 0 where they form none (beyond 2 dense / 5 diagonal targets).
 int cross_entries(const BoundGate& g);
 
+// The cross matrix of measured gate g (dim x dim, zeros off the diagonal of a
+// diagonal gate) from its entries as the kernels write them: v[2e], v[2e + 1].
+Matrix cross_matrix_of(const PackedGate& g, std::size_t dim, const double* v);
+
 struct PackedSums {
   std::vector<u64> x, z;
   std::vector<double> c;             // coeff * i^popc(x & z), interleaved

@@ -1,24 +1,16 @@
 // CUDA implementation of backends/cuda/statevector.h.
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <string>
 
 #include "backends/cpu/statevector.h"
+#include "backends/cuda/device_util.cuh"
 #include "backends/cuda/index_math.h"
 #include "backends/cuda/small_batch_ops.h"
-#include "backends/cuda/small_batch_pack.h"
 #include "backends/cuda/statevector.h"
-#include "core/error.h"
 
 namespace qmlsim::cuda {
 namespace {
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw Error(std::string("cuda: ") + what + ": " + cudaGetErrorString(e));
-}
-#define QMLSIM_CUDA_CHECK(call) check((call), #call)
 
 constexpr int kThreads = 256;       // threads per block
 constexpr int kReduceBlocks = 512;  // fixed grid of the reductions (reproducible sums; ~4 per SM)
@@ -50,19 +42,6 @@ __global__ void pauli_apply_kernel(const R* src, R* dst, int n, PackedTerms h) {
   pauli_apply_packed(src, dst, n, h, worker(), workers());
 }
 
-// Block-wide sum of v (every thread passes one value); every thread gets the total.
-__device__ double block_sum(double v, double* shared) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) shared[threadIdx.x] += shared[threadIdx.x + s];
-    __syncthreads();
-  }
-  const double out = shared[0];
-  __syncthreads();
-  return out;
-}
-
 // partial[block] = this block's share of Re <bra|H|ket>.
 template <class R>
 __global__ void pauli_element_kernel(const R* bra, const R* ket, int n, PackedTerms h,
@@ -85,48 +64,6 @@ __global__ void cross_kernel(const R* bra, const R* ket, int n, PackedGate g, do
     if (threadIdx.x == 0) partial[blockIdx.x * doubles + e] = s;
   }
 }
-
-// Device buffer of T, freed on scope exit.
-template <class T>
-struct DeviceArray {
-  T* p = nullptr;
-  std::size_t n = 0;
-  explicit DeviceArray(std::size_t count) : n(count) {
-    if (count) QMLSIM_CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
-  }
-  explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
-    if (n) QMLSIM_CUDA_CHECK(cudaMemcpy(p, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  ~DeviceArray() {
-    if (p) cudaFree(p);
-  }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-};
-
-// A gate list packed (small_batch_pack.h) with its matrices on the device.
-struct DeviceGates {
-  PackedItems packed;
-  DeviceArray<double> matrices;
-  DeviceGates(int n, const std::vector<BoundGate>& gates, const std::vector<char>* measure)
-      : packed(pack(n, gates, measure)), matrices(packed.matrices) {}
-  static PackedItems pack(int n, const std::vector<BoundGate>& gates,
-                          const std::vector<char>* measure) {
-    if (!measure) return pack_items(n, {gates});
-    const std::vector<std::vector<char>> m = {*measure};
-    return pack_items(n, {gates}, &m);
-  }
-};
-
-// A Pauli sum's terms on the device.
-struct DeviceTerms {
-  PackedSums packed;
-  DeviceArray<u64> x, z;
-  DeviceArray<double> c;
-  explicit DeviceTerms(const PauliSum& h)
-      : packed(pack_sums({h})), x(packed.x), z(packed.z), c(packed.c) {}
-  PackedTerms terms() const { return packed.terms(0, x.p, z.p, c.p); }
-};
 
 template <class R>
 void launch_gate(R* a, int n, const PackedGate& g, const double* m) {
@@ -257,8 +194,9 @@ void StateVector<R>::apply(const BoundGate& g) {
 template <class R>
 void StateVector<R>::apply(const std::vector<BoundGate>& gates) {
   if (gates.empty()) return;
-  const DeviceGates d(impl_->n, gates, nullptr);
-  for (const PackedGate& g : d.packed.gates) launch_gate(impl_->a, impl_->n, g, d.matrices.p);
+  const PackedItems packed = pack_items(impl_->n, {gates});
+  const DeviceItems d(packed);
+  for (const PackedGate& g : packed.gates) launch_gate(impl_->a, impl_->n, g, d.matrices.p);
   synchronize();
 }
 
@@ -272,14 +210,13 @@ double StateVector<R>::norm_squared() const {
 template <class R>
 double StateVector<R>::expval(const PauliSum& h) const {
   if (h.terms.empty()) return 0;
-  const DeviceTerms t(h);
+  const PackedSums ps = pack_sums({h});
+  const DeviceSums t(ps);
   DeviceArray<double> partial(kReduceBlocks);
   pauli_element_kernel<R>
-      <<<kReduceBlocks, kThreads>>>(impl_->a, impl_->a, impl_->n, t.terms(), partial.p);
+      <<<kReduceBlocks, kThreads>>>(impl_->a, impl_->a, impl_->n, t.terms(ps, 0), partial.p);
   QMLSIM_CUDA_CHECK(cudaGetLastError());
-  std::vector<double> host(kReduceBlocks);
-  QMLSIM_CUDA_CHECK(
-      cudaMemcpy(host.data(), partial.p, host.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  const std::vector<double> host = partial.to_host();
   double sum = 0;
   for (double v : host) sum += v;  // block order: reproducible
   return sum;
@@ -291,9 +228,10 @@ void StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
     QMLSIM_CUDA_CHECK(cudaMemset(impl_->a, 0, (std::size_t{2} << impl_->n) * sizeof(R)));
     return;
   }
-  const DeviceTerms t(h);
+  const PackedSums ps = pack_sums({h});
+  const DeviceSums t(ps);
   pauli_apply_kernel<R>
-      <<<grid_for(size()), kThreads>>>(src.impl_->a, impl_->a, impl_->n, t.terms());
+      <<<grid_for(size()), kThreads>>>(src.impl_->a, impl_->a, impl_->n, t.terms(ps, 0));
   QMLSIM_CUDA_CHECK(cudaGetLastError());
   synchronize();
 }
@@ -305,9 +243,11 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
   const int n = impl_->n;
   // Packing checks that the GPU forms every measured gate's cross matrix; the
   // per-block partials of all of them stay on the device until the end.
-  const DeviceGates d(n, inverse, &measure);
-  const std::vector<PackedGate>& g = d.packed.gates;
-  DeviceArray<double> partial(kReduceBlocks * d.packed.cross_doubles);
+  const std::vector<std::vector<char>> measured = {measure};
+  const PackedItems packed = pack_items(n, {inverse}, &measured);
+  const DeviceItems d(packed);
+  const std::vector<PackedGate>& g = packed.gates;
+  DeviceArray<double> partial(kReduceBlocks * packed.cross_doubles);
   for (std::size_t j = inverse.size(); j-- > 0;) {
     launch_gate(impl_->a, n, g[j], d.matrices.p);
     if (g[j].cross >= 0) {
@@ -317,22 +257,15 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
     }
     launch_gate(lambda.impl_->a, n, g[j], d.matrices.p);
   }
-  std::vector<double> host(partial.n);
-  if (!host.empty())
-    QMLSIM_CUDA_CHECK(
-        cudaMemcpy(host.data(), partial.p, host.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  const std::vector<double> host = partial.to_host();
   for (std::size_t i = 0; i < inverse.size(); ++i) {
     if (g[i].cross < 0) continue;
-    const std::size_t dim = inverse[i].dim();
-    const int e = g[i].measured_entries;
+    const int doubles = 2 * g[i].measured_entries;
     const double* p = &host[kReduceBlocks * g[i].cross];
-    Matrix sum(dim * dim, 0.0);
+    std::vector<double> sum(static_cast<std::size_t>(doubles), 0.0);
     for (int b = 0; b < kReduceBlocks; ++b)  // block order: reproducible
-      for (int k = 0; k < e; ++k) {
-        const std::size_t idx = g[i].diagonal ? k * dim + k : static_cast<std::size_t>(k);
-        sum[idx] += cplx{p[2 * (b * e + k)], p[2 * (b * e + k) + 1]};
-      }
-    out[i] = std::move(sum);
+      for (int k = 0; k < doubles; ++k) sum[k] += p[b * doubles + k];
+    out[i] = cross_matrix_of(g[i], inverse[i].dim(), sum.data());
   }
 }
 

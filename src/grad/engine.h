@@ -1,0 +1,47 @@
+// The execution policy shared by grad's entry points (internal to the layer):
+// the fusion width a backend takes, and how many items share the threads.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/statevector.h"
+#include "circuit/circuit.h"
+#include "core/error.h"
+#include "core/parallel.h"
+#include "grad/adjoint.h"
+
+namespace qmlsim::detail {
+
+// The options with the fusion width capped where the backend's kernels stop
+// (the GPU's dense kernels take at most cuda::kMaxDenseTargets targets).
+inline AdjointOptions for_backend(AdjointOptions o) {
+  if (o.backend == Backend::cuda) o.fusion = std::min(o.fusion, cuda::kMaxDenseTargets);
+  return o;
+}
+
+// Runs fn(i, item_options) for i < count, items of n qubits: one item per
+// thread (one thread inside each) when states are small and on the CPU; else in
+// turn with the options' threads inside (on the GPU on the calling thread,
+// which holds the device).
+template <class Fn>
+void for_each_item(std::size_t count, int n, const AdjointOptions& options, Fn&& fn) {
+  const bool small = options.backend == Backend::cpu && (std::int64_t{1} << n) < kMinParallelWork;
+  AdjointOptions inner = options;
+  if (small) inner.threads = 1;
+  const int outer = small ? options.threads : 1;
+#pragma omp parallel for schedule(dynamic) num_threads(outer) if (outer > 1)
+  for (std::size_t i = 0; i < count; ++i) fn(i, inner);
+}
+
+// The qubit count every circuit shares; an Error naming `what` if they differ.
+inline int common_qubits(const std::vector<const Circuit*>& circuits, const char* what) {
+  const int n = circuits.empty() ? 0 : circuits[0]->num_qubits();
+  for (const Circuit* c : circuits)
+    if (c->num_qubits() != n) throw Error(std::string(what) + ": circuits of different sizes");
+  return n;
+}
+
+}  // namespace qmlsim::detail
