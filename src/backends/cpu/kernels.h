@@ -41,13 +41,16 @@ struct KernelSet {
   // The adjoint method's step at a measured gate G, fused into one pass over both
   // states: ket = G ket; out = sum conj(bra_a) ket_b over G's targets (controls
   // set; dim x dim interleaved, at most kMaxAdjointDim^2 entries); bra = G bra.
-  // `prepared` holds G alone. Applies to dense one-target gates and to diagonal
-  // gates of up to 4 targets, at most 2 of them above the SIMD lanes (only the
-  // diagonal of out is formed); false, with nothing done, for others (and for
-  // states smaller than a vector). Serial; the sums depend only on the states
-  // and the gate.
-  bool (*adjoint_step_f32)(const void* prepared, float* bra, float* ket, double* out);
-  bool (*adjoint_step_f64)(const void* prepared, double* bra, double* ket, double* out);
+  // Without write_back, out is the same but neither state is changed (G ket is
+  // formed in registers only). `prepared` holds G alone. Applies to dense
+  // one-target gates and to diagonal gates of up to 4 targets, at most 2 of them
+  // above the SIMD lanes (only the diagonal of out is formed); false, with
+  // nothing done, for others (and for states smaller than a vector). Serial; the
+  // sums depend only on the states and the gate.
+  bool (*adjoint_step_f32)(const void* prepared, float* bra, float* ket, double* out,
+                           bool write_back);
+  bool (*adjoint_step_f64)(const void* prepared, double* bra, double* ket, double* out,
+                           bool write_back);
 };
 inline constexpr int kMaxAdjointDim = 16;
 
@@ -77,11 +80,11 @@ class PreparedGates {
       k_->run_f64(p_, amps, threads);
   }
   // KernelSet::adjoint_step for a list of one gate.
-  bool adjoint_step(R* bra, R* ket, double* out) const {
+  bool adjoint_step(R* bra, R* ket, double* out, bool write_back = true) const {
     if constexpr (sizeof(R) == 4)
-      return k_->adjoint_step_f32(p_, bra, ket, out);
+      return k_->adjoint_step_f32(p_, bra, ket, out, write_back);
     else
-      return k_->adjoint_step_f64(p_, bra, ket, out);
+      return k_->adjoint_step_f64(p_, bra, ket, out, write_back);
   }
 
  private:

@@ -197,13 +197,25 @@ void check_adjoint_step(const KernelSet* ks) {
             want[a * dim + b] += std::conj(bra[ia]) * ket2[ib];
           }
       }
-      StateVector<R> sb(n, 1, ks), sk(n, 1, ks);
+      StateVector<R> sb(n, 1, ks), sk(n, 1, ks), pb(n, 1, ks), pk(n, 1, ks);
       sb.set_amplitudes(bra);
       sk.set_amplitudes(ket);
+      pb.set_amplitudes(bra);
+      pk.set_amplitudes(ket);
       const KernelGate kg = to_kernel_gate(g);
       const PreparedGates<R> prepared(*ks, &kg, 1, n);
-      double out[2 * kMaxAdjointDim * kMaxAdjointDim];
+      double out[2 * kMaxAdjointDim * kMaxAdjointDim], peek[2 * kMaxAdjointDim * kMaxAdjointDim];
       const bool done = prepared.adjoint_step(sb.data(), sk.data(), out);
+      // Without write-back: the same sums, both states untouched.
+      ASSERT_EQ(prepared.adjoint_step(pb.data(), pk.data(), peek, false), done);
+      if (done) {
+        StateVector<R> bra0(n, 1, ks), ket0(n, 1, ks);  // at this precision
+        bra0.set_amplitudes(bra);
+        ket0.set_amplitudes(ket);
+        ASSERT_EQ(pk.to_vector(), ket0.to_vector());
+        ASSERT_EQ(pb.to_vector(), bra0.to_vector());
+        for (std::size_t e = 0; e < 2 * dim * dim; ++e) ASSERT_EQ(peek[e], out[e]) << e;
+      }
       // Applies to dense one-target gates and to diagonal gates with at most two
       // targets above the L lane qubits, once the state fills a vector.
       const int lanes = std::countr_zero(ks->vector_bytes / (2 * sizeof(R)));

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/parallel.h"
 #include "passes/cache_blocking.h"
+#include "passes/light_cone.h"
 
 namespace qmlsim::cpu {
 
@@ -670,10 +671,11 @@ Matrix cross_matrix(const R* bra, const R* ket, int n, const BoundGate& g, int t
 
 // The kernel set's fused adjoint step (kernels.h) into m; false if it does not apply.
 template <class R>
-bool fused_step(const PreparedGates<R>& gate, R* bra, R* ket, std::size_t dim, Matrix& m) {
+bool fused_step(const PreparedGates<R>& gate, R* bra, R* ket, std::size_t dim, Matrix& m,
+                bool write_back) {
   if (dim > static_cast<std::size_t>(kMaxAdjointDim)) return false;
   double v[2 * kMaxAdjointDim * kMaxAdjointDim];
-  if (!gate.adjoint_step(bra, ket, v)) return false;
+  if (!gate.adjoint_step(bra, ket, v, write_back)) return false;
   m.resize(dim * dim);
   for (std::size_t e = 0; e < dim * dim; ++e) m[e] = cplx{v[2 * e], v[2 * e + 1]};
   return true;
@@ -685,12 +687,21 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
   assert(lambda.n_ == n_ && inverse.size() == measure.size());
   const int count = static_cast<int>(inverse.size());
   out.assign(inverse.size(), Matrix{});
+  // Gates outside every measured gate's light cone (passes/light_cone.h) are not
+  // undone: unmeasured ones are dropped, measured ones are peeked (cross matrix
+  // only, states unchanged). Undoing one anyway is harmless (the fallback does).
+  const std::vector<char> needed = undo_needed(inverse, measure);
   // Process in reverse: rev[j] is inverse[orig(j)]. With blocking, the plan may
   // move a gate past gates on other qubits; a cross matrix over a gate's targets
   // does not change under unitaries on other qubits applied to both vectors.
-  std::vector<BoundGate> rev(inverse.rbegin(), inverse.rend());
-  std::vector<int> orig_index(inverse.size());
-  for (int j = 0; j < count; ++j) orig_index[j] = count - 1 - j;
+  std::vector<BoundGate> rev;
+  std::vector<int> orig_index;
+  for (int i = count - 1; i >= 0; --i) {
+    if (!needed[i] && !measure[i]) continue;
+    rev.push_back(inverse[i]);
+    orig_index.push_back(i);
+  }
+  const int active = static_cast<int>(rev.size());
   auto orig = [&](int j) { return orig_index[j]; };
   // The fused kernel is serial: use it where the kernels would run on one thread.
   const bool serial = threads_ == 1 || (std::int64_t{1} << n_) < kMinParallelWork;
@@ -698,18 +709,18 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
     for (int j = begin; j < end; ++j) {
       const KernelGate k = to_kernel_gate(rev[j]);
       const PreparedGates<R> gate(*kernels_, &k, 1, n_);  // once for both states
-      if (measure[orig(j)] && serial &&
-          fused_step(gate, lambda.amps_.data(), amps_.data(), rev[j].dim(), out[orig(j)]))
+      const int i = orig(j);
+      if (measure[i] && serial &&
+          fused_step(gate, lambda.amps_.data(), amps_.data(), rev[j].dim(), out[i], needed[i]))
         continue;
       gate.run(amps_.data(), threads_);
-      if (measure[orig(j)]) {
-        out[orig(j)] = cross_matrix(lambda.amps_.data(), amps_.data(), n_, rev[j], threads_);
-      }
+      if (measure[i])
+        out[i] = cross_matrix(lambda.amps_.data(), amps_.data(), n_, rev[j], threads_);
       gate.run(lambda.amps_.data(), threads_);
     }
   };
-  if (!blocking_pays(count)) {
-    direct(0, count);
+  if (!blocking_pays(active)) {
+    direct(0, active);
     return;
   }
   const SegmentPlan plan = plan_segments(rev, n_, chunk_qubits_, kRunQubits);
@@ -734,11 +745,15 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
     std::vector<BoundGate> local(static_cast<std::size_t>(len));
     std::vector<std::unique_ptr<PreparedGates<R>>> prepared;
     std::vector<int> slot(static_cast<std::size_t>(len), -1);  // index into the partial sums
+    std::vector<char> write(static_cast<std::size_t>(len), 0);
     int nmeasure = 0;
+    bool writes = false;  // false: only peeks, the chunks need not go back
     for (int j = 0; j < len; ++j) {
       const KernelGate kg = layout.local_gate(rev[s.begin + j], local[j]);
       prepared.push_back(std::make_unique<PreparedGates<R>>(*kernels_, &kg, 1, b));
       if (measure[orig(s.begin + j)]) slot[j] = nmeasure++;
+      write[j] = needed[orig(s.begin + j)];
+      writes = writes || write[j];
     }
     const PermutationRuns runs(local, b, [&](int j) { return slot[j] < 0; });  // unmeasured
     const std::int64_t nchunks = std::int64_t{1} << (n_ - b);
@@ -775,7 +790,7 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
           R* const la = lc.cur;
           if (slot[j] >= 0) {
             Matrix& m = partial[static_cast<std::size_t>(c * nmeasure + slot[j])];
-            if (fused_step(*prepared[j], la, ph, local[j].dim(), m)) continue;
+            if (fused_step(*prepared[j], la, ph, local[j].dim(), m, write[j])) continue;
           }
           // Gates the fused step does not take (wider ones; a parametric gate
           // that is exactly a permutation at its angles): three passes.
@@ -786,8 +801,10 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
           prepared[j]->run(la, 1);
         }
         if (copy) {
-          layout.scatter(pc.cur, phi_amps, base);
-          layout.scatter(lc.cur, lam_amps, base);
+          if (writes) {
+            layout.scatter(pc.cur, phi_amps, base);
+            layout.scatter(lc.cur, lam_amps, base);
+          }
         } else {
           pc.settle(b);
           lc.settle(b);

@@ -54,6 +54,8 @@ class StateVector {
   //   this = inverse[i] this; where measure[i]:
   //   out[i][a][b] = sum conj(lambda_a) this_b over gate i's targets (controls 1);
   //   then lambda = inverse[i] lambda.
+  // Gates that no measured gate needs undone (passes/light_cone.h) are skipped,
+  // so on return both states are unspecified; only `out` is the result.
   // Cache-blocked like apply(); the sums do not depend on the thread count.
   void adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
                      const std::vector<char>& measure, std::vector<Matrix>& out);
