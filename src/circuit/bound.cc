@@ -47,6 +47,17 @@ BoundGate adjoint(const BoundGate& g) {
   return a;
 }
 
+Matrix antihermitian_part(const Matrix& m) {
+  std::size_t dim = 0;
+  while (dim * dim < m.size()) ++dim;
+  assert(dim * dim == m.size());
+  Matrix p(m.size());
+  for (std::size_t r = 0; r < dim; ++r)
+    for (std::size_t c = 0; c < dim; ++c)
+      p[r * dim + c] = 0.5 * (m[r * dim + c] - std::conj(m[c * dim + r]));
+  return p;
+}
+
 BoundGate bind_params(const Operation& op, std::span<const double> theta) {
   const GateInfo& g = gate_info(op.gate);
   BoundGate b;

@@ -42,6 +42,9 @@ Matrix to_canonical(const Matrix& m, bool diagonal, const std::vector<int>& wire
 // The inverse (conjugate transpose) of a unitary bound gate.
 BoundGate adjoint(const BoundGate& g);
 
+// (M - M^dagger) / 2 of a square row-major matrix.
+Matrix antihermitian_part(const Matrix& m);
+
 // Binds one operation with parameter values theta (indexed by slot).
 BoundGate bind_params(const Operation& op, std::span<const double> theta);
 

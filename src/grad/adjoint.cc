@@ -84,15 +84,23 @@ void inverse_gates(const Segmented& s, std::vector<BoundGate>& inverse,
   }
 }
 
-// Adds every angle's dL/da, from the cross matrices m of the measured gates, to grad.
+// Adds every angle's dL/da to grad, from the sweep's anti-Hermitian cross
+// matrices m (StateVector::adjoint_sweep): with U the gate at its angles,
+// dL/da = 2 Re <lambda| dU/da |phi_before> = 2 sum_ab (dU/da U^dagger)_ab m_ab.
 void accumulate(const Segmented& s, const std::vector<Matrix>& m, std::vector<double>& grad) {
   for (std::size_t i = 0; i < s.gates.size(); ++i) {
     const TapeStep* t = s.step[i];
     if (!t) continue;
-    // dL/da = 2 Re <lambda| dU/da |phi_before> = 2 Re sum_ab dU_ab M_ab
+    const BoundGate& u = s.gates[i];
+    const std::size_t dim = u.dim();
     for (const TapeDerivative& d : t->derivatives) {
       cplx acc = 0;
-      for (std::size_t e = 0; e < d.d.size(); ++e) acc += d.d[e] * m[i][e];
+      for (std::size_t a = 0; a < dim; ++a)
+        for (std::size_t b = 0; b < dim; ++b) {
+          cplx g = 0;  // (dU U^dagger)_ab
+          for (std::size_t c = 0; c < dim; ++c) g += d.d[a * dim + c] * std::conj(u.at(b, c));
+          acc += g * m[i][a * dim + b];
+        }
       grad[static_cast<std::size_t>(d.slot)] += 2.0 * acc.real() * d.scale;
     }
   }

@@ -16,7 +16,7 @@ BoundGate on(std::vector<int> targets, std::vector<int> controls = {}) {
 
 TEST(LightCone, FirstGatesOnEachWireAndUnmeasuredPrefixesNeedNoUndo) {
   // H0 H1 | RY0* RY1* | CNOT 0->1 | RZ1* | RX2 | CNOT 1->2   (* = measured)
-  const std::vector<BoundGate> gates = {on({0}), on({1}), on({0}),    on({1}),
+  const std::vector<BoundGate> gates = {on({0}),      on({1}), on({0}), on({1}),
                                         on({1}, {0}), on({1}), on({2}), on({2}, {1})};
   const std::vector<char> measured = {0, 0, 1, 1, 0, 1, 0, 0};
   const std::vector<char> want = {0, 0, 0, 0, 1, 1, 0, 1};
@@ -31,8 +31,7 @@ TEST(LightCone, EqualsTheTransitiveClosureOnRandomCircuits) {
   std::mt19937_64 rng(21);
   for (int trial = 0; trial < 40; ++trial) {
     const int n = 3 + trial % 6;
-    const std::vector<BoundGate> gates =
-        bind_params(testing::random_circuit(n, 25, rng, true), {});
+    const std::vector<BoundGate> gates = bind_params(testing::random_circuit(n, 25, rng, true), {});
     std::vector<char> measured(gates.size());
     for (char& m : measured) m = rng() % 3 == 0;
     const std::size_t count = gates.size();

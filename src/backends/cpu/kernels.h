@@ -39,14 +39,15 @@ struct KernelSet {
   void (*run_f64)(const void* prepared, double* amps, int threads);
   void (*release_f64)(void* prepared);
   // The adjoint method's step at a measured gate G, fused into one pass over both
-  // states: ket = G ket; out = sum conj(bra_a) ket_b over G's targets (controls
-  // set; dim x dim interleaved, at most kMaxAdjointDim^2 entries); bra = G bra.
-  // Without write_back, out is the same but neither state is changed (G ket is
-  // formed in registers only). `prepared` holds G alone. Applies to dense
-  // one-target gates and to diagonal gates of up to 4 targets, at most 2 of them
-  // above the SIMD lanes (only the diagonal of out is formed); false, with
-  // nothing done, for others (and for states smaller than a vector). Serial; the
-  // sums depend only on the states and the gate.
+  // states: out = P = (M - M^dagger) / 2, the anti-Hermitian part of M_ab = sum
+  // conj(bra_a) ket_b over G's targets (controls set) as the states are on entry
+  // (dim x dim interleaved, at most kMaxAdjointDim^2 entries); then, with
+  // write_back, ket = G ket and bra = G bra (without it neither state changes).
+  // `prepared` holds G alone. Applies to dense one-target gates and to diagonal
+  // gates of up to 4 targets, at most 2 of them above the SIMD lanes (only the
+  // diagonal of P is formed); false, with nothing done, for others (and for
+  // states smaller than a vector). Serial; the sums depend only on the states
+  // and the gate.
   bool (*adjoint_step_f32)(const void* prepared, float* bra, float* ket, double* out,
                            bool write_back);
   bool (*adjoint_step_f64)(const void* prepared, double* bra, double* ket, double* out,

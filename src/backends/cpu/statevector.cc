@@ -688,8 +688,7 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
   const int count = static_cast<int>(inverse.size());
   out.assign(inverse.size(), Matrix{});
   // Gates outside every measured gate's light cone (passes/light_cone.h) are not
-  // undone: unmeasured ones are dropped, measured ones are peeked (cross matrix
-  // only, states unchanged). Undoing one anyway is harmless (the fallback does).
+  // undone: unmeasured ones are dropped, measured ones only have their sums formed.
   const std::vector<char> needed = undo_needed(inverse, measure);
   // Process in reverse: rev[j] is inverse[orig(j)]. With blocking, the plan may
   // move a gate past gates on other qubits; a cross matrix over a gate's targets
@@ -713,9 +712,11 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
       if (measure[i] && serial &&
           fused_step(gate, lambda.amps_.data(), amps_.data(), rev[j].dim(), out[i], needed[i]))
         continue;
-      gate.run(amps_.data(), threads_);
       if (measure[i])
-        out[i] = cross_matrix(lambda.amps_.data(), amps_.data(), n_, rev[j], threads_);
+        out[i] = antihermitian_part(
+            cross_matrix(lambda.amps_.data(), amps_.data(), n_, rev[j], threads_));
+      if (!needed[i]) continue;
+      gate.run(amps_.data(), threads_);
       gate.run(lambda.amps_.data(), threads_);
     }
   };
@@ -793,11 +794,12 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
             if (fused_step(*prepared[j], la, ph, local[j].dim(), m, write[j])) continue;
           }
           // Gates the fused step does not take (wider ones; a parametric gate
-          // that is exactly a permutation at its angles): three passes.
-          prepared[j]->run(ph, 1);
+          // that is exactly a permutation at its angles): separate passes.
           if (slot[j] >= 0)
             partial[static_cast<std::size_t>(c * nmeasure + slot[j])] =
-                cross_matrix(la, ph, b, local[j], 1);
+                antihermitian_part(cross_matrix(la, ph, b, local[j], 1));
+          if (!write[j]) continue;
+          prepared[j]->run(ph, 1);
           prepared[j]->run(la, 1);
         }
         if (copy) {

@@ -50,10 +50,13 @@ class StateVector {
   void apply(const std::vector<BoundGate>& gates);
 
   // The reverse sweep of adjoint differentiation. `inverse` holds the inverses of
-  // a forward gate list, in forward order. For i from last to first:
-  //   this = inverse[i] this; where measure[i]:
-  //   out[i][a][b] = sum conj(lambda_a) this_b over gate i's targets (controls 1);
-  //   then lambda = inverse[i] lambda.
+  // a forward gate list, in forward order. For i from last to first, where
+  // measure[i]: out[i] = (M - M^dagger) / 2 with M_ab = sum conj(lambda_a) this_b
+  // over gate i's targets (controls 1), both states as they are after gate i of
+  // the forward list (for a diagonal gate, only the diagonal is formed); then
+  // this = inverse[i] this and lambda = inverse[i] lambda. With U gate i and
+  // dU/da its derivative, 2 Re <lambda| dU/da |phi before gate i> equals
+  // 2 sum_ab (dU/da U^dagger)_ab out[i]_ab (dU U^dagger is anti-Hermitian).
   // Gates that no measured gate needs undone (passes/light_cone.h) are skipped,
   // so on return both states are unspecified; only `out` is the result.
   // Cache-blocked like apply(); the sums do not depend on the thread count.

@@ -154,7 +154,7 @@ void SmallBatch<R>::adjoint_sweep(const std::vector<PauliSum>& h,
     out[i].assign(inverse[i].size(), Matrix{});
     for (std::size_t j = 0; j < inverse[i].size(); ++j) {
       const PackedGate& g = p.gates[p.first[i] + j];
-      if (g.cross >= 0) out[i][j] = cross_matrix_of(g, inverse[i][j].dim(), &host[g.cross]);
+      if (g.cross >= 0) out[i][j] = cross_matrix_of(g, inverse[i][j], &host[g.cross]);
     }
   }
 }

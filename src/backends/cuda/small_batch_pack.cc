@@ -20,13 +20,19 @@ int cross_entries(const BoundGate& g) {
   return g.num_targets() <= 2 ? static_cast<int>(g.dim() * g.dim()) : 0;
 }
 
-Matrix cross_matrix_of(const PackedGate& g, std::size_t dim, const double* v) {
+Matrix cross_matrix_of(const PackedGate& g, const BoundGate& inverse, const double* v) {
+  const std::size_t dim = inverse.dim();
   Matrix m(dim * dim, 0.0);
   for (int e = 0; e < g.measured_entries; ++e) {
     const std::size_t idx = g.diagonal ? e * dim + e : static_cast<std::size_t>(e);
     m[idx] = {v[2 * e], v[2 * e + 1]};
   }
-  return m;
+  Matrix before(dim * dim, 0.0);  // M U^T, U_bc = conj(inverse_cb)
+  for (std::size_t a = 0; a < dim; ++a)
+    for (std::size_t b = 0; b < dim; ++b)
+      for (std::size_t c = 0; c < dim; ++c)
+        before[a * dim + b] += m[a * dim + c] * std::conj(inverse.at(c, b));
+  return antihermitian_part(before);
 }
 
 PackedItems pack_items(int n, const std::vector<std::vector<BoundGate>>& items,

@@ -29,9 +29,12 @@ PackedItems pack_items(int n, const std::vector<std::vector<BoundGate>>& items,
 // dense, dim diagonal), or 0 where they form none (beyond 2 dense / 5 diagonal targets).
 int cross_entries(const BoundGate& g);
 
-// The cross matrix of measured gate g (dim x dim, zeros off the diagonal of a
-// diagonal gate) from its entries as the kernels write them: v[2e], v[2e + 1].
-Matrix cross_matrix_of(const PackedGate& g, std::size_t dim, const double* v);
+// StateVector::adjoint_sweep's result for measured gate g, whose inverse is
+// `inverse`, from the sums the kernels write (v[2e], v[2e + 1]): those hold M_ab =
+// sum conj(lambda_a) phi_b with phi already undone (zeros off the diagonal of a
+// diagonal gate). Before the undo, phi was U phi with U = inverse^dagger, so the
+// sweep's M' = M U^T, and the result is its anti-Hermitian part.
+Matrix cross_matrix_of(const PackedGate& g, const BoundGate& inverse, const double* v);
 
 struct PackedSums {
   std::vector<u64> x, z;

@@ -265,7 +265,7 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
     std::vector<double> sum(static_cast<std::size_t>(doubles), 0.0);
     for (int b = 0; b < kReduceBlocks; ++b)  // block order: reproducible
       for (int k = 0; k < doubles; ++k) sum[k] += p[b * doubles + k];
-    out[i] = cross_matrix_of(g[i], inverse[i].dim(), sum.data());
+    out[i] = cross_matrix_of(g[i], inverse[i], sum.data());
   }
 }
 
