@@ -4,10 +4,11 @@
 // dL/dtheta for L = sum_k w_k <H_k> and every trainable slot.
 //
 // Memory: two state vectors (the state and the adjoint state) whatever the
-// number of parameters. Per parametric gate the backward sweep forms the small
-// matrix M_ab = sum conj(lambda_a) phi_b over the gate's targets (controls set),
-// and every angle a of the gate gets dL/da = 2 Re sum_ab (dU/da)_ab M_ab: one
-// pass per gate, not per angle, and no third state vector.
+// number of parameters. Per parametric gate U the backward sweep forms the
+// anti-Hermitian part P of the small matrix M_ab = sum conj(lambda_a) phi_b over
+// the gate's targets (controls set), both states taken after U, and every angle
+// a of the gate gets dL/da = 2 sum_ab (dU/da U^dagger)_ab P_ab: one pass per
+// gate, not per angle, and no third state vector.
 #pragma once
 
 #include <functional>

@@ -39,8 +39,8 @@ class SmallBatch {
   // After run(): for every item i at once, lambda_i = h[i] psi_i, then the
   // reverse sweep of StateVector::adjoint_sweep over inverse[i] (the inverses
   // of a gate list ending in psi_i, measured where measure[i][j]): out[i][j]
-  // the cross matrices (measured gates: dense of at most 2 targets, diagonal
-  // of at most 5).
+  // as StateVector::adjoint_sweep's out (measured gates: dense of at most 2
+  // targets, diagonal of at most 5).
   void adjoint_sweep(const std::vector<PauliSum>& h,
                      const std::vector<std::vector<BoundGate>>& inverse,
                      const std::vector<std::vector<char>>& measure,
