@@ -106,17 +106,29 @@ void accumulate(const Segmented& s, const std::vector<Matrix>& m, std::vector<do
   }
 }
 
-// One backward pass from the final state phi (consumed). Adds to grad.
+// The sweep from phi (consumed) and lambda (at the end of the circuit). Adds to grad.
 template <class SV>
-void backward(const Segmented& s, SV& phi, SV& lambda, const PauliSum& h,
-              std::vector<double>& grad) {
-  lambda.assign_applied(h, phi);
+void sweep(const Segmented& s, SV& phi, SV& lambda, std::vector<double>& grad) {
   std::vector<BoundGate> inverse;
   std::vector<char> measure;
   inverse_gates(s, inverse, measure);
   std::vector<Matrix> m;
   phi.adjoint_sweep(lambda, inverse, measure, m);
   accumulate(s, m, grad);
+}
+
+// One backward pass from the final state phi (consumed). Adds to grad.
+template <class SV>
+void backward(const Segmented& s, SV& phi, SV& lambda, const PauliSum& h,
+              std::vector<double>& grad) {
+  lambda.assign_applied(h, phi);
+  sweep(s, phi, lambda, grad);
+}
+
+void check_weights(const std::vector<double>& w, std::size_t observables) {
+  if (w.size() != observables)
+    throw Error("adjoint_vjp: " + std::to_string(w.size()) + " weights for " +
+                std::to_string(observables) + " observables");
 }
 
 template <class SV>
@@ -128,13 +140,24 @@ AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
   SV phi = make_state<SV>(c.num_qubits(), options);
   phi.apply(forward_gates(tape, options.fusion));
   AdjointResult out;
-  for (const PauliSum& h : observables) out.expvals.push_back(phi.expval(h));
   out.gradient.assign(theta.size(), 0.0);
-  const std::vector<double> w = weights(out.expvals);
-  if (w.size() != observables.size())
-    throw Error("adjoint_vjp: " + std::to_string(w.size()) + " weights for " +
-                std::to_string(observables.size()) + " observables");
   SV lambda = make_state<SV>(c.num_qubits(), options);
+  if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>) {
+    if (observables.size() == 1) {
+      // One observable: lambda = H phi and <H> come from one pass; the weight
+      // (known only after <H>) scales the gradient, which is linear in lambda.
+      out.expvals = {lambda.assign_applied(observables[0], phi)};
+      const std::vector<double> w = weights(out.expvals);
+      check_weights(w, 1);
+      if (w[0] == 0) return out;
+      sweep(s, phi, lambda, out.gradient);
+      for (double& g : out.gradient) g *= w[0];
+      return out;
+    }
+  }
+  for (const PauliSum& h : observables) out.expvals.push_back(phi.expval(h));
+  const std::vector<double> w = weights(out.expvals);
+  check_weights(w, observables.size());
   backward(s, phi, lambda, weighted_sum(observables, w), out.gradient);
   return out;
 }

@@ -73,8 +73,8 @@ bool AffinePermutation::append(const BoundGate& g) {
   return true;
 }
 
-template <class R>
-void AffinePermutation::apply(const R* in, R* out) const {
+template <class R, int N>
+void AffinePermutation::apply_to(const R* const* in, R* const* out) const {
   // F(i) = lo[i & (2^k - 1)] ^ F(high bits of i): a table over the low k bits,
   // one XOR per amplitude; reads sequential, writes scattered (inside a chunk).
   const int k = b_ < 8 ? b_ : 8;
@@ -85,18 +85,27 @@ void AffinePermutation::apply(const R* in, R* out) const {
   struct Amp {
     R re, im;
   };
-  const Amp* src = reinterpret_cast<const Amp*>(in);
-  Amp* dst = reinterpret_cast<Amp*>(out);
+  const Amp* src[N];
+  Amp* dst[N];
+  for (int v = 0; v < N; ++v) {
+    src[v] = reinterpret_cast<const Amp*>(in[v]);
+    dst[v] = reinterpret_cast<Amp*>(out[v]);
+  }
   for (index_t hi = 0; hi < (index_t{1} << (b_ - k)); ++hi) {
     index_t h = shift_;
     for (int j = k; j < b_; ++j)
       if (hi >> (j - k) & 1) h ^= col_[static_cast<std::size_t>(j)];
-    const Amp* s = src + (hi << k);
-    for (index_t j = 0; j < (index_t{1} << k); ++j) dst[lo[j] ^ h] = s[j];
+    const index_t first = hi << k;
+    for (index_t j = 0; j < (index_t{1} << k); ++j) {
+      const index_t to = lo[j] ^ h;
+      for (int v = 0; v < N; ++v) dst[v][to] = src[v][first + j];
+    }
   }
 }
 
-template void AffinePermutation::apply<float>(const float*, float*) const;
-template void AffinePermutation::apply<double>(const double*, double*) const;
+template void AffinePermutation::apply_to<float, 1>(const float* const*, float* const*) const;
+template void AffinePermutation::apply_to<float, 2>(const float* const*, float* const*) const;
+template void AffinePermutation::apply_to<double, 1>(const double* const*, double* const*) const;
+template void AffinePermutation::apply_to<double, 2>(const double* const*, double* const*) const;
 
 }  // namespace qmlsim::cpu

@@ -22,16 +22,34 @@ class AffinePermutation {
 
   // out[F(i)] = in[i] for every i < 2^b (2^b interleaved amplitudes each; no overlap).
   template <class R>
-  void apply(const R* in, R* out) const;
+  void apply(const R* in, R* out) const {
+    apply_to<R, 1>(&in, &out);
+  }
+  // The same on two pairs of arrays in one loop (one index per amplitude for both).
+  template <class R>
+  void apply(const R* in0, R* out0, const R* in1, R* out1) const {
+    const R* in[2] = {in0, in1};
+    R* out[2] = {out0, out1};
+    apply_to<R, 2>(in, out);
+  }
 
  private:
+  template <class R, int N>
+  void apply_to(const R* const* in, R* const* out) const;
+
   int b_;
   int gates_ = 0;
   std::vector<index_t> col_;  // F(e_j) ^ F(0)
   index_t shift_ = 0;         // F(0)
 };
 
-extern template void AffinePermutation::apply<float>(const float*, float*) const;
-extern template void AffinePermutation::apply<double>(const double*, double*) const;
+extern template void AffinePermutation::apply_to<float, 1>(const float* const*,
+                                                           float* const*) const;
+extern template void AffinePermutation::apply_to<float, 2>(const float* const*,
+                                                           float* const*) const;
+extern template void AffinePermutation::apply_to<double, 1>(const double* const*,
+                                                            double* const*) const;
+extern template void AffinePermutation::apply_to<double, 2>(const double* const*,
+                                                            double* const*) const;
 
 }  // namespace qmlsim::cpu

@@ -60,6 +60,17 @@ void check_random_runs() {
       p.apply(got.data(), out.data());
       for (index_t i = 0; i < want.size(); ++i)
         ASSERT_EQ(out.amplitude(i), want.amplitude(i)) << "b=" << b << " i=" << i;
+      // Two arrays in one loop: each as if alone.
+      const testing::State in2 = testing::random_state(b, rng);
+      StateVector<R> want2(b), got2(b), out2(b), again(b);
+      want2.set_amplitudes(in2);
+      want2.apply(gates);
+      got2.set_amplitudes(in2);
+      p.apply(got.data(), again.data(), got2.data(), out2.data());
+      for (index_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(again.amplitude(i), want.amplitude(i)) << "b=" << b << " i=" << i;
+        ASSERT_EQ(out2.amplitude(i), want2.amplitude(i)) << "b=" << b << " i=" << i;
+      }
     }
   }
 }

@@ -418,6 +418,14 @@ struct ChunkBuffers {
     p.apply(cur, next);
     cur = next;
   }
+  // Both chunks permuted by p in one loop (they are in step: same buffer roles).
+  static void permute_both(ChunkBuffers& x, ChunkBuffers& y, const AffinePermutation& p) {
+    R* const xn = x.cur == x.home ? x.spare : x.home;
+    R* const yn = y.cur == y.home ? y.spare : y.home;
+    p.apply(x.cur, xn, y.cur, yn);
+    x.cur = xn;
+    y.cur = yn;
+  }
   void settle(int b) {  // back home (in-place chunks)
     if (cur != home) std::memcpy(home, cur, (std::size_t{2} << b) * sizeof(R));
     cur = home;
@@ -782,8 +790,7 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
         }
         for (int j = 0; j < len; ++j) {
           if (runs.end[j] > j) {
-            pc.permute(*runs.start[j]);
-            lc.permute(*runs.start[j]);
+            ChunkBuffers<R>::permute_both(pc, lc, *runs.start[j]);
             j = runs.end[j] - 1;
             continue;
           }
@@ -872,7 +879,7 @@ cplx StateVector<R>::matrix_element(const PauliSum& h, const StateVector& ket) c
 }
 
 template <class R>
-void StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
+double StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
   assert(src.n_ == n_ && &src != this);
   double constant = 0;
   const std::vector<TermGroup> groups = group_terms(h, constant);
@@ -887,7 +894,9 @@ void StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
   // Real weights (no odd number of Y factors): runs of 2^p amplitudes (p = the
   // lowest set bit of x's low part) read contiguous partner runs, one
   // multiply-add per real, as in real_weight_pass.
-  parallel_for(std::int64_t{1} << (n_ - lb), threads_, std::int64_t{1} << n_, [&](std::int64_t b) {
+  const std::int64_t nblocks = std::int64_t{1} << (n_ - lb);
+  std::vector<double> partial(static_cast<std::size_t>(nblocks));  // of <src|H|src>
+  parallel_for(nblocks, threads_, std::int64_t{1} << n_, [&](std::int64_t b) {
     thread_local std::vector<double> acc, wr, wi, w2;
     acc.resize(2 * bsize);
     wr.resize(bsize);
@@ -920,8 +929,17 @@ void StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
         a[2 * j + 1] += wr[i] * xi + wi[i] * xr;
       }
     }
-    for (index_t j = 0; j < 2 * bsize; ++j) out[2 * base + j] = static_cast<R>(a[j]);
+    double e = 0;
+    const R* own = in + 2 * base;
+    for (index_t j = 0; j < 2 * bsize; ++j) {
+      e += static_cast<double>(own[j]) * a[j];
+      out[2 * base + j] = static_cast<R>(a[j]);
+    }
+    partial[static_cast<std::size_t>(b)] = e;
   });
+  double sum = 0;
+  for (double v : partial) sum += v;
+  return sum;
 }
 
 template <class R>

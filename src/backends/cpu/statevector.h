@@ -78,8 +78,10 @@ class StateVector {
   // Re <this|H|other> and <this|H|ket>: the building blocks of adjoint gradients.
   double expval_between(const PauliSum& h, const StateVector& other) const;
   cplx matrix_element(const PauliSum& h, const StateVector& ket) const;
-  // this = H src (REQUIRES src is another state of the same size).
-  void assign_applied(const PauliSum& h, const StateVector& src);
+  // this = H src (REQUIRES src is another state of the same size). Returns
+  // <src|H|src> (real part) from the same pass, formed in double before the
+  // rounding to R and summed over fixed blocks in order, as expval() is.
+  double assign_applied(const PauliSum& h, const StateVector& src);
 
   // `shots` samples of all qubits from the Born distribution with a seeded RNG.
   std::map<index_t, std::int64_t> sample(std::int64_t shots, std::uint64_t seed) const;

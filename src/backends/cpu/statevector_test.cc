@@ -81,8 +81,8 @@ void check_expval_fast_paths(double tol) {
     const PauliSum h = parse_pauli_sum(text, "test");
     EXPECT_NEAR(sv.expval(h), testing::expval_dense(h, psi), tol) << text;
     EXPECT_NEAR(sv.expval(h), sv.expval_between(h, sv), tol) << text;
-    StateVector<R> hp(n, 2);  // H|psi>, the adjoint method's first step
-    hp.assign_applied(h, sv);
+    StateVector<R> hp(n, 2);  // H|psi>, the adjoint method's first step, and <H>
+    EXPECT_NEAR(hp.assign_applied(h, sv), testing::expval_dense(h, psi), tol) << text;
     EXPECT_LT(testing::max_abs_diff(hp.to_vector(),
                                     testing::apply_dense(testing::pauli_matrix(h, n), psi)),
               10 * tol)
