@@ -15,6 +15,7 @@
 #include "backends/cuda/statevector.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "core/aligned_buffer.h"
 #include "core/json.h"
 #include "core/memory.h"
 #include "core/parallel.h"
@@ -328,6 +329,7 @@ void bench_gradient(int n, int threads, int layers, int reps, Backend backend,
   const std::vector<PauliSum> obs = {parse_pauli_sum("Z0 Z1 + 0.5*X2", "bench")};
   const double w[] = {1.0};
   const std::uint64_t before = peak_rss_bytes();
+  reset_buffer_peak();
   AdjointOptions engine;
   engine.threads = threads;
   engine.backend = backend;
@@ -339,11 +341,12 @@ void bench_gradient(int n, int threads, int layers, int reps, Backend backend,
   const double state =
       static_cast<double>(cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128));
   const double peak = static_cast<double>(peak_rss_bytes());
+  const double buffers = static_cast<double>(buffer_bytes_peak());
   std::printf(
       "  n=%2d %-4s %s threads=%d params=%4d: gradient %8.1f ms = %5.2f x forward; "
-      "peak host memory %.2f state vectors (before: %.2f)\n",
-      n, prec.c_str(), backend_name(backend), threads, slot, t.seconds * 1e3, t.ratio, peak / state,
-      static_cast<double>(before) / state);
+      "peak host buffers %.2f state vectors (process peak RSS %.2f, before: %.2f)\n",
+      n, prec.c_str(), backend_name(backend), threads, slot, t.seconds * 1e3, t.ratio,
+      buffers / state, peak / state, static_cast<double>(before) / state);
   std::fflush(stdout);
   rows.push_back({n, prec, threads,
                   std::string(backend == Backend::cuda ? "cuda " : "") +

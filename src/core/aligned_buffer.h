@@ -1,6 +1,10 @@
 // A heap buffer aligned for the widest SIMD loads (64 bytes). Move-only.
+// Every live buffer's bytes are counted (buffer_bytes_live / _peak): state
+// vectors and their chunk buffers are AlignedBuffers, so this is the memory
+// the simulation itself holds, whatever the allocator keeps around.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
@@ -10,6 +14,22 @@
 #include "core/error.h"
 
 namespace qmlsim {
+
+namespace detail {
+inline std::atomic<std::size_t> buffer_live{0}, buffer_peak{0};
+inline void count_buffer(std::size_t bytes) {
+  const std::size_t now = buffer_live.fetch_add(bytes) + bytes;
+  std::size_t peak = buffer_peak.load();
+  while (now > peak && !buffer_peak.compare_exchange_weak(peak, now)) {
+  }
+}
+}  // namespace detail
+
+// Bytes held by all AlignedBuffers now, and the most held at once since the
+// last reset_buffer_peak() (which sets it to the bytes held now).
+inline std::size_t buffer_bytes_live() { return detail::buffer_live.load(); }
+inline std::size_t buffer_bytes_peak() { return detail::buffer_peak.load(); }
+inline void reset_buffer_peak() { detail::buffer_peak.store(detail::buffer_live.load()); }
 
 template <class T>
 class AlignedBuffer {
@@ -25,6 +45,7 @@ class AlignedBuffer {
     if (data_ == nullptr) {
       throw Error("out of memory: could not allocate " + std::to_string(bytes) + " bytes");
     }
+    detail::count_buffer(bytes);
   }
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
@@ -35,11 +56,19 @@ class AlignedBuffer {
     std::swap(size_, o.size_);
     return *this;
   }
-  ~AlignedBuffer() { std::free(data_); }
+  ~AlignedBuffer() {
+    if (data_ == nullptr) return;
+    detail::buffer_live.fetch_sub(bytes());
+    std::free(data_);
+  }
 
   T* data() { return data_; }
   const T* data() const { return data_; }
   std::size_t size() const { return size_; }
+  // Bytes allocated (size rounded up to the alignment).
+  std::size_t bytes() const {
+    return (size_ * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
+  }
   T& operator[](std::size_t i) { return data_[i]; }
   const T& operator[](std::size_t i) const { return data_[i]; }
 
