@@ -95,12 +95,17 @@ void accumulate(const Segmented& s, const std::vector<Matrix>& m, std::vector<do
     const std::size_t dim = u.dim();
     for (const TapeDerivative& d : t->derivatives) {
       cplx acc = 0;
-      for (std::size_t a = 0; a < dim; ++a)
-        for (std::size_t b = 0; b < dim; ++b) {
-          cplx g = 0;  // (dU U^dagger)_ab
-          for (std::size_t c = 0; c < dim; ++c) g += d.d[a * dim + c] * std::conj(u.at(b, c));
-          acc += g * m[i][a * dim + b];
-        }
+      if (u.diagonal) {  // dU is diagonal too (MultiRZ can be wide: stay O(dim))
+        for (std::size_t a = 0; a < dim; ++a)
+          acc += d.d[a * dim + a] * std::conj(u.matrix[a]) * m[i][a * dim + a];
+      } else {
+        for (std::size_t a = 0; a < dim; ++a)
+          for (std::size_t b = 0; b < dim; ++b) {
+            cplx g = 0;  // (dU U^dagger)_ab
+            for (std::size_t c = 0; c < dim; ++c) g += d.d[a * dim + c] * std::conj(u.at(b, c));
+            acc += g * m[i][a * dim + b];
+          }
+      }
       grad[static_cast<std::size_t>(d.slot)] += 2.0 * acc.real() * d.scale;
     }
   }
