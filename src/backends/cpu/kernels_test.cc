@@ -90,8 +90,34 @@ void check_every_gate(const KernelSet* ks) {
   }
 }
 
+// Dense gates of 5 and 6 targets (fused blocks): all above the lanes (the
+// widest templated kernel), one in the lanes, and beyond the templates.
+template <class R>
+void check_wide_dense(const KernelSet* ks) {
+  std::mt19937_64 rng(9);
+  const int n = 10;
+  for (const std::vector<int>& wires : {std::vector<int>{4, 5, 6, 7, 9},
+                                        std::vector<int>{9, 3, 5, 8, 4},
+                                        {0, 5, 6, 7, 8},
+                                        std::vector<int>{3, 4, 5, 6, 7, 8}}) {
+    Operation op;
+    op.gate = GateId::QubitUnitary;
+    op.wires = wires;
+    op.unitary =
+        std::make_shared<Matrix>(testing::random_unitary(static_cast<int>(wires.size()), rng));
+    Circuit c(n);
+    c.add(op);
+    const State in = testing::random_state(n, rng);
+    const State want = testing::run_dense(c, {}, in);
+    const State got = simulate<R>(ks, n, bind_params(c, {}), in);
+    ASSERT_LT(testing::max_abs_diff(want, got), 10 * tol<R>()) << ks->name << " " << describe(op);
+  }
+}
+
 class KernelSets : public ::testing::TestWithParam<const KernelSet*> {};
 
+TEST_P(KernelSets, WideDenseGatesC64) { check_wide_dense<float>(GetParam()); }
+TEST_P(KernelSets, WideDenseGatesC128) { check_wide_dense<double>(GetParam()); }
 TEST_P(KernelSets, EveryGateEveryWireOrderC64) { check_every_gate<float>(GetParam()); }
 TEST_P(KernelSets, EveryGateEveryWireOrderC128) { check_every_gate<double>(GetParam()); }
 
