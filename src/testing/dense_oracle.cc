@@ -135,6 +135,27 @@ double max_abs_diff(const State& a, const State& b) {
   return d;
 }
 
+Matrix cross_matrix_sum(const BoundGate& g, const State& bra, const State& ket) {
+  const std::size_t dim = g.dim();
+  Matrix m(dim * dim, 0.0);
+  for (index_t base = 0; base < ket.size(); ++base) {
+    bool group = true;  // target bits 0, control bits 1
+    for (int t : g.targets) group = group && !(base >> t & 1);
+    for (int c : g.controls) group = group && (base >> c & 1);
+    if (!group) continue;
+    for (std::size_t a = 0; a < dim; ++a)
+      for (std::size_t b = 0; b < dim; ++b) {
+        index_t ia = base, ib = base;
+        for (int j = 0; j < g.num_targets(); ++j) {
+          if (a >> j & 1) ia |= index_t{1} << g.targets[j];
+          if (b >> j & 1) ib |= index_t{1} << g.targets[j];
+        }
+        m[a * dim + b] += std::conj(bra[ia]) * ket[ib];
+      }
+  }
+  return m;
+}
+
 Circuit random_circuit(int n, int num_gates, std::mt19937_64& rng, bool with_extra_controls) {
   Circuit c(n);
   std::uniform_real_distribution<double> angle(-std::numbers::pi, std::numbers::pi);

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "circuit/bound.h"
 #include "circuit/circuit.h"
 #include "circuit/observable.h"
 
@@ -27,6 +28,10 @@ double expval_dense(const PauliSum& h, const State& psi);
 State random_state(int n, std::mt19937_64& rng);
 Matrix random_unitary(int k, std::mt19937_64& rng);  // Gram-Schmidt of a Gaussian matrix
 double max_abs_diff(const State& a, const State& b);
+
+// The adjoint method's cross matrix of bound gate g, summed plainly:
+// M_ab = sum conj(bra_a) ket_b over g's groups (target bits 0, control bits 1).
+Matrix cross_matrix_sum(const BoundGate& g, const State& bra, const State& ket);
 
 // A random circuit of `num_gates` gates drawn from the whole gate table
 // (extra controls sometimes added), angles as literals.

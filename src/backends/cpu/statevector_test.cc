@@ -235,24 +235,7 @@ void check_adjoint_sweep(double tol) {
     std::vector<Matrix> want(gates.size());
     for (std::size_t i = gates.size(); i-- > 0;) {
       if (measure[i]) {
-        const BoundGate& g = inverse[i];
-        const std::size_t dim = g.dim();
-        want[i].assign(dim * dim, 0.0);
-        for (index_t base = 0; base < phi.size(); ++base) {
-          bool group = true;  // target bits 0, control bits 1
-          for (int t : g.targets) group = group && !(base >> t & 1);
-          for (int ct : g.controls) group = group && (base >> ct & 1);
-          if (!group) continue;
-          for (std::size_t a = 0; a < dim; ++a)
-            for (std::size_t b = 0; b < dim; ++b) {
-              index_t ia = base, ib = base;
-              for (int j = 0; j < g.num_targets(); ++j) {
-                if (a >> j & 1) ia |= index_t{1} << g.targets[j];
-                if (b >> j & 1) ib |= index_t{1} << g.targets[j];
-              }
-              want[i][a * dim + b] += std::conj(lam.amplitude(ia)) * phi.amplitude(ib);
-            }
-        }
+        want[i] = testing::cross_matrix_sum(inverse[i], lam.to_vector(), phi.to_vector());
         want[i] = antihermitian_part(want[i]);
       }
       phi.apply(inverse[i]);
