@@ -34,7 +34,7 @@ int fail(const std::string& command, const char* kind, const std::string& what, 
   const bool parallel = world && world->size() > 1;
   std::cerr << "qmlsim " << command << ": "
             << (parallel ? "rank " + std::to_string(world->rank()) + ": " : std::string()) << kind
-            << what << "\n";
+            << qmlsim::printable(what) << "\n";
   if (parallel) world->abort(status);
   return status;
 }

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace qmlsim {
 
@@ -20,7 +21,11 @@ struct SourceLoc {
   int column = 1;      // 1-based
 };
 
-// Builds "source:line:column: message".
+// Builds "source:line:column: message", with control bytes escaped (see printable).
 [[noreturn]] void throw_at(const SourceLoc& loc, const std::string& message);
+
+// `text` with every control byte (below 0x20, and 0x7f) written as \xNN, so a
+// message quoting user input stays one printable line. Idempotent.
+std::string printable(std::string_view text);
 
 }  // namespace qmlsim
