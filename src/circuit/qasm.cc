@@ -1,18 +1,24 @@
 #include "circuit/qasm.h"
 
+#include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <numbers>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
 
 namespace qmlsim {
 namespace {
+
+constexpr int kMaxExprDepth = 256;   // nested parentheses, functions, signs and powers
+constexpr int kMaxGateNesting = 64;  // gate definitions calling gate definitions
 
 // ---- Lexer -----------------------------------------------------------------
 
@@ -25,129 +31,240 @@ struct Token {
   int line = 1, col = 1;
 };
 
-std::vector<Token> lex(std::string_view s, const std::string& source) {
-  std::vector<Token> out;
-  int line = 1, col = 1;
-  std::size_t i = 0;
-  auto advance = [&](std::size_t n) {
-    for (std::size_t k = 0; k < n; ++k, ++i) {
-      if (s[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-  };
-  while (i < s.size()) {
-    const char c = s[i];
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      advance(1);
-      continue;
-    }
-    if (c == '/' && i + 1 < s.size() && s[i + 1] == '/') {
-      while (i < s.size() && s[i] != '\n') advance(1);
-      continue;
-    }
-    if (c == '/' && i + 1 < s.size() && s[i + 1] == '*') {
-      const int l0 = line, c0 = col;
-      advance(2);
-      while (i + 1 < s.size() && !(s[i] == '*' && s[i + 1] == '/')) advance(1);
-      if (i + 1 >= s.size()) throw_at({source, l0, c0}, "unterminated comment");
-      advance(2);
-      continue;
-    }
+// Produces tokens one at a time, so memory does not grow with the file's length.
+class Lexer {
+ public:
+  Lexer(std::string_view s, std::string source) : s_(s), source_(std::move(source)) {}
+
+  Token next() {
+    skip_space_and_comments();
     Token t;
-    t.line = line;
-    t.col = col;
+    t.line = line_;
+    t.col = col_;
+    if (i_ >= s_.size()) return t;
+    const char c = s_[i_];
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      std::size_t j = i;
-      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
-      t.kind = Tok::Id;
-      t.text = std::string(s.substr(i, j - i));
-      advance(j - i);
-    } else if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') {
-      std::size_t j = i;
-      bool real = false;
-      while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
-      if (j < s.size() && s[j] == '.') {
-        real = true;
+      std::size_t j = i_;
+      while (j < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[j])) || s_[j] == '_'))
         ++j;
-        while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
-      }
-      if (j < s.size() && (s[j] == 'e' || s[j] == 'E')) {
-        std::size_t k = j + 1;
-        if (k < s.size() && (s[k] == '+' || s[k] == '-')) ++k;
-        if (k < s.size() && std::isdigit(static_cast<unsigned char>(s[k]))) {
-          real = true;
-          j = k;
-          while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
-        }
-      }
-      t.text = std::string(s.substr(i, j - i));
-      if (t.text == ".") throw_at({source, line, col}, "unexpected character '.'");
-      t.kind = real ? Tok::Real : Tok::Int;
-      t.num = std::strtod(t.text.c_str(), nullptr);
-      advance(j - i);
+      t.kind = Tok::Id;
+      t.text = std::string(s_.substr(i_, j - i_));
+      advance(j - i_);
+    } else if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') {
+      number(t);
     } else if (c == '"') {
-      std::size_t j = i + 1;
-      while (j < s.size() && s[j] != '"' && s[j] != '\n') ++j;
-      if (j >= s.size() || s[j] != '"') throw_at({source, line, col}, "unterminated string");
+      std::size_t j = i_ + 1;
+      while (j < s_.size() && s_[j] != '"' && s_[j] != '\n') ++j;
+      if (j >= s_.size() || s_[j] != '"') throw_at({source_, line_, col_}, "unterminated string");
       t.kind = Tok::String;
-      t.text = std::string(s.substr(i + 1, j - i - 1));
-      advance(j - i + 1);
+      t.text = std::string(s_.substr(i_ + 1, j - i_ - 1));
+      advance(j - i_ + 1);
     } else {
       static const char* two[] = {"->", "=="};
       t.kind = Tok::Sym;
       for (const char* sym : two) {
-        if (s.substr(i, 2) == sym) t.text = sym;
+        if (s_.substr(i_, 2) == sym) t.text = sym;
       }
       if (t.text.empty()) {
         if (std::string_view(";,()[]{}+-*/^").find(c) == std::string_view::npos) {
-          throw_at({source, line, col}, std::string("unexpected character '") + c + "'");
+          throw_at({source_, line_, col_}, std::string("unexpected character '") + c + "'");
         }
         t.text = std::string(1, c);
       }
       advance(t.text.size());
     }
-    out.push_back(std::move(t));
+    return t;
   }
-  Token end;
-  end.line = line;
-  end.col = col;
-  out.push_back(end);
-  return out;
-}
+
+ private:
+  void advance(std::size_t n) {
+    for (std::size_t k = 0; k < n; ++k, ++i_) {
+      if (s_[i_] == '\n') {
+        ++line_;
+        col_ = 1;
+      } else {
+        ++col_;
+      }
+    }
+  }
+
+  void skip_space_and_comments() {
+    while (i_ < s_.size()) {
+      const char c = s_[i_];
+      if (std::isspace(static_cast<unsigned char>(c))) {
+        advance(1);
+      } else if (c == '/' && i_ + 1 < s_.size() && s_[i_ + 1] == '/') {
+        while (i_ < s_.size() && s_[i_] != '\n') advance(1);
+      } else if (c == '/' && i_ + 1 < s_.size() && s_[i_ + 1] == '*') {
+        const int l0 = line_, c0 = col_;
+        advance(2);
+        while (i_ + 1 < s_.size() && !(s_[i_] == '*' && s_[i_ + 1] == '/')) advance(1);
+        if (i_ + 1 >= s_.size()) throw_at({source_, l0, c0}, "unterminated comment");
+        advance(2);
+      } else {
+        return;
+      }
+    }
+  }
+
+  // digits [. digits] [e [+-] digits]; a literal must be a finite double.
+  void number(Token& t) {
+    std::size_t j = i_;
+    bool real = false;
+    while (j < s_.size() && std::isdigit(static_cast<unsigned char>(s_[j]))) ++j;
+    if (j < s_.size() && s_[j] == '.') {
+      real = true;
+      ++j;
+      while (j < s_.size() && std::isdigit(static_cast<unsigned char>(s_[j]))) ++j;
+    }
+    if (j < s_.size() && (s_[j] == 'e' || s_[j] == 'E')) {
+      std::size_t k = j + 1;
+      if (k < s_.size() && (s_[k] == '+' || s_[k] == '-')) ++k;
+      if (k < s_.size() && std::isdigit(static_cast<unsigned char>(s_[k]))) {
+        real = true;
+        j = k;
+        while (j < s_.size() && std::isdigit(static_cast<unsigned char>(s_[j]))) ++j;
+      }
+    }
+    t.text = std::string(s_.substr(i_, j - i_));
+    if (t.text == ".") throw_at({source_, line_, col_}, "unexpected character '.'");
+    t.kind = real ? Tok::Real : Tok::Int;
+    t.num = std::strtod(t.text.c_str(), nullptr);
+    if (!std::isfinite(t.num)) {
+      const std::string shown = t.text.size() > 24 ? t.text.substr(0, 20) + "..." : t.text;
+      throw_at({source_, line_, col_}, "number " + shown + " is too large for a double");
+    }
+    advance(j - i_);
+  }
+
+  std::string_view s_;
+  std::string source_;
+  std::size_t i_ = 0;
+  int line_ = 1, col_ = 1;
+};
 
 // ---- Expressions -------------------------------------------------------------
 
-struct Expr;
-using ExprPtr = std::shared_ptr<const Expr>;
-struct Expr {
-  enum Kind { Num, Param, Neg, Bin, Fn } kind = Num;
+struct ExprOp {
+  enum Kind : std::uint8_t {
+    Num,
+    Param,
+    Neg,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Sin,
+    Cos,
+    Tan,
+    Exp,
+    Ln,
+    Sqrt
+  } kind = Num;
   double value = 0;  // Num
   int param = 0;     // Param: index into the gate's parameter list
-  char op = 0;       // Bin: + - * / ^
-  std::string fn;    // Fn
-  ExprPtr a, b;
   int line = 0, col = 0;
 };
 
+// An expression in postfix order. It is evaluated with an explicit stack, so
+// neither evaluation nor destruction recurses, however long the expression.
+using Expr = std::vector<ExprOp>;
+
+const std::map<std::string, ExprOp::Kind, std::less<>>& functions() {
+  static const std::map<std::string, ExprOp::Kind, std::less<>> m = {
+      {"sin", ExprOp::Sin}, {"cos", ExprOp::Cos}, {"tan", ExprOp::Tan},
+      {"exp", ExprOp::Exp}, {"ln", ExprOp::Ln},   {"sqrt", ExprOp::Sqrt}};
+  return m;
+}
+
+// Evaluates `e` with parameter values `env`; every intermediate value must be
+// finite ("source:line:col: ..." at the operation that is not).
+double eval(const Expr& e, const std::vector<double>& env, const std::string& src) {
+  std::vector<double> st;
+  st.reserve(8);
+  auto pop = [&] {
+    const double v = st.back();
+    st.pop_back();
+    return v;
+  };
+  for (const ExprOp& op : e) {
+    double v = 0;
+    switch (op.kind) {
+      case ExprOp::Num:
+        v = op.value;
+        break;
+      case ExprOp::Param:
+        v = env[static_cast<std::size_t>(op.param)];
+        break;
+      case ExprOp::Neg:
+        v = -pop();
+        break;
+      case ExprOp::Sin:
+        v = std::sin(pop());
+        break;
+      case ExprOp::Cos:
+        v = std::cos(pop());
+        break;
+      case ExprOp::Tan:
+        v = std::tan(pop());
+        break;
+      case ExprOp::Exp:
+        v = std::exp(pop());
+        break;
+      case ExprOp::Ln:
+        v = std::log(pop());
+        break;
+      case ExprOp::Sqrt:
+        v = std::sqrt(pop());
+        break;
+      default: {
+        const double b = pop(), a = pop();
+        if (op.kind == ExprOp::Add) v = a + b;
+        if (op.kind == ExprOp::Sub) v = a - b;
+        if (op.kind == ExprOp::Mul) v = a * b;
+        if (op.kind == ExprOp::Pow) v = std::pow(a, b);
+        if (op.kind == ExprOp::Div) {
+          if (b == 0) throw_at({src, op.line, op.col}, "division by zero");
+          v = a / b;
+        }
+      }
+    }
+    if (!std::isfinite(v)) throw_at({src, op.line, op.col}, "expression is not a finite number");
+    st.push_back(v);
+  }
+  return st.back();
+}
+
 // ---- Gates --------------------------------------------------------------------
+
+struct GateDef;
 
 struct GateCall {
   std::string name;
-  std::vector<ExprPtr> params;
+  std::shared_ptr<const GateDef> def;  // bound where the body was read; null: a built-in
+  std::vector<Expr> params;
   std::vector<int> args;  // indices into the definition's qubit arguments
-  int line = 0, col = 0;
 };
 
 struct GateDef {
   std::vector<std::string> params, args;
   std::vector<GateCall> body;
   std::string source;  // where it was defined (the built-in prelude or the file)
-  bool opaque = false;
+  bool from_prelude = false;
+  std::int64_t gates = 0;  // gates one application expands to (saturating at kManyGates)
+  int nesting = 1;         // 1 + the deepest nesting of a gate it calls
+  std::string opaque;      // an opaque gate in its expansion (itself, if opaque), or ""
 };
+
+constexpr std::int64_t kManyGates = std::int64_t{1} << 62;
+
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  return a > kManyGates - b ? kManyGates : a + b;
+}
+std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
+  return b != 0 && a > kManyGates / b ? kManyGates : a * b;
+}
 
 // qelib1.inc gates that map onto the gate table: table gate plus extra controls.
 struct Builtin {
@@ -200,8 +317,24 @@ const std::map<std::string, Builtin, std::less<>>& builtins_qelib1() {
   return m;
 }
 
+// The gates of the specification's qelib1.inc: reserved once it is included.
+// qmlsim's further built-in gates (cu, p, sx, swap, ...) yield to a file's own.
+bool spec_qelib1_gate(std::string_view name) {
+  static const std::set<std::string, std::less<>> names = {
+      "u3",  "u2", "u1", "cx", "id", "x",  "y",  "z",   "h",   "s",   "sdg", "t",
+      "tdg", "rx", "ry", "rz", "cz", "cy", "ch", "ccx", "crz", "cu1", "cu3"};
+  return names.count(name) > 0;
+}
+
+bool keyword(std::string_view name) {
+  static const std::set<std::string, std::less<>> words = {
+      "OPENQASM", "include", "qreg",  "creg", "gate", "opaque",
+      "barrier",  "measure", "reset", "if",   "pi"};
+  return words.count(name) > 0;
+}
+
 // qelib1.inc gates with no single table row, defined as in qelib1.inc itself.
-constexpr std::string_view kQelib1Prelude = R"(
+constexpr std::string_view kQelib1Prelude = R"(OPENQASM 2.0;
 gate u0(gamma) q { U(0,0,0) q; }
 gate sxdg a { s a; h a; s a; }
 gate cu(theta,phi,lambda,gamma) c, t { p(gamma) c; cu3(theta,phi,lambda) c, t; }
@@ -220,8 +353,10 @@ gate rc3x a,b,c,d {
 
 class QasmParser {
  public:
-  QasmParser(std::string_view text, std::string source)
-      : source_(std::move(source)), toks_(lex(text, source_)) {}
+  QasmParser(std::string_view text, std::string source, const QasmLimits& limits)
+      : source_(std::move(source)), lex_(text, source_), limits_(limits) {
+    advance();
+  }
 
   QasmProgram parse() {
     parse_header();
@@ -237,46 +372,50 @@ class QasmParser {
 
  private:
   // -- token helpers
-  const Token& cur() const { return toks_[pos_]; }
-  bool at(Tok k) const { return cur().kind == k; }
-  bool at_sym(std::string_view s) const { return cur().kind == Tok::Sym && cur().text == s; }
-  bool at_id(std::string_view s) const { return cur().kind == Tok::Id && cur().text == s; }
+  void advance() { cur_ = lex_.next(); }
+  const Token& cur() const { return cur_; }
+  bool at(Tok k) const { return cur_.kind == k; }
+  bool at_sym(std::string_view s) const { return cur_.kind == Tok::Sym && cur_.text == s; }
+  bool at_id(std::string_view s) const { return cur_.kind == Tok::Id && cur_.text == s; }
   [[noreturn]] void fail_at(const Token& t, const std::string& msg) const {
     throw_at({source_, t.line, t.col}, msg);
   }
-  [[noreturn]] void fail(const std::string& msg) const { fail_at(cur(), msg); }
+  [[noreturn]] void fail(const std::string& msg) const { fail_at(cur_, msg); }
   std::string describe_cur() const {
     if (at(Tok::End)) return "end of file";
-    if (at(Tok::String)) return "\"" + cur().text + "\"";
-    return "'" + cur().text + "'";
+    if (at(Tok::String)) return "\"" + cur_.text + "\"";
+    return "'" + cur_.text + "'";
   }
   void expect_sym(std::string_view s) {
     if (!at_sym(s)) fail("expected '" + std::string(s) + "', found " + describe_cur());
-    ++pos_;
+    advance();
   }
   std::string expect_id(const char* what) {
     if (!at(Tok::Id)) fail(std::string("expected ") + what + ", found " + describe_cur());
-    return toks_[pos_++].text;
+    std::string text = std::move(cur_.text);
+    advance();
+    return text;
   }
   int expect_int(const char* what) {
     if (!at(Tok::Int)) fail(std::string("expected ") + what + ", found " + describe_cur());
-    if (cur().num > 1e9) fail(std::string(what) + " is too large");
-    return static_cast<int>(toks_[pos_++].num);
+    if (cur_.num > 1e9) fail(std::string(what) + " is too large");
+    const int v = static_cast<int>(cur_.num);
+    advance();
+    return v;
   }
 
   void parse_header() {
     if (!at_id("OPENQASM")) fail("expected 'OPENQASM 2.0;' as the first statement");
-    ++pos_;
+    advance();
     if (!at(Tok::Real) && !at(Tok::Int)) fail("expected a version number after OPENQASM");
-    if (cur().num != 2.0) fail("only OpenQASM 2.0 is supported, found version " + cur().text);
-    ++pos_;
+    if (cur_.num != 2.0) fail("only OpenQASM 2.0 is supported, found version " + cur_.text);
+    advance();
     expect_sym(";");
   }
 
   void statement() {
-    const Token& t = cur();
-    if (t.kind != Tok::Id) fail("expected a statement, found " + describe_cur());
-    const std::string& w = t.text;
+    if (!at(Tok::Id)) fail("expected a statement, found " + describe_cur());
+    const std::string w = cur_.text;
     if (w == "include") return include();
     if (w == "qreg" || w == "creg") return reg_decl(w == "qreg");
     if (w == "gate") return gate_decl(false);
@@ -290,30 +429,37 @@ class QasmParser {
   }
 
   void include() {
-    ++pos_;
+    advance();
     if (!at(Tok::String)) fail("expected a file name in quotes after include");
-    const Token name = cur();
-    ++pos_;
+    const Token name = cur_;
+    advance();
     expect_sym(";");
     if (name.text != "qelib1.inc") {
       fail_at(name, "cannot include \"" + name.text + "\": only \"qelib1.inc\" is supported");
     }
     if (qelib1_) return;
+    for (const auto& [gate, def] : defs_) {
+      if (spec_qelib1_gate(gate)) {
+        fail_at(name, "qelib1.inc defines gate '" + gate + "', which this file defined before");
+      }
+    }
     qelib1_ = true;
-    // The prelude's gates are parsed by a nested parser sharing no state but definitions.
-    QasmParser prelude("OPENQASM 2.0;" + std::string(kQelib1Prelude), "qelib1.inc (built in)");
+    // The prelude's gates are parsed by a nested parser sharing no state but
+    // definitions; the file's own definitions of the same names are kept.
+    QasmParser prelude(kQelib1Prelude, "qelib1.inc (built in)", limits_);
     prelude.qelib1_ = true;
+    prelude.in_prelude_ = true;
     prelude.parse_header();
     while (!prelude.at(Tok::End)) prelude.statement();
-    for (auto& [k, v] : prelude.defs_) defs_[k] = v;
+    for (auto& [k, v] : prelude.defs_) defs_.emplace(k, v);
   }
 
   void reg_decl(bool quantum) {
-    ++pos_;
-    const Token name_tok = cur();
+    advance();
+    const Token name_tok = cur_;
     const std::string name = expect_id("a register name");
     expect_sym("[");
-    const Token size_tok = cur();
+    const Token size_tok = cur_;
     const int size = expect_int("a register size");
     expect_sym("]");
     expect_sym(";");
@@ -334,36 +480,61 @@ class QasmParser {
     num_qubits_ += size;
   }
 
-  std::vector<std::string> id_list(const char* what) {
-    std::vector<std::string> out{expect_id(what)};
-    while (at_sym(",")) {
-      ++pos_;
+  std::vector<std::string> id_list(const char* what, std::vector<Token>* toks) {
+    std::vector<std::string> out;
+    while (true) {
+      toks->push_back(cur_);
       out.push_back(expect_id(what));
+      if (!at_sym(",")) return out;
+      advance();
     }
-    return out;
+  }
+
+  // A new gate may take the name of a built-in beyond the specification's
+  // qelib1.inc, or of a prelude gate; not of a gate of the file or the spec.
+  void check_new_gate_name(const std::string& name, const Token& at) const {
+    if (name == "U" || name == "CX") fail_at(at, "gate '" + name + "' is already defined");
+    if (keyword(name) || functions().count(name)) {
+      fail_at(at, "'" + name + "' is a reserved word and cannot name a gate");
+    }
+    if (auto it = defs_.find(name); it != defs_.end() && !it->second->from_prelude) {
+      fail_at(at, "gate '" + name + "' is already defined");
+    }
+    if (qelib1_ && spec_qelib1_gate(name)) {
+      fail_at(at, "gate '" + name + "' is already defined by qelib1.inc");
+    }
   }
 
   void gate_decl(bool opaque) {
-    ++pos_;
-    const Token name_tok = cur();
+    advance();
+    const Token name_tok = cur_;
     const std::string name = expect_id("a gate name");
-    if (defs_.count(name) || (qelib1_ && builtins_qelib1().count(name)) || name == "U" ||
-        name == "CX") {
-      fail_at(name_tok, "gate '" + name + "' is already defined");
-    }
-    GateDef def;
-    def.source = source_;
-    def.opaque = opaque;
+    check_new_gate_name(name, name_tok);
+    auto def = std::make_shared<GateDef>();
+    def->source = source_;
+    def->from_prelude = in_prelude_;
+    std::vector<Token> param_toks, arg_toks;
     if (at_sym("(")) {
-      ++pos_;
-      if (!at_sym(")")) def.params = id_list("a parameter name");
+      advance();
+      if (!at_sym(")")) def->params = id_list("a parameter name", &param_toks);
       expect_sym(")");
     }
-    def.args = id_list("a qubit argument name");
-    check_unique(def.params, name_tok, "parameter");
-    check_unique(def.args, name_tok, "qubit argument");
+    def->args = id_list("a qubit argument name", &arg_toks);
+    check_unique(def->params, name_tok, "parameter");
+    check_unique(def->args, name_tok, "qubit argument");
+    for (std::size_t i = 0; i < def->params.size(); ++i) {
+      const std::string& p = def->params[i];
+      if (p == "pi" || functions().count(p)) {
+        fail_at(param_toks[i], "parameter '" + p + "' would hide the built-in " +
+                                   (p == "pi" ? "constant" : "function") + " '" + p + "'");
+      }
+      if (std::find(def->args.begin(), def->args.end(), p) != def->args.end()) {
+        fail_at(param_toks[i], "'" + p + "' names both a parameter and a qubit argument");
+      }
+    }
     if (opaque) {
       expect_sym(";");
+      def->opaque = name;
       defs_[name] = std::move(def);
       return;
     }
@@ -371,13 +542,26 @@ class QasmParser {
     while (!at_sym("}")) {
       if (at(Tok::End)) fail("unterminated body of gate '" + name + "': expected '}'");
       if (at_id("barrier")) {  // barriers inside gate bodies have no effect on simulation
-        while (!at_sym(";") && !at(Tok::End)) ++pos_;
+        while (!at_sym(";") && !at(Tok::End)) advance();
         expect_sym(";");
         continue;
       }
-      def.body.push_back(gate_call_in_body(def));
+      const Token call_tok = cur_;
+      GateCall call = gate_call_in_body(*def);
+      if (call.def) {
+        def->gates = saturating_add(def->gates, call.def->gates);
+        def->nesting = std::max(def->nesting, call.def->nesting + 1);
+        if (def->opaque.empty()) def->opaque = call.def->opaque;
+      } else {
+        def->gates = saturating_add(def->gates, 1);
+      }
+      if (def->nesting > kMaxGateNesting) {
+        fail_at(call_tok, "gate definitions nest more than " + std::to_string(kMaxGateNesting) +
+                              " levels deep");
+      }
+      def->body.push_back(std::move(call));
     }
-    ++pos_;
+    advance();
     defs_[name] = std::move(def);
   }
 
@@ -389,205 +573,169 @@ class QasmParser {
 
   GateCall gate_call_in_body(const GateDef& def) {
     GateCall call;
-    call.line = cur().line;
-    call.col = cur().col;
-    const Token name_tok = cur();
+    const Token name_tok = cur_;
     call.name = expect_id("a gate name");
     if (call.name == "measure" || call.name == "reset" || call.name == "if") {
       fail_at(name_tok, "'" + call.name + "' is not allowed inside a gate definition");
     }
     if (at_sym("(")) {
-      ++pos_;
+      advance();
       if (!at_sym(")")) {
-        call.params.push_back(expr(&def.params));
+        call.params.push_back(expression(&def.params));
         while (at_sym(",")) {
-          ++pos_;
-          call.params.push_back(expr(&def.params));
+          advance();
+          call.params.push_back(expression(&def.params));
         }
       }
       expect_sym(")");
     }
     while (true) {
-      const Token arg = cur();
+      const Token arg = cur_;
       const std::string a = expect_id("a qubit argument");
       if (at_sym("[")) fail("indexing is not allowed inside a gate definition");
-      int idx = -1;
-      for (std::size_t i = 0; i < def.args.size(); ++i)
-        if (def.args[i] == a) idx = static_cast<int>(i);
-      if (idx < 0) fail_at(arg, "unknown qubit argument '" + a + "'");
-      call.args.push_back(idx);
+      const auto it = std::find(def.args.begin(), def.args.end(), a);
+      if (it == def.args.end()) fail_at(arg, "unknown qubit argument '" + a + "'");
+      call.args.push_back(static_cast<int>(it - def.args.begin()));
       if (!at_sym(",")) break;
-      ++pos_;
+      advance();
     }
     expect_sym(";");
-    check_gate_signature(call.name, static_cast<int>(call.params.size()),
-                         static_cast<int>(call.args.size()), name_tok);
+    call.def = resolve_gate(call.name, static_cast<int>(call.params.size()),
+                            static_cast<int>(call.args.size()), name_tok);
     return call;
   }
 
-  // -- expressions: sum := prod {(+|-) prod}; prod := unary {(*|/) unary};
-  //    unary := - unary | power; power := primary [^ unary]
-  ExprPtr expr(const std::vector<std::string>* params) {
-    ExprPtr e = product(params);
-    while (at_sym("+") || at_sym("-")) e = binary(e, params, &QasmParser::product);
-    return e;
+  // -- expressions, emitted in postfix order:
+  //    sum := prod {(+|-) prod}; prod := unary {(*|/) unary};
+  //    unary := (-|+) unary | power; power := primary [^ unary];
+  //    primary := number | pi | param | fn ( sum ) | ( sum )
+  // Parentheses, functions, signs and powers nest at most kMaxExprDepth deep.
+  Expr expression(const std::vector<std::string>* params) {
+    Expr out;
+    depth_ = 0;
+    sum(out, params);
+    return out;
   }
-  ExprPtr product(const std::vector<std::string>* params) {
-    ExprPtr e = unary(params);
-    while (at_sym("*") || at_sym("/")) e = binary(e, params, &QasmParser::unary);
-    return e;
+  void nest() {
+    if (++depth_ > kMaxExprDepth) {
+      fail("expression nests more than " + std::to_string(kMaxExprDepth) +
+           " levels deep (parentheses, functions, signs and powers)");
+    }
   }
-  ExprPtr binary(ExprPtr lhs, const std::vector<std::string>* params,
-                 ExprPtr (QasmParser::*next)(const std::vector<std::string>*)) {
-    auto e = std::make_shared<Expr>();
-    e->kind = Expr::Bin;
-    e->op = cur().text[0];
-    e->line = cur().line;
-    e->col = cur().col;
-    ++pos_;
-    e->a = std::move(lhs);
-    e->b = (this->*next)(params);
-    return e;
+  ExprOp op_here(ExprOp::Kind k) const {
+    ExprOp op;
+    op.kind = k;
+    op.line = cur_.line;
+    op.col = cur_.col;
+    return op;
   }
-  ExprPtr unary(const std::vector<std::string>* params) {
+  void sum(Expr& out, const std::vector<std::string>* params) {
+    product(out, params);
+    while (at_sym("+") || at_sym("-")) {
+      const ExprOp op = op_here(at_sym("+") ? ExprOp::Add : ExprOp::Sub);
+      advance();
+      product(out, params);
+      out.push_back(op);
+    }
+  }
+  void product(Expr& out, const std::vector<std::string>* params) {
+    unary(out, params);
+    while (at_sym("*") || at_sym("/")) {
+      const ExprOp op = op_here(at_sym("*") ? ExprOp::Mul : ExprOp::Div);
+      advance();
+      unary(out, params);
+      out.push_back(op);
+    }
+  }
+  void unary(Expr& out, const std::vector<std::string>* params) {
     if (at_sym("-") || at_sym("+")) {
       const bool neg = at_sym("-");
-      ++pos_;
-      ExprPtr inner = unary(params);
-      if (!neg) return inner;
-      auto e = std::make_shared<Expr>();
-      e->kind = Expr::Neg;
-      e->a = std::move(inner);
-      return e;
+      const ExprOp op = op_here(ExprOp::Neg);
+      nest();
+      advance();
+      unary(out, params);
+      --depth_;
+      if (neg) out.push_back(op);
+      return;
     }
-    ExprPtr base = primary(params);
-    if (at_sym("^")) return binary(base, params, &QasmParser::unary);
-    return base;
+    primary(out, params);
+    if (at_sym("^")) {
+      const ExprOp op = op_here(ExprOp::Pow);
+      nest();
+      advance();
+      unary(out, params);
+      --depth_;
+      out.push_back(op);
+    }
   }
-  ExprPtr primary(const std::vector<std::string>* params) {
-    auto e = std::make_shared<Expr>();
-    e->line = cur().line;
-    e->col = cur().col;
+  void primary(Expr& out, const std::vector<std::string>* params) {
+    ExprOp op = op_here(ExprOp::Num);
     if (at(Tok::Real) || at(Tok::Int)) {
-      e->kind = Expr::Num;
-      e->value = cur().num;
-      ++pos_;
-      return e;
+      op.value = cur_.num;
+      advance();
+      out.push_back(op);
+      return;
     }
     if (at_sym("(")) {
-      ++pos_;
-      ExprPtr inner = expr(params);
+      nest();
+      advance();
+      sum(out, params);
       expect_sym(")");
-      return inner;
+      --depth_;
+      return;
     }
     if (!at(Tok::Id)) fail("expected an expression, found " + describe_cur());
-    const std::string name = cur().text;
-    const Token name_tok = cur();
-    ++pos_;
-    if (name == "pi") {
-      e->kind = Expr::Num;
-      e->value = std::numbers::pi;
-      return e;
+    const Token name_tok = cur_;
+    advance();
+    if (name_tok.text == "pi") {
+      op.value = std::numbers::pi;
+      out.push_back(op);
+      return;
     }
-    static const std::set<std::string> fns = {"sin", "cos", "tan", "exp", "ln", "sqrt"};
-    if (fns.count(name)) {
-      e->kind = Expr::Fn;
-      e->fn = name;
+    if (auto fn = functions().find(name_tok.text); fn != functions().end()) {
+      op.kind = fn->second;
+      nest();
       expect_sym("(");
-      e->a = expr(params);
+      sum(out, params);
       expect_sym(")");
-      return e;
+      --depth_;
+      out.push_back(op);
+      return;
     }
     if (params) {
-      for (std::size_t i = 0; i < params->size(); ++i) {
-        if ((*params)[i] == name) {
-          e->kind = Expr::Param;
-          e->param = static_cast<int>(i);
-          return e;
-        }
+      const auto it = std::find(params->begin(), params->end(), name_tok.text);
+      if (it != params->end()) {
+        op.kind = ExprOp::Param;
+        op.param = static_cast<int>(it - params->begin());
+        out.push_back(op);
+        return;
       }
     }
-    fail_at(name_tok, "unknown identifier '" + name + "' in expression");
-  }
-
-  double eval(const Expr& e, const std::vector<double>& env, const std::string& src) const {
-    double v = 0;
-    switch (e.kind) {
-      case Expr::Num:
-        return e.value;
-      case Expr::Param:
-        return env[e.param];
-      case Expr::Neg:
-        return -eval(*e.a, env, src);
-      case Expr::Fn: {
-        const double x = eval(*e.a, env, src);
-        if (e.fn == "sin")
-          v = std::sin(x);
-        else if (e.fn == "cos")
-          v = std::cos(x);
-        else if (e.fn == "tan")
-          v = std::tan(x);
-        else if (e.fn == "exp")
-          v = std::exp(x);
-        else if (e.fn == "ln")
-          v = std::log(x);
-        else
-          v = std::sqrt(x);
-        break;
-      }
-      case Expr::Bin: {
-        const double a = eval(*e.a, env, src), b = eval(*e.b, env, src);
-        switch (e.op) {
-          case '+':
-            v = a + b;
-            break;
-          case '-':
-            v = a - b;
-            break;
-          case '*':
-            v = a * b;
-            break;
-          case '/':
-            if (b == 0) throw_at({src, e.line, e.col}, "division by zero");
-            v = a / b;
-            break;
-          default:
-            v = std::pow(a, b);
-            break;
-        }
-        break;
-      }
-    }
-    if (!std::isfinite(v)) throw_at({src, e.line, e.col}, "expression is not a finite number");
-    return v;
+    fail_at(name_tok, "unknown identifier '" + name_tok.text + "' in expression");
   }
 
   // -- statements on qubits
   struct Arg {
-    int first = 0, size = 1;  // a whole register (size > 1 or declared so) or one qubit
+    int first = 0, size = 1;  // a whole register, or one qubit
     bool whole = false;
-    Token tok;
   };
 
   Arg qubit_arg() {
-    Arg a;
-    a.tok = cur();
+    const Token tok = cur_;
     const std::string name = expect_id("a qubit register");
     auto it = qregs_.find(name);
     if (it == qregs_.end()) {
-      if (cregs_.count(name)) fail_at(a.tok, "'" + name + "' is a classical register");
-      fail_at(a.tok, "unknown quantum register '" + name + "'");
+      if (cregs_.count(name)) fail_at(tok, "'" + name + "' is a classical register");
+      fail_at(tok, "unknown quantum register '" + name + "'");
     }
-    return indexed(a, it->second, name);
+    return indexed(it->second, name);
   }
 
-  Arg indexed(Arg a, std::pair<int, int> reg, const std::string& name) {
-    a.first = reg.first;
-    a.size = reg.second;
-    a.whole = true;
+  Arg indexed(std::pair<int, int> reg, const std::string& name) {
+    Arg a{reg.first, reg.second, true};
     if (at_sym("[")) {
-      ++pos_;
-      const Token idx_tok = cur();
+      advance();
+      const Token idx_tok = cur_;
       const int idx = expect_int("an index");
       expect_sym("]");
       if (idx >= reg.second) {
@@ -601,41 +749,41 @@ class QasmParser {
     return a;
   }
 
-  // Calls fn(j) for each broadcast index j over the arguments.
-  template <class Fn>
-  void broadcast(const std::vector<Arg>& args, const Token& at, Fn&& fn) {
-    int n = 1;
+  // How many times a statement applies: the common size of its whole-register
+  // arguments (which must all be equal, size 1 included), or 1 if there are none.
+  int broadcast_count(const std::vector<Arg>& args, const Token& at) const {
+    int n = -1;
     for (const Arg& a : args) {
       if (!a.whole) continue;
-      if (n != 1 && a.size != n) {
+      if (n >= 0 && a.size != n) {
         fail_at(at, "registers of different sizes (" + std::to_string(n) + " and " +
                         std::to_string(a.size) + ") cannot be combined");
       }
       n = a.size;
     }
-    for (int j = 0; j < n; ++j) fn(j);
+    return n < 0 ? 1 : n;
   }
 
   void barrier() {
-    ++pos_;
+    advance();
     qubit_arg();
     while (at_sym(",")) {
-      ++pos_;
+      advance();
       qubit_arg();
     }
     expect_sym(";");
   }
 
   void measure() {
-    const Token kw = cur();
-    ++pos_;
-    Arg q = qubit_arg();
+    const Token kw = cur_;
+    advance();
+    const Arg q = qubit_arg();
     expect_sym("->");
-    const Token ct = cur();
+    const Token ct = cur_;
     const std::string cname = expect_id("a classical register");
     auto it = cregs_.find(cname);
     if (it == cregs_.end()) fail_at(ct, "unknown classical register '" + cname + "'");
-    Arg c = indexed(Arg{0, 1, false, ct}, {0, it->second}, cname);
+    const Arg c = indexed({0, it->second}, cname);
     expect_sym(";");
     if (q.size != c.size) {
       fail_at(kw, "measure needs registers of equal size (" + std::to_string(q.size) + " and " +
@@ -646,15 +794,20 @@ class QasmParser {
     }
   }
 
-  void check_gate_signature(const std::string& name, int nparams, int nargs, const Token& at) {
+  // Checks a call's arity and returns the definition it calls (the file's or
+  // the prelude's, which take precedence), or null for a built-in gate.
+  std::shared_ptr<const GateDef> resolve_gate(const std::string& name, int nparams, int nargs,
+                                              const Token& at) const {
     int want_p = 0, want_q = 0;
-    if (name == "U") {
+    std::shared_ptr<const GateDef> def;
+    if (auto it = defs_.find(name); it != defs_.end()) {
+      def = it->second;
+      want_p = static_cast<int>(def->params.size());
+      want_q = static_cast<int>(def->args.size());
+    } else if (name == "U") {
       want_p = 3, want_q = 1;
     } else if (name == "CX") {
       want_p = 0, want_q = 2;
-    } else if (auto it = defs_.find(name); it != defs_.end()) {
-      want_p = static_cast<int>(it->second.params.size());
-      want_q = static_cast<int>(it->second.args.size());
     } else if (auto b = builtins_qelib1().find(name); qelib1_ && b != builtins_qelib1().end()) {
       const GateInfo& g = gate_info(b->second.gate);
       want_p = g.num_params;
@@ -672,34 +825,48 @@ class QasmParser {
       fail_at(at, "gate '" + name + "' takes " + std::to_string(want_q) + " qubit(s), got " +
                       std::to_string(nargs));
     }
+    return def;
   }
 
   void gate_statement() {
-    const Token name_tok = cur();
+    const Token name_tok = cur_;
     const std::string name = expect_id("a gate name");
-    std::vector<ExprPtr> pexprs;
+    std::vector<Expr> pexprs;
     if (at_sym("(")) {
-      ++pos_;
+      advance();
       if (!at_sym(")")) {
-        pexprs.push_back(expr(nullptr));
+        pexprs.push_back(expression(nullptr));
         while (at_sym(",")) {
-          ++pos_;
-          pexprs.push_back(expr(nullptr));
+          advance();
+          pexprs.push_back(expression(nullptr));
         }
       }
       expect_sym(")");
     }
     std::vector<Arg> args{qubit_arg()};
     while (at_sym(",")) {
-      ++pos_;
+      advance();
       args.push_back(qubit_arg());
     }
     expect_sym(";");
-    check_gate_signature(name, static_cast<int>(pexprs.size()), static_cast<int>(args.size()),
-                         name_tok);
+    const std::shared_ptr<const GateDef> def = resolve_gate(
+        name, static_cast<int>(pexprs.size()), static_cast<int>(args.size()), name_tok);
+    if (def && !def->opaque.empty()) {
+      fail_at(name_tok, "opaque gate '" + def->opaque + "' has no definition to simulate");
+    }
     std::vector<double> params;
-    for (const ExprPtr& e : pexprs) params.push_back(eval(*e, {}, source_));
-    broadcast(args, name_tok, [&](int j) {
+    for (const Expr& e : pexprs) params.push_back(eval(e, {}, source_));
+    const int n = broadcast_count(args, name_tok);
+    const std::int64_t adds = saturating_mul(def ? def->gates : 1, n);
+    const auto emitted = static_cast<std::int64_t>(ops_.size());
+    if (adds > limits_.max_gates - emitted) {
+      fail_at(name_tok,
+              "the program expands to more than the limit of " + std::to_string(limits_.max_gates) +
+                  " gates (" + std::to_string(emitted) + " before this statement, which adds " +
+                  (adds >= kManyGates ? std::string("more than 2^62") : std::to_string(adds)) +
+                  "); raise it with --max-gates");
+    }
+    for (int j = 0; j < n; ++j) {
       std::vector<int> qubits;
       for (const Arg& a : args) qubits.push_back(a.whole ? a.first + j : a.first);
       std::set<int> distinct(qubits.begin(), qubits.end());
@@ -712,29 +879,28 @@ class QasmParser {
                                 " after it was measured: mid-circuit measurement is not supported");
         }
       }
-      apply(name, params, qubits, name_tok, 0);
-    });
+      expand(name, def.get(), params, qubits);
+    }
   }
 
-  void apply(const std::string& name, const std::vector<double>& params,
-             const std::vector<int>& qubits, const Token& at, int depth) {
-    if (depth > 64) fail_at(at, "gate definitions nest too deeply");
-    if (name == "U") return emit(GateId::U3, 0, params, qubits);
-    if (name == "CX") return emit(GateId::CNOT, 0, params, qubits);
-    if (auto it = defs_.find(name); it != defs_.end()) {
-      const GateDef& def = it->second;
-      if (def.opaque) fail_at(at, "opaque gate '" + name + "' has no definition to simulate");
-      for (const GateCall& call : def.body) {
-        std::vector<double> p;
-        for (const ExprPtr& e : call.params) p.push_back(eval(*e, params, def.source));
-        std::vector<int> q;
-        for (int a : call.args) q.push_back(qubits[a]);
-        apply(call.name, p, q, at, depth + 1);
-      }
-      return;
+  // Appends the gates of one application. Definitions that expand to no gate
+  // are skipped, so the work is bounded by the gates emitted times the nesting.
+  void expand(const std::string& name, const GateDef* def, const std::vector<double>& params,
+              const std::vector<int>& qubits) {
+    if (!def) {
+      if (name == "U") return emit(GateId::U3, 0, params, qubits);
+      if (name == "CX") return emit(GateId::CNOT, 0, params, qubits);
+      const Builtin& b = builtins_qelib1().at(name);
+      return emit(b.gate, b.extra_controls, params, qubits);
     }
-    const Builtin& b = builtins_qelib1().at(name);
-    emit(b.gate, b.extra_controls, params, qubits);
+    if (def->gates == 0) return;
+    for (const GateCall& call : def->body) {
+      std::vector<double> p;
+      for (const Expr& e : call.params) p.push_back(eval(e, params, def->source));
+      std::vector<int> q;
+      for (int a : call.args) q.push_back(qubits[a]);
+      expand(call.name, call.def.get(), p, q);
+    }
   }
 
   void emit(GateId g, int extra_controls, const std::vector<double>& params,
@@ -751,12 +917,15 @@ class QasmParser {
   }
 
   std::string source_;
-  std::vector<Token> toks_;
-  std::size_t pos_ = 0;
+  Lexer lex_;
+  Token cur_;
+  QasmLimits limits_;
+  int depth_ = 0;  // of the expression being parsed
   bool qelib1_ = false;
+  bool in_prelude_ = false;
   std::map<std::string, std::pair<int, int>> qregs_;  // name -> (first qubit, size)
   std::map<std::string, int> cregs_;
-  std::map<std::string, GateDef> defs_;
+  std::map<std::string, std::shared_ptr<const GateDef>> defs_;
   int num_qubits_ = 0;
   std::vector<std::string> qubit_names_;
   std::vector<Operation> ops_;
@@ -767,17 +936,31 @@ class QasmParser {
 
 }  // namespace
 
-QasmProgram parse_qasm(std::string_view text, const std::string& source) {
-  return QasmParser(text, source).parse();
+QasmProgram parse_qasm(std::string_view text, const std::string& source, const QasmLimits& limits) {
+  return QasmParser(text, source, limits).parse();
 }
 
-QasmProgram read_qasm_file(const std::string& path) {
+QasmProgram read_qasm_file(const std::string& path, const QasmLimits& limits) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(path + ": is a directory, not an OpenQASM file");
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(path + ": cannot read file");
-  std::ostringstream s;
-  s << f.rdbuf();
+  // Read at most one byte past the limit, so /dev/zero or a huge file is refused, not consumed.
+  std::string text;
+  std::array<char, 1 << 16> buf;
+  while (f) {
+    const std::size_t room = static_cast<std::size_t>(limits.max_file_bytes) + 1 - text.size();
+    f.read(buf.data(), static_cast<std::streamsize>(std::min(buf.size(), room)));
+    text.append(buf.data(), static_cast<std::size_t>(f.gcount()));
+    if (static_cast<std::int64_t>(text.size()) > limits.max_file_bytes) {
+      throw Error(path + ": larger than the limit of " + std::to_string(limits.max_file_bytes) +
+                  " bytes; raise it with --max-file-mib");
+    }
+  }
   if (f.bad()) throw Error(path + ": cannot read file");
-  return parse_qasm(s.str(), path);
+  return parse_qasm(text, path, limits);
 }
 
 }  // namespace qmlsim

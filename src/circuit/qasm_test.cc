@@ -1,7 +1,9 @@
 #include "circuit/qasm.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <numbers>
 
@@ -150,6 +152,27 @@ TEST(Qasm, MalformedProgramsGiveLocatedErrors) {
       {"/* never closed", "3:1", "unterminated comment"},
       {"qreg q[1];\ncreg c[1];\nh c[0];", "5:3", "is a classical register"},
       {"qreg q[2];\nmeasure q[0] -> d[0];", "4:17", "unknown classical register 'd'"},
+      // Broadcast: whole registers must have one size, size 1 included.
+      {"qreg r[1];\nqreg q[1];\nqreg s[2];\nx q[0];\ncx r,s;", "7:1", "different sizes (1 and 2)"},
+      {"qreg q[3];\nqreg r[1];\nx r;\ncx r,q;", "6:1", "different sizes (1 and 3)"},
+      // Literals must be finite doubles, on every path.
+      {"qreg q[1];\nrx(1e999) q[0];", "4:4", "number 1e999 is too large for a double"},
+      {"qreg q[1];\nrx(-1e999) q[0];", "4:5", "too large for a double"},
+      {"qreg q[1];\nrx((1e999)) q[0];", "4:5", "too large for a double"},
+      {"qreg q[1];\ngate g(a) x { rx(a) x; }\ng(1e999) q[0];", "5:3", "too large for a double"},
+      {"qreg q[1];\ngate g(a) x { rx(a*1e300*1e300) x; }\ng(1) q[0];", "4:25",
+       "not a finite number"},
+      // Names: parameters may not hide constants, functions or qubit arguments;
+      // spec gates stay reserved; keywords name no gate.
+      {"gate g(pi) a { rx(pi) a; }", "3:8", "parameter 'pi' would hide the built-in constant"},
+      {"gate g(sin) a { rx(sin) a; }", "3:8", "would hide the built-in function 'sin'"},
+      {"gate g(a) a { rx(a) a; }", "3:8", "'a' names both a parameter and a qubit argument"},
+      {"gate cx a, b { CX a, b; }", "3:6", "already defined by qelib1.inc"},
+      {"gate measure a { }", "3:6", "reserved word"},
+      {"gate swap a, b { }\ngate swap a, b { }", "4:6", "already defined"},
+      {"!OPENQASM 2.0;\ngate h a { U(pi/2,0,pi) a; }\ninclude \"qelib1.inc\";", "3:9",
+       "qelib1.inc defines gate 'h', which this file defined before"},
+      {"qreg q[1];\ngate f a { g a; }", "4:12", "unknown gate 'g'"},
   };
   int n = 0;
   for (const BadQasm& c : cases) {
@@ -175,6 +198,154 @@ TEST(Qasm, MalformedProgramsGiveLocatedErrors) {
 }
 
 TEST(Qasm, MissingFileIsAnError) { EXPECT_THROW(read_qasm_file("/nonexistent/x.qasm"), Error); }
+
+std::string error_of(const std::string& text, const QasmLimits& limits = {}) {
+  try {
+    parse_qasm(text, "e.qasm", limits);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Qasm, DeepExpressionsAreRefusedAndLongOnesEvaluated) {
+  const std::string h = "OPENQASM 2.0;\nqreg q[1];\n";
+  auto u = [&](const std::string& angle) { return h + "U(" + angle + ",0,0) q[0];\n"; };
+  auto rep = [](const std::string& s, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += s;
+    return out;
+  };
+  // The issue's reproducers overflowed the stack; each is a located error now.
+  for (const std::string& angle :
+       {rep("(", 13000) + "1" + rep(")", 13000), rep("-", 19000) + "1", rep("1^", 19000) + "1",
+        rep("sin(", 20000) + "1" + rep(")", 20000), rep("(", 257) + "1" + rep(")", 257)}) {
+    const std::string msg = error_of(u(angle));
+    EXPECT_EQ(msg.rfind("e.qasm:3:", 0), 0u) << msg;
+    EXPECT_NE(msg.find("nests more than 256 levels deep"), std::string::npos) << msg;
+  }
+  // 256 levels are fine, and so is a flat sum of any length (no recursion).
+  EXPECT_EQ(error_of(u(rep("(", 256) + "1" + rep(")", 256))), "");
+  for (int terms : {58000, 600000}) {
+    const QasmProgram p = parse_qasm(u(rep("0.5+", terms) + "0.25"), "e.qasm");
+    EXPECT_DOUBLE_EQ(p.angles[0], 0.5 * terms + 0.25);
+  }
+  const QasmProgram p = parse_qasm(u(rep("-", 256) + "1.5"), "e.qasm");
+  EXPECT_DOUBLE_EQ(p.angles[0], 1.5);
+  EXPECT_EQ(error_of(u(rep("9", 400))).find("e.qasm:3:3: number 99999999999999999999..."), 0u);
+}
+
+TEST(Qasm, FileDefinitionsOfNonSpecGatesWin) {
+  // Phase estimation of 3*pi/8 in the style of the specification's example,
+  // which defines its own `cu` (qmlsim builds in a 4-parameter cu).
+  const std::string text = R"(OPENQASM 2.0;
+include "qelib1.inc";
+gate cphase(a) c, t { u1(a/2) c; cx c, t; u1(-a/2) t; cx c, t; u1(a/2) t; }
+gate cu c, t { cphase(3*pi/8) c, t; }
+qreg q[4];
+x q[3];
+h q[0]; h q[1]; h q[2];
+cu q[0], q[3];
+cu q[1], q[3]; cu q[1], q[3];
+cu q[2], q[3]; cu q[2], q[3]; cu q[2], q[3]; cu q[2], q[3];
+)";
+  Circuit c(4);
+  c.add(GateId::X, {3});
+  for (int q = 0; q < 3; ++q) c.add(GateId::H, {q});
+  for (int q = 0; q < 3; ++q) {
+    for (int r = 0; r < (1 << q); ++r) {
+      c.add(GateId::ControlledPhaseShift, {q, 3}, std::vector<double>{3 * std::numbers::pi / 8});
+    }
+  }
+  EXPECT_LT(testing::max_abs_diff(run_qasm(text), run_circuit(c)), 1e-12);
+
+  // Every built-in beyond the spec's qelib1.inc yields to the file's definition.
+  const std::string h = "OPENQASM 2.0;\ninclude \"qelib1.inc\";\n";
+  for (const char* name :
+       {"cu",  "p",   "sx",      "sxdg", "swap", "iswap", "cswap", "crx", "cry",  "cp",  "csx",
+        "c3x", "c4x", "c3sqrtx", "rxx",  "ryy",  "rzz",   "u",     "u0",  "rccx", "rc3x"}) {
+    const std::string prog = h + "gate " + name + " a { x a; }\nqreg q[1];\n" + name + " q[0];\n";
+    const State s = run_qasm(prog);
+    EXPECT_NEAR(std::norm(s[1]), 1.0, 1e-12) << name;
+  }
+  // The prelude's gates keep the built-ins they were defined with: cu's phase
+  // is still the built-in p after the file redefines p.
+  const std::string redefined_p = h + R"(gate p(l) a { rx(l) a; }
+qreg q[2];
+x q[0];
+cu(0, 0, 0, 0.7) q[0], q[1];
+)";
+  Circuit want(2);
+  want.add(GateId::X, {0});
+  want.add(GateId::PhaseShift, {0}, std::vector<double>{0.7});
+  EXPECT_LT(testing::max_abs_diff(run_qasm(redefined_p), run_circuit(want)), 1e-12);
+}
+
+TEST(Qasm, ExpansionIsCappedBeforeItHappens) {
+  // Each definition doubles the one before: 2^23 gates from a few lines.
+  std::string text = "OPENQASM 2.0;\ninclude \"qelib1.inc\";\ngate g0 a { x a; }\n";
+  for (int i = 1; i <= 23; ++i) {
+    text += "gate g" + std::to_string(i) + " a { g" + std::to_string(i - 1) + " a; g" +
+            std::to_string(i - 1) + " a; }\n";
+  }
+  const std::string msg = error_of(text + "qreg q[2];\nh q;\ng23 q[0];\n");
+  EXPECT_EQ(msg.rfind("e.qasm:29:1: the program expands to more than the limit of 5000000 gates "
+                      "(2 before this statement, which adds 8388608)",
+                      0),
+            0u)
+      << msg;
+  // The limit is exact and can be changed.
+  QasmLimits limits;
+  limits.max_gates = 1024 + 2;
+  EXPECT_NE(error_of(text + "qreg q[2];\nh q;\ng10 q[0];\ng0 q[1];\n", limits), "");
+  const QasmProgram p = parse_qasm(text + "qreg q[2];\nh q;\ng10 q[0];\n", "e.qasm", limits);
+  EXPECT_EQ(p.circuit.ops().size(), 1026u);
+  // Definitions that expand to nothing cost nothing, however deep the doubling.
+  std::string empty = "OPENQASM 2.0;\ngate e0 a { }\n";
+  for (int i = 1; i < 64; ++i) {
+    empty += "gate e" + std::to_string(i) + " a { e" + std::to_string(i - 1) + " a; e" +
+             std::to_string(i - 1) + " a; }\n";
+  }
+  EXPECT_EQ(parse_qasm(empty + "qreg q[1];\ne63 q[0];\n", "e.qasm").circuit.ops().size(), 0u);
+  // ... but not nested deeper than 64 levels.
+  EXPECT_NE(error_of(empty + "gate e64 a { e63 a; }\n").find("nest more than 64 levels"),
+            std::string::npos);
+}
+
+TEST(Qasm, FilesAreReadWithinTheirLimit) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string path = (dir / ("qmlsim_limit_" + std::to_string(getpid()) + ".qasm")).string();
+  std::ofstream(path) << "OPENQASM 2.0;\nqreg q[1];\n// " << std::string(100, 'x') << "\n";
+  QasmLimits limits;
+  limits.max_file_bytes = 100;
+  try {
+    read_qasm_file(path, limits);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": larger than the limit of 100 bytes; raise it with --max-file-mib");
+  }
+  limits.max_file_bytes = 200;
+  EXPECT_EQ(read_qasm_file(path, limits).circuit.num_qubits(), 1);
+  std::filesystem::remove(path);
+  // An endless file is refused at the limit, not read until memory runs out.
+  EXPECT_THROW(read_qasm_file("/dev/zero", limits), Error);
+  try {
+    read_qasm_file(dir.string());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), dir.string() + ": is a directory, not an OpenQASM file");
+  }
+}
+
+TEST(Qasm, ErrorsEscapeControlBytes) {
+  const std::string text = std::string("OPENQASM 2.0;\nqreg q[1];\n") + '\0' + "\x1b[2J";
+  const std::string msg = error_of(text);
+  EXPECT_EQ(msg, "e.qasm:3:1: unexpected character '\\x00'");
+  EXPECT_EQ(error_of("OPENQASM 2.0;\ninclude \"a\x07"
+                     "b\";"),
+            "e.qasm:2:9: cannot include \"a\\x07b\": only \"qelib1.inc\" is supported");
+}
 
 }  // namespace
 }  // namespace qmlsim
