@@ -58,6 +58,15 @@ class PauliParser {
       sign = peek() == '-' ? -1 : 1;
       ++pos_;
     }
+    double total = 0;
+    for (const PauliTerm& t : sum.terms) total += std::abs(t.coeff);
+    if (!(total <= kMaxObservableNorm)) {
+      pos_ = 0;
+      std::ostringstream s;
+      s << "the coefficients' absolute values sum to " << total << ", above the limit of "
+        << kMaxObservableNorm << " (values beyond it could overflow single precision)";
+      fail(s.str());
+    }
     return sum;
   }
 
@@ -72,6 +81,8 @@ class PauliParser {
   }
 
   void parse_term(double sign, PauliSum& sum) {
+    skip_space();
+    const std::size_t start = pos_;
     double coeff = sign;
     index_t xmask = 0, zmask = 0;
     int factors = 0;
@@ -104,6 +115,7 @@ class PauliParser {
           fail(std::string("Pauli '") + c + "' needs a qubit index, as in " + c + "0");
         }
         const int q = parse_index();
+        if (!at_end() && peek() == '.') fail("a qubit index must be a whole number");
         if (q >= 64) {
           pos_ = start;
           fail("qubit index " + std::to_string(q) + " is too large");
@@ -119,16 +131,46 @@ class PauliParser {
       }
       ++factors;
     }
+    if (!std::isfinite(coeff)) {
+      pos_ = start;
+      fail("the term's coefficient is not a finite number");
+    }
     sum.add(coeff, xmask, zmask);
   }
 
+  // digits [. digits] [(e|E) [+-] digits], finite, not followed by '.' or a digit.
   double parse_number() {
-    const std::string rest(text_.substr(pos_));
-    char* end = nullptr;
-    const double v = std::strtod(rest.c_str(), &end);
-    if (end == rest.c_str()) fail("malformed number");
-    if (!std::isfinite(v)) fail("number is not finite");
-    pos_ += static_cast<std::size_t>(end - rest.c_str());
+    const std::size_t start = pos_;
+    auto digits = [&] {
+      while (!at_end() && std::isdigit(static_cast<unsigned char>(peek()))) ++pos_;
+    };
+    digits();
+    if (!at_end() && peek() == '.') {
+      ++pos_;
+      digits();
+    }
+    if (pos_ - start == 1 && text_[start] == '.') fail("malformed number");
+    if (!at_end() && (peek() == 'e' || peek() == 'E')) {
+      std::size_t k = pos_ + 1;
+      if (k < text_.size() && (text_[k] == '+' || text_[k] == '-')) ++k;
+      if (k < text_.size() && std::isdigit(static_cast<unsigned char>(text_[k]))) {
+        pos_ = k;
+        digits();
+      }
+    }
+    if (!at_end() && peek() == 'x' && pos_ - start == 1 && text_[start] == '0') {
+      pos_ = start;
+      fail("hexadecimal numbers are not accepted");
+    }
+    if (!at_end() && (peek() == '.' || std::isdigit(static_cast<unsigned char>(peek())))) {
+      fail("malformed number");
+    }
+    const std::string literal(text_.substr(start, pos_ - start));
+    const double v = std::strtod(literal.c_str(), nullptr);
+    if (!std::isfinite(v)) {
+      pos_ = start;
+      fail("number is too large for a double");
+    }
     return v;
   }
 

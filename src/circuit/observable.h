@@ -20,6 +20,8 @@ struct PauliTerm {
   bool diagonal() const { return xmask == 0; }
 };
 
+inline constexpr double kMaxObservableNorm = 1e30;
+
 struct PauliSum {
   std::vector<PauliTerm> terms;
 
@@ -33,6 +35,9 @@ struct PauliSum {
 //   sum    := [+|-] term { (+|-) term }
 //   term   := factor { [*] factor }
 //   factor := number | [IXYZ] qubit-index
+// Numbers are decimal (no hex, inf or nan), each term's coefficient finite, and
+// the coefficients' absolute values sum to at most kMaxObservableNorm, which
+// bounds every value derived from the observable (<H>, H|psi>, gradients).
 // Errors name `source`, line 1, and the column: "source:1:col: message".
 PauliSum parse_pauli_sum(std::string_view text, const std::string& source);
 

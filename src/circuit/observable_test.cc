@@ -31,6 +31,13 @@ TEST(Observable, ParsesSumsProductsAndConstants) {
   EXPECT_DOUBLE_EQ(y.terms[1].coeff, 0.1);
 }
 
+TEST(Observable, CoefficientsUpToTheLimitAreAccepted) {
+  EXPECT_EQ(parse_pauli_sum("0.5e30*Z0 - 0.5e30*Z1", "o").terms.size(), 2u);
+  EXPECT_DOUBLE_EQ(parse_pauli_sum("2Z0", "o").terms[0].coeff, 2.0);  // implicit product
+  EXPECT_DOUBLE_EQ(parse_pauli_sum(".5*Z0", "o").terms[0].coeff, 0.5);
+  EXPECT_DOUBLE_EQ(parse_pauli_sum("1.5E-3 Z0", "o").terms[0].coeff, 1.5e-3);
+}
+
 struct BadCase {
   const char* text;
   int column;
@@ -52,6 +59,13 @@ TEST(Observable, MalformedInputsGiveLocatedErrors) {
       {"Z99", 1, "too large"},
       {"0.5*Z0)", 7, "unexpected character ')'"},
       {"Z0, Z1", 3, "unexpected character ','"},
+      {"0x10*Z0", 1, "hexadecimal numbers are not accepted"},
+      {"Z0.5", 3, "a qubit index must be a whole number"},
+      {"2.5.3*Z0", 4, "malformed number"},
+      {"1e999*Z0", 1, "too large for a double"},
+      {"Z0 + 1e200*1e200*Z1", 6, "coefficient is not a finite number"},
+      {"1e308*Z0 + 1e308*Z1", 1, "absolute values sum to inf, above the limit of 1e+30"},
+      {"1e30*Z0 + 1e15*Z1", 1, "sum to 1e+30, above the limit"},
   };
   for (const BadCase& c : cases) {
     try {
