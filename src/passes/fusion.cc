@@ -43,49 +43,45 @@ double gate_cost(const BoundGate& g) {
 
 namespace {
 
+// An open block: its gates multiplied out as they arrive, so fusing is linear
+// in the number of gates (a long run on few qubits is one small matrix, not a
+// growing list).
 struct Block {
-  std::vector<int> gates;  // indices into the input, in program order
   index_t mask = 0;
   bool diagonal = true;
-  double cost = 0;  // of applying the block as it will be emitted
+  double cost = 0;    // of applying the block as it will be emitted
+  int first = 0;      // its first gate's index: blocks are emitted in this order
+  int single = -1;    // its only gate while it has one (emitted as it is)
+  BoundGate product;  // otherwise: all its gates as one gate on `mask`, no controls
 };
 
 double block_cost(index_t mask, bool diagonal) {
   return diagonal ? 1.0 : static_cast<double>(index_t{1} << std::popcount(mask));
 }
 
-// The block's gates as one gate on the block's qubits (ascending, no controls).
-BoundGate build_block(const Block& b, const std::vector<BoundGate>& gates) {
+// The identity on the qubits of `mask` (ascending), dense or diagonal.
+BoundGate identity_on(index_t mask, bool diagonal) {
   BoundGate out;
   for (int q = 0; q < 64; ++q)
-    if (b.mask >> q & 1) out.targets.push_back(q);
-  const int k = out.num_targets();
+    if (mask >> q & 1) out.targets.push_back(q);
+  out.diagonal = diagonal;
   const std::size_t dim = out.dim();
-  auto local = [&](const BoundGate& g) {  // g with wires renumbered to block positions
-    BoundGate l = g;
-    auto to_local = [&](int q) { return std::popcount(b.mask & (bit(q) - 1)); };
-    for (int& q : l.targets) q = to_local(q);
-    for (int& q : l.controls) q = to_local(q);
-    return l;
-  };
-  out.diagonal = b.diagonal;
-  if (b.diagonal) {
-    out.matrix.assign(dim, 1.0);
-    for (int gi : b.gates) apply_reference(local(gates[gi]), out.matrix.data(), k);
-    return out;
-  }
-  // Column c of the product is the block applied to basis vector c.
-  out.matrix.assign(dim * dim, 0.0);
-  std::vector<cplx> col(dim);
-  std::vector<BoundGate> locals;
-  for (int gi : b.gates) locals.push_back(local(gates[gi]));
-  for (std::size_t c = 0; c < dim; ++c) {
-    std::fill(col.begin(), col.end(), 0.0);
-    col[c] = 1.0;
-    for (const BoundGate& l : locals) apply_reference(l, col.data(), k);
-    for (std::size_t r = 0; r < dim; ++r) out.matrix[r * dim + c] = col[r];
-  }
+  out.matrix.assign(diagonal ? dim : dim * dim, 0.0);
+  for (std::size_t r = 0; r < dim; ++r) out.matrix[diagonal ? r : r * dim + r] = 1.0;
   return out;
+}
+
+// acc <- g * acc, where g's wires are among acc's targets. A dense acc is a
+// vector over 2k qubits whose high k bits are the row: g acts on those.
+void fold(BoundGate& acc, const BoundGate& g) {
+  const index_t mask = acc.wire_mask();
+  const int k = acc.num_targets();
+  const int shift = acc.diagonal ? 0 : k;
+  BoundGate local = g;
+  auto to_local = [&](int q) { return std::popcount(mask & (bit(q) - 1)) + shift; };
+  for (int& q : local.targets) q = to_local(q);
+  for (int& q : local.controls) q = to_local(q);
+  apply_reference(local, acc.matrix.data(), k + shift);
 }
 
 }  // namespace
@@ -93,21 +89,49 @@ BoundGate build_block(const Block& b, const std::vector<BoundGate>& gates) {
 std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOptions& options) {
   const int max_dense = std::max(1, options.max_qubits);
   const int max_diag = std::max(max_dense, options.max_diagonal_qubits);
-  std::vector<Block> blocks;
-  std::vector<int> open(64, -1);  // qubit -> index of its open block
+  std::vector<Block> blocks;      // slots; at most one open block per qubit
+  std::vector<int> free_slots;    // slots of emitted blocks, reused
+  std::vector<int> open(64, -1);  // qubit -> slot of its open block
   std::vector<BoundGate> out;
   out.reserve(gates.size());
 
-  auto emit = [&](int bi) {
-    Block& b = blocks[bi];
+  auto product_of = [&](Block& b) -> BoundGate& {
+    if (b.single >= 0) {
+      b.product = identity_on(b.mask, b.diagonal);
+      fold(b.product, gates[b.single]);
+      b.single = -1;
+    }
+    return b.product;
+  };
+  auto release = [&](int slot) {
+    Block& b = blocks[slot];
     for (int q = 0; q < 64; ++q)
       if (b.mask >> q & 1) open[q] = -1;
-    if (b.gates.size() == 1)
-      out.push_back(gates[b.gates[0]]);  // keep controls and storage
-    else
-      out.push_back(build_block(b, gates));
-    b.gates.clear();
+    b.product = BoundGate{};
+    free_slots.push_back(slot);
   };
+  auto emit = [&](int slot) {
+    Block& b = blocks[slot];
+    if (b.single >= 0)
+      out.push_back(gates[b.single]);  // keep controls and storage
+    else
+      out.push_back(std::move(b.product));
+    release(slot);
+  };
+  auto open_block = [&](Block b) {
+    int slot;
+    if (free_slots.empty()) {
+      slot = static_cast<int>(blocks.size());
+      blocks.push_back(std::move(b));
+    } else {
+      slot = free_slots.back();
+      free_slots.pop_back();
+      blocks[slot] = std::move(b);
+    }
+    for (int q = 0; q < 64; ++q)
+      if (blocks[slot].mask >> q & 1) open[q] = slot;
+  };
+  auto by_first = [&](int a, int b) { return blocks[a].first < blocks[b].first; };
 
   for (int gi = 0; gi < static_cast<int>(gates.size()); ++gi) {
     const BoundGate& g = gates[gi];
@@ -119,6 +143,7 @@ std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOpt
         touched.push_back(open[q]);
       }
     }
+    std::sort(touched.begin(), touched.end(), by_first);
     index_t u = m;
     bool diag = g.diagonal;
     double separate = gate_cost(g);
@@ -129,42 +154,44 @@ std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOpt
     }
     const int limit = diag ? max_diag : max_dense;
     if (!touched.empty() && std::popcount(u) <= limit && block_cost(u, diag) <= separate) {
+      Block& b0 = blocks[touched[0]];
+      if (touched.size() == 1 && u == b0.mask && diag == b0.diagonal) {
+        fold(product_of(b0), g);  // the common case: a run on the same qubits
+        continue;
+      }
       Block merged;
       merged.mask = u;
       merged.diagonal = diag;
       merged.cost = block_cost(u, diag);
-      for (int bi : touched) {
-        merged.gates.insert(merged.gates.end(), blocks[bi].gates.begin(), blocks[bi].gates.end());
-        blocks[bi].gates.clear();
+      merged.first = b0.first;
+      merged.product = identity_on(u, diag);
+      for (int bi : touched) {  // disjoint qubits: they commute
+        fold(merged.product, product_of(blocks[bi]));
+        release(bi);
       }
-      std::sort(merged.gates.begin(), merged.gates.end());
-      merged.gates.push_back(gi);
-      blocks.push_back(std::move(merged));
-      for (int q = 0; q < 64; ++q)
-        if (u >> q & 1) open[q] = static_cast<int>(blocks.size()) - 1;
+      fold(merged.product, g);
+      open_block(std::move(merged));
       continue;
     }
-    std::sort(touched.begin(), touched.end());
     for (int bi : touched) emit(bi);
-    Block fresh;
-    fresh.mask = m;
-    fresh.diagonal = g.diagonal;
-    fresh.cost = gate_cost(g);
-    fresh.gates.push_back(gi);
     if (std::popcount(m) > (g.diagonal ? max_diag : max_dense)) {
       out.push_back(g);  // too wide to fuse: pass through
       continue;
     }
-    blocks.push_back(std::move(fresh));
-    for (int q = 0; q < 64; ++q)
-      if (m >> q & 1) open[q] = static_cast<int>(blocks.size()) - 1;
+    Block fresh;
+    fresh.mask = m;
+    fresh.diagonal = g.diagonal;
+    fresh.cost = gate_cost(g);
+    fresh.first = gi;
+    fresh.single = gi;
+    open_block(std::move(fresh));
   }
   // Flush the open blocks in order of their first gate.
   std::vector<int> rest;
-  for (int bi = 0; bi < static_cast<int>(blocks.size()); ++bi)
-    if (!blocks[bi].gates.empty()) rest.push_back(bi);
-  std::sort(rest.begin(), rest.end(),
-            [&](int a, int b) { return blocks[a].gates[0] < blocks[b].gates[0]; });
+  for (int q = 0; q < 64; ++q)
+    if (open[q] >= 0 && std::find(rest.begin(), rest.end(), open[q]) == rest.end())
+      rest.push_back(open[q]);
+  std::sort(rest.begin(), rest.end(), by_first);
   for (int bi : rest) emit(bi);
   return out;
 }
