@@ -943,8 +943,8 @@ double StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src)
 }
 
 template <class R>
-std::map<index_t, std::int64_t> StateVector<R>::sample(std::int64_t shots,
-                                                       std::uint64_t seed) const {
+std::map<index_t, std::int64_t> StateVector<R>::sample(std::int64_t shots, std::uint64_t seed,
+                                                       std::int64_t chunk) const {
   std::map<index_t, std::int64_t> counts;
   if (shots <= 0) return counts;
   const int lb = std::min(n_, kBlockBits);
@@ -964,23 +964,28 @@ std::map<index_t, std::int64_t> StateVector<R>::sample(std::int64_t shots,
   double total = 0;
   for (double s : block) total += s;
   std::mt19937_64 rng(seed);
-  std::vector<double> u(static_cast<std::size_t>(shots));
-  for (double& x : u) x = static_cast<double>(rng() >> 11) * 0x1.0p-53 * total;
-  std::sort(u.begin(), u.end());
-  std::size_t k = 0;
-  double before = 0;  // probability mass of all earlier amplitudes
-  for (std::int64_t b = 0; b < nblocks && k < u.size(); ++b) {
-    if (u[k] >= before + block[b] && b + 1 < nblocks) {
-      before += block[b];
-      continue;
-    }
-    for (index_t i = 0; i < bsize && k < u.size(); ++i) {
-      const index_t j = (static_cast<index_t>(b) << lb) + i;
-      before += prob(j);
-      const bool last = b + 1 == nblocks && i + 1 == bsize;
-      while (k < u.size() && (u[k] < before || last)) {
-        ++counts[j];
-        ++k;
+  std::vector<double> u;
+  for (std::int64_t done = 0; done < shots; done += chunk) {
+    u.resize(static_cast<std::size_t>(std::min(chunk, shots - done)));
+    for (double& x : u) x = static_cast<double>(rng() >> 11) * 0x1.0p-53 * total;
+    std::sort(u.begin(), u.end());
+    std::size_t k = 0;
+    double before = 0;  // probability mass of all earlier amplitudes
+    for (std::int64_t b = 0; b < nblocks && k < u.size(); ++b) {
+      if (u[k] >= before + block[b] && b + 1 < nblocks) {
+        before += block[b];
+        continue;
+      }
+      for (index_t i = 0; i < bsize && k < u.size(); ++i) {
+        const index_t j = (static_cast<index_t>(b) << lb) + i;
+        before += prob(j);
+        const bool last = b + 1 == nblocks && i + 1 == bsize;
+        std::int64_t hits = 0;
+        while (k < u.size() && (u[k] < before || last)) {
+          ++hits;
+          ++k;
+        }
+        if (hits) counts[j] += hits;
       }
     }
   }

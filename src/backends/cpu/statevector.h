@@ -83,8 +83,14 @@ class StateVector {
   // rounding to R and summed over fixed blocks in order, as expval() is.
   double assign_applied(const PauliSum& h, const StateVector& src);
 
-  // `shots` samples of all qubits from the Born distribution with a seeded RNG.
-  std::map<index_t, std::int64_t> sample(std::int64_t shots, std::uint64_t seed) const;
+  // `shots` samples of all qubits from the Born distribution with a seeded RNG,
+  // counted per outcome. Shots are drawn `chunk` at a time (sorted uniforms,
+  // one scan of the state per chunk), so memory is the counts and one chunk,
+  // whatever `shots` is. The counts do not depend on `chunk`: each uniform of
+  // the seeded sequence maps to its outcome wherever it is sorted.
+  static constexpr std::int64_t kSampleChunk = std::int64_t{1} << 20;
+  std::map<index_t, std::int64_t> sample(std::int64_t shots, std::uint64_t seed,
+                                         std::int64_t chunk = kSampleChunk) const;
 
  private:
   int n_;
