@@ -126,13 +126,33 @@ TEST(Cli, BadInputGivesOneLocatedLineAndStatus2) {
       {"bench --qubits 3", "", "--qubits: 3 is out of range"},
       {"bench --precision c16", "", "--precision: expected c64, c128"},
       {"run {f} --observable Z0 --backend tpu", "", "--backend: 'tpu' is not one of"},
+      // Issue 20's reproducers, through the command line.
+      {"run {g} --observable Z3",
+       "OPENQASM 2.0;\ninclude \"qelib1.inc\";\nqreg r[1];\nqreg q[1];\nqreg s[2];\nx q[0];\n"
+       "cx r,s;\n",
+       "g.qasm:7:1: registers of different sizes (1 and 2) cannot be combined"},
+      {"run {g} --observable Z0", "OPENQASM 2.0;\nqreg q[1];\nU(1e999,0,0) q[0];\n",
+       "g.qasm:3:3: number 1e999 is too large for a double"},
+      {"run {g} --observable Z0", "OPENQASM 2.0;\nqreg q[1];\nU(0,0,0) q[0]; \x01\x1b[2J",
+       "g.qasm:3:16: unexpected character '\\x01'"},
+      {"run {f} --observable '1e308*Z0 + 1e308*Z1'", "", "--observable 1:1:1: the coefficients'"},
+      {"run {f} --observable '0x10*Z0'", "", "hexadecimal numbers are not accepted"},
+      {"run {f} --observable 'Z0.5'", "", "a qubit index must be a whole number"},
+      {"run {f} --observable Z0 --max-gates 1", "", "more than the limit of 1 gates"},
+      {"run {f} --observable Z0 --max-file-mib 0", "", "--max-file-mib: 0 is out of range"},
+      {"run {f} --shots 4294967297", "", "--shots: 4294967297 is out of range"},
+      {"run {d} --observable Z0", "", "is a directory, not an OpenQASM file"},
   };
   for (const Bad& c : cases) {
     std::string args = c.args;
     if (auto p = args.find("{f}"); p != std::string::npos) args.replace(p, 3, good);
     if (auto p = args.find("{g}"); p != std::string::npos)
       args.replace(p, 3, write("g.qasm", c.qasm));
+    if (auto p = args.find("{d}"); p != std::string::npos) args.replace(p, 3, temp_dir().string());
     const Result r = run(args);
+    for (const char ch : r.err) {
+      EXPECT_FALSE(static_cast<unsigned char>(ch) < 0x20 && ch != '\n') << "raw control byte";
+    }
     EXPECT_EQ(r.status, 2) << args << "\n" << r.err;
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << args << "\n" << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;

@@ -25,6 +25,8 @@ const std::vector<OptionSpec> kSpecs = {
     {"--shots", "N", "draw N samples of all qubits"},
     {"--seed", "S", "seed for sampling (default 1)"},
     {"--gradient", "", "also d<obs>/d(angle) for every gate angle, by the adjoint method"},
+    {"--max-gates", "N", "refuse circuits that expand to more gates (default 5000000)"},
+    {"--max-file-mib", "N", "refuse circuit files larger than N MiB (default 256)"},
     {"--json", "", "print exactly one JSON object on stdout"},
     {"--help", "", "show this help"},
 };
@@ -32,7 +34,7 @@ const std::vector<OptionSpec> kSpecs = {
 constexpr const char* kUsage =
     "qmlsim run CIRCUIT.qasm --observable \"PAULI SUM\" [--observable ...] "
     "[--precision c64|c128] [--threads N] [--fusion K] [--backend cpu|cuda] [--shots N --seed S] "
-    "[--gradient] [--json]\n\n"
+    "[--gradient] [--json] [--max-gates N] [--max-file-mib N]\n\n"
     "With --gradient, every angle of every parametric gate (after expanding user gates)\n"
     "is one parameter, in program order.\n"
     "Qubit q of the circuit is bit q of an amplitude index (qubit 0 least significant);\n"
@@ -92,6 +94,10 @@ int run_command(const std::vector<std::string>& argv) {
   const int threads = static_cast<int>(args.get_int("--threads", default_threads(), 1, 4096));
   const int fusion = static_cast<int>(args.get_int("--fusion", 3, 0, 10));
   const std::int64_t shots = args.get_int("--shots", 0, 0, std::int64_t{1} << 32);
+  QasmLimits limits;
+  limits.max_gates = args.get_int("--max-gates", limits.max_gates, 1, std::int64_t{1} << 40);
+  limits.max_file_bytes =
+      args.get_int("--max-file-mib", limits.max_file_bytes >> 20, 1, std::int64_t{1} << 20) << 20;
   if (args.has("--seed") && !args.has("--shots")) throw Error("--seed: needs --shots");
   const std::uint64_t seed = args.get_u64("--seed", 1);
   const bool gradient = args.has("--gradient");
@@ -102,7 +108,7 @@ int run_command(const std::vector<std::string>& argv) {
 
   const auto t0 = Clock::now();
   const std::string& path = args.positionals()[0];
-  const QasmProgram prog = read_qasm_file(path);
+  const QasmProgram prog = read_qasm_file(path, limits);
   const int n = prog.circuit.num_qubits();
   if (n == 0) throw Error(path + ": the circuit declares no qubits (add a qreg)");
   std::vector<PauliSum> observables;
