@@ -11,6 +11,7 @@ packages=(
   openmpi-bin libopenmpi-dev iproute2
   python3-h5py python3-venv python3-yaml
   clang-format
+  clang libclang-rt-14-dev libomp-dev
 )
 
 missing=()

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, builds and tests the release
-# preset, then the debug preset under AddressSanitizer + UndefinedBehaviorSanitizer.
+# preset, then the debug preset under AddressSanitizer + UndefinedBehaviorSanitizer,
+# then the fuzz preset (libFuzzer targets, a fixed number of executions each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-for preset in release debug; do
+for preset in release debug fuzz; do
   echo "== $preset: build"
   ./scripts/build.sh "$preset"
   echo "== $preset: test"
   ctest --preset "$preset" -j "$(nproc)"
 done
 echo "== format check (clang-format)"
-find src -name '*.cc' -o -name '*.h' -o -name '*.inc' -o -name '*.cu' -o -name '*.cuh' | xargs clang-format --dry-run --Werror
+find src fuzz -name '*.cc' -o -name '*.h' -o -name '*.inc' -o -name '*.cu' -o -name '*.cuh' | xargs clang-format --dry-run --Werror
 echo "format: clean"

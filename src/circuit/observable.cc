@@ -1,5 +1,6 @@
 #include "circuit/observable.h"
 
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -12,9 +13,7 @@ namespace qmlsim {
 int PauliSum::min_qubits() const {
   index_t all = 0;
   for (const PauliTerm& t : terms) all |= t.xmask | t.zmask;
-  int n = 0;
-  while (all >> n) ++n;
-  return n;
+  return 64 - std::countl_zero(all);  // (shifting by 64 until all >> n == 0 was undefined)
 }
 
 std::string PauliSum::to_string() const {

@@ -36,6 +36,8 @@ TEST(Observable, CoefficientsUpToTheLimitAreAccepted) {
   EXPECT_DOUBLE_EQ(parse_pauli_sum("2Z0", "o").terms[0].coeff, 2.0);  // implicit product
   EXPECT_DOUBLE_EQ(parse_pauli_sum(".5*Z0", "o").terms[0].coeff, 0.5);
   EXPECT_DOUBLE_EQ(parse_pauli_sum("1.5E-3 Z0", "o").terms[0].coeff, 1.5e-3);
+  EXPECT_EQ(parse_pauli_sum("X63 - Z1", "o").min_qubits(), 64);  // found by the fuzz target
+  EXPECT_EQ(parse_pauli_sum("0.5", "o").min_qubits(), 0);
 }
 
 struct BadCase {

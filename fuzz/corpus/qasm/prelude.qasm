@@ -1,0 +1,14 @@
+OPENQASM 2.0;
+include "qelib1.inc";
+qreg q[5];
+h q; sx q[1]; sxdg q[2]; u0(1) q[3]; p(0.4) q[4];
+rccx q[0], q[1], q[2]; rc3x q[0], q[1], q[2], q[3];
+cu(0.1, 0.2, 0.3, 0.4) q[0], q[4]; cu3(0.5, 0.6, 0.7) q[1], q[3];
+crx(0.2) q[2], q[0]; cry(0.3) q[3], q[1]; crz(0.4) q[4], q[2]; cp(0.5) q[0], q[3];
+c3x q[0], q[1], q[2], q[3]; c4x q[0], q[1], q[2], q[3], q[4]; c3sqrtx q[1], q[2], q[3], q[4];
+swap q[0], q[4]; iswap q[1], q[3]; cswap q[2], q[0], q[1]; csx q[3], q[4];
+rxx(0.1) q[0], q[1]; ryy(0.2) q[1], q[2]; rzz(0.3) q[2], q[3];
+cy q[0], q[1]; ch q[1], q[2]; cz q[2], q[3]; ccx q[2], q[3], q[4]; id q[0];
+s q[0]; sdg q[1]; t q[2]; tdg q[3]; x q[4]; y q[0]; z q[1];
+u1(0.1) q[0]; u2(0.2, 0.3) q[1]; u3(0.4, 0.5, 0.6) q[2]; u(0.7, 0.8, 0.9) q[3];
+rx(pi/3) q[0]; ry(-pi/5) q[1]; rz(1e-3) q[2];
