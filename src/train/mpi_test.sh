@@ -64,13 +64,17 @@ kill_resume)
   done
   [ -n "$victim" ] || fail "rank 1 not found (the job ended too soon?)"
   kill -9 "$victim"
+  # The job must end (not hang); how fast is not asserted: a busy machine is slow.
   start=$(date +%s)
+  for _ in $(seq 1 1200); do
+    kill -0 "$launcher" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -0 "$launcher" 2>/dev/null && fail "the job still runs 120 s after a rank was killed (hung)"
   wait $launcher
   status=$?
-  took=$(($(date +%s) - start))
   [ $status -ne 0 ] || fail "the job ended with status 0 after a rank was killed"
-  [ $took -le 10 ] || fail "the job took ${took}s to end after the kill"
-  echo "killed rank 1 (pid $victim) mid-run: mpirun exited with $status after ${took}s"
+  echo "killed rank 1 (pid $victim) mid-run: mpirun exited with $status after $(($(date +%s) - start))s"
   last=$(ls "$work/parts/checkpoints" | tail -1)
   "${cmd[@]}" || fail "the same command did not finish the job"
   same_weights "$work/whole" "$work/parts"
@@ -84,13 +88,12 @@ errors)
   # An error on rank 0 alone (a used run directory) must end every rank.
   "$qmlsim" train "$examples/qcnn.toml" --set data.qubits=4 --set train.epochs=1 \
     --run-dir "$work/used" --quiet || fail "first run"
-  start=$(date +%s)
-  out=$(timeout 60 "${mpi[@]}" -np 2 "$qmlsim" train "$examples/qcnn.toml" --set data.qubits=4 \
+  out=$(timeout 120 "${mpi[@]}" -np 2 "$qmlsim" train "$examples/qcnn.toml" --set data.qubits=4 \
     --set train.epochs=1 --run-dir "$work/used" --quiet 2>&1)
   status=$?
-  [ $status -ne 0 ] && [ $status -ne 124 ] || fail "rank-0 error: status $status"
+  [ $status -ne 124 ] || fail "ranks were left waiting: no exit within 120 s"
+  [ $status -ne 0 ] || fail "rank-0 error: status 0"
   grep -q "rank 0: error: .*already holds checkpoints" <<<"$out" || fail "no rank in: $out"
-  [ $(($(date +%s) - start)) -le 20 ] || fail "ranks were left waiting"
   out=$("$qmlsim" train "$examples/qcnn.toml" --expect-ranks 2 --run-dir "$work/e3" 2>&1) &&
     fail "--expect-ranks 2 in a single process exited 0"
   grep -q "this job has 1 rank" <<<"$out" || fail "no --expect-ranks message: $out"
