@@ -117,19 +117,22 @@ Matrix base_matrix(G id, std::span<const double> p, int k) {
     case G::PhaseShift:
     case G::U1:
       return diag({1, exp(kI * p[0])});
+    // Phases of angle sums are products of each angle's phase: the matrix stays
+    // unitary to rounding even where a + c would round away c (huge angles).
     case G::Rot: {
-      const double a = p[0], b = p[1], c = p[2];
-      const double cb = cos(b / 2), sb = sin(b / 2);
-      return m2(exp(-kI * ((a + c) / 2)) * cb, -exp(kI * ((a - c) / 2)) * sb,
-                exp(-kI * ((a - c) / 2)) * sb, exp(kI * ((a + c) / 2)) * cb);
+      const double cb = cos(p[1] / 2), sb = sin(p[1] / 2);
+      const cplx ea = exp(kI * (p[0] / 2)), ec = exp(kI * (p[2] / 2));
+      return m2(std::conj(ea * ec) * cb, -ea * std::conj(ec) * sb, std::conj(ea) * ec * sb,
+                ea * ec * cb);
     }
     case G::U2: {
-      const double phi = p[0], lam = p[1];
-      return m2(r2, -r2 * exp(kI * lam), r2 * exp(kI * phi), r2 * exp(kI * (phi + lam)));
+      const cplx ephi = exp(kI * p[0]), elam = exp(kI * p[1]);
+      return m2(r2, -r2 * elam, r2 * ephi, r2 * (ephi * elam));
     }
     case G::U3: {
-      const double c = cos(p[0] / 2), s = sin(p[0] / 2), phi = p[1], lam = p[2];
-      return m2(c, -exp(kI * lam) * s, exp(kI * phi) * s, exp(kI * (phi + lam)) * c);
+      const double c = cos(p[0] / 2), s = sin(p[0] / 2);
+      const cplx ephi = exp(kI * p[1]), elam = exp(kI * p[2]);
+      return m2(c, -elam * s, ephi * s, (ephi * elam) * c);
     }
     case G::SWAP:
       return two_qubit({1, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1});

@@ -156,5 +156,17 @@ TEST(Gates, EveryGateIsUnitaryAndDerivativesAreExact) {
   EXPECT_FALSE(is_unitary({1, 1, 0, 1}));
 }
 
+TEST(Gates, HugeAnglesStillGiveUnitaryMatrices) {
+  // Found by the fuzz target: U3(t, 0.8, 8.9e109) computed e^{i(phi+lambda)}
+  // from the rounded sum, which drops phi: the matrix was not unitary.
+  for (GateId g : {GateId::U3, GateId::U2, GateId::Rot}) {
+    const int np = gate_info(g).num_params;
+    std::vector<double> p = {0.7, 0.8, 8.9e109};
+    p.resize(np);
+    if (np == 2) p = {0.8, 8.9e109};
+    EXPECT_TRUE(is_unitary(target_matrix(g, p, 1), 1e-12)) << gate_info(g).name;
+  }
+}
+
 }  // namespace
 }  // namespace qmlsim
