@@ -1,7 +1,9 @@
-// Fuzz target: the OpenQASM 2.0 reader, with fusion as a consumer.
+// Fuzz target: the OpenQASM 2.0 / 3 reader, with fusion as a consumer.
 // Contract checked on every input:
 //  - the reader returns a program or throws Error with a one-line message
 //    located in the file ("fuzz.qasm:line:col: ..."), free of control bytes;
+//  - inputs bind (fixed values) to finite angles or give such an Error, and
+//    the chain rule runs on them;
 //  - every angle it returns is finite;
 //  - on programs of at most 6 qubits, the fused gates give the same state as
 //    the gates one by one, and that state has norm 1.
@@ -12,6 +14,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "circuit/bound.h"
 #include "circuit/qasm.h"
@@ -46,6 +49,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (msg.rfind("fuzz.qasm:", 0) != 0) finding("error without a location", msg);
     if (qmlsim::printable(msg) != msg) finding("control byte in an error", msg);
     return 0;
+  }
+  if (p.num_input_values() > 0) {
+    std::vector<double> x(static_cast<std::size_t>(p.num_input_values()));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.37 + 0.11 * static_cast<double>(i);
+    try {
+      p.bind_inputs(x);
+    } catch (const qmlsim::Error& e) {
+      const std::string msg = e.what();
+      if (msg.rfind("fuzz.qasm:", 0) != 0) finding("input error without a location", msg);
+      return 0;
+    }
+    const std::vector<double> ones(p.angles.size(), 1.0);
+    if (p.input_gradient(x, ones).size() != x.size()) finding("input gradient size", "");
   }
   for (double a : p.angles)
     if (!std::isfinite(a)) finding("non-finite angle accepted", std::to_string(a));

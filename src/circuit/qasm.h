@@ -1,21 +1,40 @@
-// OpenQASM 2.0 reader. Supports qreg/creg, the qelib1.inc gates (built in; no
-// file is read), user `gate` definitions, parameter expressions (pi, + - * / ^,
-// sin cos tan exp ln sqrt), `barrier`, and terminal `measure`. `reset`, `if`,
-// `opaque` gates and mid-circuit measurement are rejected with a located error.
+// OpenQASM reader, versions 2.0 and 3 (the version line selects the dialect;
+// both produce the same circuit IR).
 //
-// Gate names: the gates of the specification's qelib1.inc are reserved once it
-// is included; the further gates qmlsim builds in (cu, p, sx, swap, rzz, ...)
-// yield to a definition in the file, as other OpenQASM 2 readers do. Gate
-// bodies are bound to the gates in force where they are defined.
+// OpenQASM 2.0: qreg/creg, the qelib1.inc gates (built in; no file is read),
+// user `gate` definitions, parameter expressions (pi, + - * / ^, sin cos tan
+// exp ln sqrt), `barrier`, terminal `measure`.
+//
+// OpenQASM 3: `qubit[n] q;` (and qreg), `bit[n] c;` (and creg), the
+// stdgates.inc gates (built in), `input float[64] x;`, `input angle[32] t;`,
+// `input array[float[64], N] w;` (indexed w[3]), `const` declarations, the
+// modifiers `ctrl @`, `ctrl(n) @`, `negctrl @`, `inv @`, `pow(k) @` on any
+// gate, `gphase`, `U`, `barrier`, terminal `measure` (`c = measure q;`,
+// `measure q -> c;`), expressions with ** and arcsin/arccos/arctan, constants
+// pi/π, tau/τ, euler/ℇ. Angles may depend on inputs: each angle of each gate
+// is one slot whose value is an expression of the inputs (`QasmProgram::
+// bind_inputs`), and gradients chain through it (`input_gradient`).
+//
+// Rejected with a located error, in both: `reset`, classical control flow,
+// mid-circuit measurement, `opaque` gates that are used; in OpenQASM 3 also
+// subroutines, `extern`, timing and classical variables.
+//
+// Gate names: OpenQASM 2.0 reserves the gates of the specification's
+// qelib1.inc once included; the further gates qmlsim builds in (cu, p, sx,
+// swap, rzz, ...) yield to a definition in the file. OpenQASM 3 builds in
+// exactly stdgates.inc. Gate bodies are bound to the gates in force where they
+// are defined.
 //
 // Limits (each a located one-line Error): expressions nest at most 256 levels
 // (any length otherwise: they are evaluated without recursion), gate
-// definitions nest at most 64 levels, literals must be finite doubles, and a
-// program may expand to at most `QasmLimits::max_gates` gates, checked before
-// a statement is expanded.
+// definitions nest at most 64 levels, literals must be finite doubles, an
+// angle's expression of the inputs has at most 100,000 operations, and a
+// program may expand to at most `QasmLimits::max_gates` gates.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,18 +43,39 @@
 
 namespace qmlsim {
 
+struct QasmInput {
+  std::string name;
+  int size = 1;        // elements: 1 for a scalar
+  bool array = false;  // declared `input array[float[64], size] name;`
+  int offset = 0;      // index of its first element among all input values
+};
+
+class QasmAngleExprs;  // the input-dependent angles (defined in qasm.cc)
+
 struct QasmProgram {
-  // Every angle of every parametric gate, after expanding user gates, is one
-  // trainable slot, numbered in program order; `angles` holds their values.
+  // Every angle of every gate, after expanding user gates and modifiers, is
+  // one slot, numbered in program order; `angles` holds their values. Slots
+  // that depend on inputs hold 0 until bind_inputs sets them.
   Circuit circuit;
   std::vector<double> angles;
   std::vector<int> measured;             // qubits named by `measure`, in order of appearance
   std::vector<std::string> qubit_names;  // "q[0]", ... in global qubit order
+  std::vector<QasmInput> inputs;         // OpenQASM 3 `input` declarations, in order
+  std::shared_ptr<const QasmAngleExprs> input_angles;  // null if no angle depends on an input
+
+  int num_input_values() const;  // all inputs' elements
+  // Sets the input-dependent angles for input values x (REQUIRES x.size() ==
+  // num_input_values(): inputs in declaration order, arrays element by element).
+  // An angle that is not finite there is an Error located at its expression.
+  void bind_inputs(std::span<const double> x);
+  // The chain rule: d/d(input values) at x from d/d(angles) (size = slots).
+  std::vector<double> input_gradient(std::span<const double> x,
+                                     std::span<const double> d_angles) const;
 };
 
 struct QasmLimits {
-  // Gates after expanding user gates and register broadcasts. About 300 bytes
-  // of memory each while the program is built (README).
+  // Gates after expanding user gates, modifiers and register broadcasts.
+  // About 300 bytes of memory each while the program is built (README).
   std::int64_t max_gates = 5'000'000;
   // Bytes read_qasm_file reads before refusing the file.
   std::int64_t max_file_bytes = std::int64_t{256} << 20;

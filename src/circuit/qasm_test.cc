@@ -118,7 +118,7 @@ TEST(Qasm, MalformedProgramsGiveLocatedErrors) {
   const std::string h = "OPENQASM 2.0;\ninclude \"qelib1.inc\";\n";
   const BadQasm cases[] = {
       {"!qreg q[1];", "1:1", "expected 'OPENQASM 2.0;'"},
-      {"OPENQASM 3.0;", "1:10", "only OpenQASM 2.0"},
+      {"OPENQASM 4.0;", "1:10", "only OpenQASM 2.0 and 3 are supported"},
       {"OPENQASM 2.0", "1:13", "expected ';'"},
       {"OPENQASM 2.0;\nqreg q[2];\nh q[0];", "3:1", "missing include"},
       {"OPENQASM 2.0;\ninclude \"other.inc\";", "2:9", "only \"qelib1.inc\""},
@@ -344,7 +344,7 @@ TEST(Qasm, ErrorsEscapeControlBytes) {
   EXPECT_EQ(msg, "e.qasm:3:1: unexpected character '\\x00'");
   EXPECT_EQ(error_of("OPENQASM 2.0;\ninclude \"a\x07"
                      "b\";"),
-            "e.qasm:2:9: cannot include \"a\\x07b\": only \"qelib1.inc\" is supported");
+            "e.qasm:2:9: cannot include \"a\\x07b\": only \"qelib1.inc\" is supported (built in)");
 }
 
 }  // namespace

@@ -286,4 +286,55 @@ TEST(Cli, PlanPrintsMemoryAndTimes) {
   EXPECT_EQ(r.err, "qmlsim plan: error: --node-hour-price: 'cheap' is not a non-negative number\n");
 }
 
+// The number after "key": in a JSON text (first occurrence after `from`).
+double json_number(const std::string& json, const std::string& key, std::size_t from = 0) {
+  const auto at = json.find("\"" + key + "\":", from);
+  EXPECT_NE(at, std::string::npos) << key << " in " << json;
+  if (at == std::string::npos) return NAN;
+  return std::strtod(json.c_str() + at + key.size() + 3, nullptr);
+}
+
+TEST(Cli, RunsQiskitOpenQasm3WithInputs) {
+  // Written by qiskit.qasm3.dumps (scripts/crosscheck/qasm3_qiskit.py, Qiskit 2.2.3), with
+  // Parameters, a ParameterVector, a non-ASCII name and nonlinear parameter expressions.
+  // Reference: Qiskit's Statevector; gradients by fourth-order central differences.
+  const std::string args = "run " + kExamples +
+                           "/circuits/qiskit_params.qasm --observable '0.5*Z0*Z1 - X2 + 0.3*Y1' "
+                           "--input theta=0.3 --input β=-0.7 --input _w_0_=0.1 --input _w_1_=0.2 "
+                           "--input _w_2_=-0.5 --input _w_3_=0.9 --gradient --json";
+  const Result r = run(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NEAR(std::strtod(r.out.c_str() + r.out.find("[") + 1, nullptr), -0.892873468068393, 1e-12);
+  const auto grads = r.out.find("input_gradient");
+  ASSERT_NE(grads, std::string::npos) << r.out;
+  const std::pair<const char*, double> want[] = {
+      {"theta", 0.02447713645899648},  {"β", -1.7906379376508665},
+      {"_w_0_", 0.10865723744563072},  {"_w_1_", -0.03870893676845751},
+      {"_w_2_", -0.22876252390619892}, {"_w_3_", -0.024477136459079746}};
+  for (const auto& [name, value] : want) {
+    EXPECT_NEAR(json_number(r.out, name, grads), value, 1e-9) << name;
+  }
+  // Every input must be given, once, with the right number of finite values.
+  const std::string qasm3 = write("in3.qasm",
+                                  "OPENQASM 3.0;\ninclude \"stdgates.inc\";\ninput float[64] t;\n"
+                                  "input array[angle[32], 2] w;\nqubit[2] q;\nrx(t * w[0]) q[0];\n"
+                                  "ry(ln(w[1])) q[1];\n");
+  const std::pair<std::string, std::string> bad[] = {
+      {"--input t=1", "declares input 'w'; give its value with --input w=V1,V2,..."},
+      {"--input t=1 --input w=1", "--input w=1: input 'w' takes 2 value(s), got 1"},
+      {"--input t=1 --input w=1,x", "--input w=1,x: 'x' is not a finite number"},
+      {"--input t=nan --input w=1,2", "--input t=nan: 'nan' is not a finite number"},
+      {"--input t=1 --input t=2 --input w=1,2", "input 't' is given twice"},
+      {"--input t=1 --input w=1,2 --input u=3", "declares no input 'u'"},
+      {"--input t=1 --input w=1,-2", "in3.qasm:7:4: expression is not a finite number"},
+      {"--input t1 --input w=1,2", "--input t1: expected NAME=VALUE"},
+  };
+  for (const auto& [flags, expect] : bad) {
+    const Result e = run("run " + qasm3 + " --observable Z0 " + flags);
+    EXPECT_EQ(e.status, 2) << flags;
+    EXPECT_NE(e.err.find(expect), std::string::npos) << flags << "\n" << e.err;
+    EXPECT_EQ(e.err.find('\n'), e.err.size() - 1) << e.err;
+  }
+}
+
 }  // namespace

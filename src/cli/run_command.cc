@@ -1,5 +1,7 @@
 // qmlsim run CIRCUIT.qasm: expectation values and samples of an OpenQASM circuit.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -24,7 +26,10 @@ const std::vector<OptionSpec> kSpecs = {
     {"--backend", "cpu|cuda", "where the state vector lives (default cpu; cuda: an NVIDIA GPU)"},
     {"--shots", "N", "draw N samples of all qubits"},
     {"--seed", "S", "seed for sampling (default 1)"},
-    {"--gradient", "", "also d<obs>/d(angle) for every gate angle, by the adjoint method"},
+    {"--input", "NAME=V[,V...]", "value of an OpenQASM 3 input (an array: its elements)", true},
+    {"--gradient", "",
+     "also d<obs>/d(angle) for every gate angle (and d/d(input) for every "
+     "OpenQASM 3 input), by the adjoint method"},
     {"--max-gates", "N", "refuse circuits that expand to more gates (default 5000000)"},
     {"--max-file-mib", "N", "refuse circuit files larger than N MiB (default 256)"},
     {"--json", "", "print exactly one JSON object on stdout"},
@@ -34,9 +39,10 @@ const std::vector<OptionSpec> kSpecs = {
 constexpr const char* kUsage =
     "qmlsim run CIRCUIT.qasm --observable \"PAULI SUM\" [--observable ...] "
     "[--precision c64|c128] [--threads N] [--fusion K] [--backend cpu|cuda] [--shots N --seed S] "
-    "[--gradient] [--json] [--max-gates N] [--max-file-mib N]\n\n"
+    "[--input NAME=V[,V...] ...] [--gradient] [--json] [--max-gates N] [--max-file-mib N]\n\n"
     "With --gradient, every angle of every parametric gate (after expanding user gates)\n"
-    "is one parameter, in program order.\n"
+    "is one parameter, in program order; an OpenQASM 3 circuit's inputs get their own\n"
+    "derivatives (the chain rule through each angle's expression of the inputs).\n"
     "Qubit q of the circuit is bit q of an amplitude index (qubit 0 least significant);\n"
     "sampled bit strings are written most significant qubit first, as Qiskit does.";
 
@@ -69,6 +75,49 @@ Outcome simulate_program(const QasmProgram& prog, const std::vector<PauliSum>& o
   }
   if (gradient) out.gradient = adjoint_jacobian<R>(prog.circuit, prog.angles, observables, engine);
   return out;
+}
+
+// Binds every input of the program from the --input flags (all required).
+std::vector<double> bind_inputs(QasmProgram& prog, const Args& args, const std::string& path) {
+  std::vector<double> x(static_cast<std::size_t>(prog.num_input_values()), 0.0);
+  std::vector<bool> given(prog.inputs.size(), false);
+  for (const std::string& flag : args.all("--input")) {
+    const auto eq = flag.find('=');
+    if (eq == std::string::npos) throw Error("--input " + flag + ": expected NAME=VALUE");
+    const std::string name = flag.substr(0, eq);
+    const auto it = std::find_if(prog.inputs.begin(), prog.inputs.end(),
+                                 [&](const QasmInput& in) { return in.name == name; });
+    if (it == prog.inputs.end()) {
+      throw Error("--input " + flag + ": " + path + " declares no input '" + name + "'");
+    }
+    const auto k = static_cast<std::size_t>(it - prog.inputs.begin());
+    if (given[k]) throw Error("--input " + flag + ": input '" + name + "' is given twice");
+    given[k] = true;
+    std::vector<double> values;
+    std::stringstream list(flag.substr(eq + 1));
+    for (std::string item; std::getline(list, item, ',');) {
+      char* end = nullptr;
+      const double v = std::strtod(item.c_str(), &end);
+      if (item.empty() || *end != '\0' || !std::isfinite(v)) {
+        throw Error("--input " + flag + ": '" + item + "' is not a finite number");
+      }
+      values.push_back(v);
+    }
+    if (static_cast<int>(values.size()) != it->size) {
+      throw Error("--input " + flag + ": input '" + name + "' takes " + std::to_string(it->size) +
+                  " value(s), got " + std::to_string(values.size()));
+    }
+    std::copy(values.begin(), values.end(), x.begin() + it->offset);
+  }
+  for (std::size_t k = 0; k < prog.inputs.size(); ++k) {
+    if (!given[k]) {
+      throw Error("--input: " + path + " declares input '" + prog.inputs[k].name +
+                  "'; give its value with --input " + prog.inputs[k].name + "=" +
+                  (prog.inputs[k].array ? "V1,V2,..." : "VALUE"));
+    }
+  }
+  prog.bind_inputs(x);
+  return x;
 }
 
 std::string bitstring(index_t i, int n) {
@@ -108,7 +157,8 @@ int run_command(const std::vector<std::string>& argv) {
 
   const auto t0 = Clock::now();
   const std::string& path = args.positionals()[0];
-  const QasmProgram prog = read_qasm_file(path, limits);
+  QasmProgram prog = read_qasm_file(path, limits);
+  const std::vector<double> inputs = bind_inputs(prog, args, path);
   const int n = prog.circuit.num_qubits();
   if (n == 0) throw Error(path + ": the circuit declares no qubits (add a qreg)");
   std::vector<PauliSum> observables;
@@ -149,6 +199,22 @@ int run_command(const std::vector<std::string>& argv) {
       w.key("gradient").begin_array();
       for (const std::vector<double>& row : out.gradient) w.value(row);
       w.end_array();
+      if (!prog.inputs.empty()) {
+        w.key("input_gradient").begin_array();
+        for (const std::vector<double>& row : out.gradient) {
+          const std::vector<double> g = prog.input_gradient(inputs, row);
+          w.begin_object();
+          for (const QasmInput& in : prog.inputs) {
+            w.key(in.name);
+            if (in.array)
+              w.value(std::vector<double>(g.begin() + in.offset, g.begin() + in.offset + in.size));
+            else
+              w.value(g[static_cast<std::size_t>(in.offset)]);
+          }
+          w.end_object();
+        }
+        w.end_array();
+      }
     }
     if (shots > 0) {
       w.key("counts").begin_object();
@@ -185,6 +251,13 @@ int run_command(const std::vector<std::string>& argv) {
       std::cout << "  d/d(angle 0.." << prog.angles.size() << "):";
       for (double g : out.gradient[i]) std::cout << " " << g;
       std::cout << "\n";
+      const std::vector<double> g = prog.input_gradient(inputs, out.gradient[i]);
+      for (const QasmInput& in : prog.inputs) {
+        std::cout << "  d/d(" << in.name << "):";
+        for (int e = 0; e < in.size; ++e)
+          std::cout << " " << g[static_cast<std::size_t>(in.offset + e)];
+        std::cout << "\n";
+      }
     }
   }
   if (shots > 0) {

@@ -1,0 +1,24 @@
+OPENQASM 3;
+include "stdgates.inc";
+qubit[4] q;
+gate g(a) x, y { rx(a) x; cx x, y; ry(2 * a) y; gphase(a / 3); }
+h q;
+ctrl @ x q[0], q[1];
+negctrl @ x q[0], q[1];
+ctrl(2) @ x q[0], q[1], q[2];
+ctrl @ negctrl @ g(0.3) q[3], q[2], q[0], q[1];
+inv @ s q[0];
+inv @ g(0.4) q[1], q[2];
+pow(2) @ sx q[0];
+pow(0.5) @ x q[1];
+pow(-1) @ t q[2];
+ctrl @ pow(1 / 2) @ z q[3], q[0];
+ctrl @ gphase(0.7) q[0];
+gphase(0.2);
+cu(0.1, 0.2, 0.3, 0.4) q[0], q[3];
+cp(0.5) q[1], q[2]; cphase(0.6) q[2], q[3]; phase(0.7) q[0]; id q[1];
+u1(0.1) q[0]; u2(0.2, 0.3) q[1]; u3(0.4, 0.5, 0.6) q[2];
+ccx q[0], q[1], q[2]; cswap q[0], q[1], q[2]; swap q[2], q[3];
+cy q[0], q[1]; cz q[1], q[2]; ch q[2], q[3]; crx(0.1) q[0], q[1]; cry(0.2) q[1], q[2];
+barrier q;
+measure q[0];

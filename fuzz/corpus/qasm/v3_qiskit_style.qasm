@@ -1,0 +1,13 @@
+OPENQASM 3.0;
+include "stdgates.inc";
+input float[64] _θ_0_;
+input float[64] _θ_1_;
+input float[64] beta;
+bit[2] c;
+qubit[2] q;
+rx(_θ_0_) q[0];
+ry(_θ_1_ + 2*beta) q[1];
+cx q[0], q[1];
+rz(beta) q[1];
+c[0] = measure q[0];
+c[1] = measure q[1];

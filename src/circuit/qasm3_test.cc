@@ -1,0 +1,295 @@
+// OpenQASM 3: stdgates against the gate table, modifiers against equivalent
+// plain programs (exactly, global phase included, since phases matter under
+// control), inputs and the chain rule against finite differences, and the
+// constructs it rejects. States come from the dense oracle.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "circuit/qasm.h"
+#include "testing/dense_oracle.h"
+
+namespace qmlsim {
+namespace {
+
+using testing::State;
+
+const std::string kHead = "OPENQASM 3.0;\ninclude \"stdgates.inc\";\nqubit[4] q;\n";
+// A prefix that leaves a generic entangled state, so equivalences are tested
+// on every amplitude.
+const std::string kScramble =
+    "U(0.3, 0.2, 0.1) q[0]; U(1.1, -0.4, 0.7) q[1]; U(2.0, 0.5, -1.2) q[2]; U(0.9, 1.3, 0.2) "
+    "q[3];\ncx q[0], q[1]; cx q[2], q[3]; cx q[1], q[2];\n";
+
+State run(const QasmProgram& p) {
+  State psi(std::size_t{1} << p.circuit.num_qubits(), 0.0);
+  psi[0] = 1;
+  return testing::run_dense(p.circuit, p.angles, psi);
+}
+
+State run_text(const std::string& text) { return run(parse_qasm(text, "t.qasm")); }
+
+// `a` and `b` act the same on a scrambled 4-qubit state, phase included.
+void expect_equivalent(const std::string& a, const std::string& b) {
+  const State sa = run_text(kHead + kScramble + a), sb = run_text(kHead + kScramble + b);
+  EXPECT_LT(testing::max_abs_diff(sa, sb), 1e-12) << a << "\n  vs\n" << b;
+}
+
+TEST(Qasm3, StdgatesMatchTheGateTable) {
+  const std::string text = kHead + R"(bit[4] c;
+h q[0]; x q[1]; y q[2]; z q[3]; s q[0]; sdg q[1]; t q[2]; tdg q[3]; sx q[0];
+rx(0.1) q[0]; ry(0.2) q[1]; rz(0.3) q[2]; p(0.4) q[3];
+cx q[0], q[1]; cy q[1], q[2]; cz q[2], q[3]; cp(0.5) q[0], q[2]; crx(0.6) q[1], q[3];
+cry(0.7) q[2], q[0]; crz(0.8) q[3], q[1]; ch q[0], q[3]; swap q[1], q[2];
+ccx q[0], q[1], q[2]; cswap q[3], q[0], q[1];
+CX q[2], q[3]; phase(0.9) q[0]; cphase(1.0) q[1], q[0]; id q[2];
+u1(1.1) q[3]; u2(1.2, 1.3) q[0]; u3(1.4, 1.5, 1.6) q[1];
+c = measure q;
+)";
+  Circuit c(4);
+  using G = GateId;
+  auto add = [&](G g, std::vector<int> w, std::vector<double> p = {}) { c.add(g, w, p); };
+  add(G::H, {0}), add(G::X, {1}), add(G::Y, {2}), add(G::Z, {3}), add(G::S, {0});
+  add(G::Sdg, {1}), add(G::T, {2}), add(G::Tdg, {3}), add(G::SX, {0});
+  add(G::RX, {0}, {0.1}), add(G::RY, {1}, {0.2}), add(G::RZ, {2}, {0.3});
+  add(G::PhaseShift, {3}, {0.4});
+  add(G::CNOT, {0, 1}), add(G::CY, {1, 2}), add(G::CZ, {2, 3});
+  add(G::ControlledPhaseShift, {0, 2}, {0.5}), add(G::CRX, {1, 3}, {0.6});
+  add(G::CRY, {2, 0}, {0.7}), add(G::CRZ, {3, 1}, {0.8}), add(G::CH, {0, 3}), add(G::SWAP, {1, 2});
+  add(G::Toffoli, {0, 1, 2}), add(G::CSWAP, {3, 0, 1});
+  add(G::CNOT, {2, 3}), add(G::PhaseShift, {0}, {0.9}), add(G::ControlledPhaseShift, {1, 0}, {1.0});
+  add(G::I, {2});
+  add(G::U1, {3}, {1.1}), add(G::U2, {0}, {1.2, 1.3}), add(G::U3, {1}, {1.4, 1.5, 1.6});
+  State psi(16, 0.0);
+  psi[0] = 1;
+  const QasmProgram p = parse_qasm(text, "t.qasm");
+  EXPECT_LT(testing::max_abs_diff(run(p), testing::run_dense(c, {}, psi)), 1e-12);
+  EXPECT_EQ(p.measured, (std::vector<int>{0, 1, 2, 3}));
+
+  // cu(theta, phi, lambda, gamma) = |0><0| (x) I + e^{i gamma} |1><1| (x) U(theta, phi, lambda).
+  const Matrix u = target_matrix(GateId::U3, std::vector<double>{0.1, 0.2, 0.3}, 1);
+  const cplx g = std::polar(1.0, 0.4);
+  Operation cu;
+  cu.gate = GateId::QubitUnitary;
+  cu.wires = {0, 3};  // first wire (the control) most significant
+  cu.unitary = std::make_shared<Matrix>(
+      Matrix{1, 0, 0, 0, 0, 1, 0, 0, 0, 0, g * u[0], g * u[1], 0, 0, g * u[2], g * u[3]});
+  Circuit want(4);
+  want.add(GateId::H, {0});
+  want.add(GateId::H, {3});
+  want.add(cu);
+  EXPECT_LT(
+      testing::max_abs_diff(run_text(kHead + "h q[0]; h q[3];\ncu(0.1, 0.2, 0.3, 0.4) q[0], q[3];"),
+                            testing::run_dense(want, {}, psi)),
+      1e-12);
+}
+
+TEST(Qasm3, ModifiersEqualTheirPlainForms) {
+  expect_equivalent("ctrl @ x q[0], q[1];", "cx q[0], q[1];");
+  expect_equivalent("negctrl @ x q[0], q[1];", "x q[0]; cx q[0], q[1]; x q[0];");
+  expect_equivalent("ctrl(2) @ x q[0], q[1], q[2];", "ccx q[0], q[1], q[2];");
+  expect_equivalent("ctrl @ ctrl @ x q[3], q[1], q[2];", "ccx q[3], q[1], q[2];");
+  expect_equivalent("ctrl @ negctrl @ rx(0.4) q[0], q[1], q[2];",
+                    "x q[1]; ctrl(2) @ rx(0.4) q[0], q[1], q[2]; x q[1];");
+  expect_equivalent("inv @ s q[0]; inv @ t q[1];", "sdg q[0]; tdg q[1];");
+  expect_equivalent("inv @ rx(0.3) q[0]; inv @ crz(0.5) q[1], q[2];",
+                    "rx(-0.3) q[0]; crz(-0.5) q[1], q[2];");
+  // Exact inverses, phase included (tested under a control, where it shows).
+  for (const char* g : {"U(0.1, 0.2, 0.3)", "u2(0.4, 0.5)", "sx", "h", "y", "sdg", "p(0.7)"}) {
+    const std::string gate(g);
+    expect_equivalent("ctrl @ inv @ " + gate + " q[0], q[1]; ctrl @ " + gate + " q[0], q[1];", "");
+  }
+  expect_equivalent("inv @ ctrl @ swap q[0], q[1], q[2]; cswap q[0], q[1], q[2];", "");
+  expect_equivalent("pow(2) @ sx q[0];", "x q[0];");
+  expect_equivalent("pow(3) @ h q[0];", "h q[0];");
+  expect_equivalent("pow(-1) @ t q[0];", "tdg q[0];");
+  expect_equivalent("pow(-2) @ s q[0];", "z q[0];");
+  // Principal roots, exact under a control.
+  expect_equivalent("ctrl @ pow(0.5) @ x q[0], q[1];", "ctrl @ sx q[0], q[1];");
+  expect_equivalent("ctrl @ pow(1/2) @ z q[0], q[1];", "ctrl @ s q[0], q[1];");
+  expect_equivalent("ctrl @ pow(1/2) @ s q[0], q[1];", "ctrl @ t q[0], q[1];");
+  expect_equivalent("ctrl @ pow(0.5) @ sx q[0], q[1]; ctrl @ pow(0.5) @ sx q[0], q[1];",
+                    "ctrl @ sx q[0], q[1];");
+  expect_equivalent("ctrl @ pow(0.5) @ y q[0], q[1]; ctrl @ pow(0.5) @ y q[0], q[1];",
+                    "cy q[0], q[1];");
+  expect_equivalent(
+      "pow(0.5) @ rz(0.8) q[0]; pow(0.25) @ cx q[1], q[2]; pow(0.75) @ cx q[1], q[2];",
+      "rz(0.4) q[0]; cx q[1], q[2];");
+  expect_equivalent("ctrl @ inv @ pow(0.5) @ x q[0], q[1]; ctrl @ sx q[0], q[1];", "");
+  // gphase: a phase on the controls' |1...1>; nothing unobservable when alone.
+  expect_equivalent("ctrl @ gphase(0.7) q[0];", "p(0.7) q[0];");
+  expect_equivalent("ctrl(2) @ gphase(0.7) q[0], q[1];", "cp(0.7) q[0], q[1];");
+  expect_equivalent("gphase(0.2);", "");
+  // Modifiers on gate definitions: reversed and inverted bodies, controls on every gate.
+  const std::string g = "gate g(a) x, y { rx(a) x; cx x, y; ry(2 * a) y; gphase(a / 3); }\n";
+  expect_equivalent(g + "inv @ g(0.3) q[0], q[1]; g(0.3) q[0], q[1];", "");
+  expect_equivalent(g + "ctrl @ g(0.3) q[2], q[0], q[1];",
+                    "crx(0.3) q[2], q[0]; ccx q[2], q[0], q[1]; cry(0.6) q[2], q[1]; "
+                    "p(0.1) q[2];");
+  expect_equivalent(g + "pow(2) @ g(0.3) q[0], q[1];", g + "g(0.3) q[0], q[1]; g(0.3) q[0], q[1];");
+}
+
+TEST(Qasm3, AnglesFollowTheirInputsAndGradientsChainThroughThem) {
+  const std::string text = R"(OPENQASM 3;
+include "stdgates.inc";
+input float[64] theta;
+input angle[32] phi;
+input array[float[64], 3] w;
+const float[64] half = π / 2;
+const int n = 3;
+gate layer(a, b) x, y { ry(a / 2 + b ** 2) x; cx x, y; rz(-sin(a) * cos(b) + arctan(b)) y; }
+qubit[n] q;
+h q;
+rx(theta) q[0];
+ry(w[0] * w[1] + sin(phi)) q[1];
+crz(theta ** 2) q[0], q[1];
+layer(theta / 2, w[2]) q[1], q[2];
+inv @ layer(exp(w[0]) - half, ln(2 + phi)) q[2], q[0];
+U(half, tau / 8, euler) q[2];
+)";
+  QasmProgram p = parse_qasm(text, "in.qasm");
+  ASSERT_EQ(p.inputs.size(), 3u);
+  EXPECT_EQ(p.inputs[2].name, "w");
+  EXPECT_EQ(p.inputs[2].offset, 2);
+  EXPECT_TRUE(p.inputs[2].array);
+  ASSERT_EQ(p.num_input_values(), 5);
+  const std::vector<double> x = {0.3, 0.2, 0.1, -0.4, 0.7};
+  p.bind_inputs(x);
+
+  // The same circuit with the angles written out.
+  const double pi = std::numbers::pi;
+  Circuit c(3);
+  for (int i = 0; i < 3; ++i) c.add(GateId::H, {i});
+  c.add(GateId::RX, {0}, std::vector<double>{0.3});
+  c.add(GateId::RY, {1}, std::vector<double>{0.1 * -0.4 + std::sin(0.2)});
+  c.add(GateId::CRZ, {0, 1}, std::vector<double>{0.09});
+  auto layer = [&](double a, double b, int u, int v, bool inverse) {
+    const double r1 = a / 2 + b * b, r2 = -std::sin(a) * std::cos(b) + std::atan(b);
+    if (!inverse) {
+      c.add(GateId::RY, {u}, std::vector<double>{r1});
+      c.add(GateId::CNOT, {u, v});
+      c.add(GateId::RZ, {v}, std::vector<double>{r2});
+    } else {
+      c.add(GateId::RZ, {v}, std::vector<double>{-r2});
+      c.add(GateId::CNOT, {u, v});
+      c.add(GateId::RY, {u}, std::vector<double>{-r1});
+    }
+  };
+  layer(0.15, 0.7, 1, 2, false);
+  layer(std::exp(0.1) - pi / 2, std::log(2.2), 2, 0, true);
+  c.add(GateId::U3, {2}, std::vector<double>{pi / 2, pi / 4, std::numbers::e});
+  State psi(8, 0.0);
+  psi[0] = 1;
+  EXPECT_LT(testing::max_abs_diff(run(p), testing::run_dense(c, {}, psi)), 1e-12);
+
+  // d<H>/d(input) by the chain rule through the angles' expressions, against
+  // central differences over the inputs themselves.
+  const PauliSum h = parse_pauli_sum("0.5*Z0*Z1 - X2 + 0.3*Y1", "h");
+  auto value = [&](const std::vector<double>& at) {
+    QasmProgram q = p;
+    q.bind_inputs(at);
+    return testing::expval_dense(h, run(q));
+  };
+  const double eps = 1e-5;
+  std::vector<double> d_angles(p.angles.size());
+  for (std::size_t s = 0; s < p.angles.size(); ++s) {
+    QasmProgram q = p;
+    q.angles[s] += eps;
+    const double up = testing::expval_dense(h, run(q));
+    q.angles[s] -= 2 * eps;
+    d_angles[s] = (up - testing::expval_dense(h, run(q))) / (2 * eps);
+  }
+  const std::vector<double> grad = p.input_gradient(x, d_angles);
+  ASSERT_EQ(grad.size(), 5u);
+  for (std::size_t k = 0; k < 5; ++k) {
+    std::vector<double> up = x, down = x;
+    up[k] += eps;
+    down[k] -= eps;
+    EXPECT_NEAR(grad[k], (value(up) - value(down)) / (2 * eps), 1e-8) << "input value " << k;
+  }
+}
+
+struct Bad {
+  const char* text;     // after the header (OPENQASM 3.0; include; qubit[2] q;)
+  const char* where;    // "line:column"
+  const char* message;  // part of the message
+};
+
+TEST(Qasm3, UnsupportedConstructsGiveLocatedErrors) {
+  const std::string h = "OPENQASM 3.0;\ninclude \"stdgates.inc\";\nqubit[2] q;\n";
+  const Bad cases[] = {
+      {"bit c;\nc = measure q[0];\nif (c) x q[0];", "6:1",
+       "'if' is not supported (classical control flow)"},
+      {"for int i in [0:1] { x q[0]; }", "4:1", "classical control flow"},
+      {"while (true) { }", "4:1", "classical control flow"},
+      {"def f(qubit a) { x a; }", "4:1", "'def' is not supported (subroutines)"},
+      {"extern f(float) -> float;", "4:1", "extern functions"},
+      {"delay[10ns] q[0];", "4:1", "timing"},
+      {"box { x q[0]; }", "4:1", "timing"},
+      {"int[32] k = 3;", "4:1", "classical variables"},
+      {"let r = q;", "4:1", "aliases"},
+      {"reset q[0];", "4:1", "'reset' is not supported"},
+      {"bit c;\nc = measure q[0];\nx q[0];", "6:1", "mid-circuit measurement"},
+      {"opaque o a;", "4:1", "'opaque' is not part of OpenQASM 3"},
+      {"input int k;", "4:7", "inputs of type 'int' are not supported"},
+      {"input bool b;", "4:7", "of type 'bool' is not supported"},
+      {"input array[float[64], 2, 2] m;", "4:25", "multi-dimensional input arrays"},
+      {"input float x;\ngate g a { rx(x) a; }", "5:15", "input 'x' cannot be used here"},
+      {"input array[float[64], 2] w;\nrx(w[2]) q[0];", "5:6", "out of range for input array 'w'"},
+      {"input array[float[64], 2] w;\nrx(w) q[0];", "5:4", "needs an index"},
+      {"rx(2 ^ 3) q[0];", "4:6", "'^' is bitwise xor"},
+      {"const int k = 1.5;", "4:15", "whole number"},
+      {"input float x;\nconst float y = x;", "5:17", "input 'x' cannot be used here"},
+      {"pow(0.5) @ h q[0];", "4:12", "non-integer k"},
+      {"ctrl @ x q[0];", "4:8", "takes 2 qubit(s) with its controls, got 1"},
+      {"ctrl(0) @ x q[0], q[1];", "4:6", "at least 1"},
+      {"gate x a { }", "4:6", "already defined by stdgates.inc"},
+      {"gate cu a { }", "4:6", "already defined by stdgates.inc"},
+      {"gate g a { cx a, a; }", "4:18", "used twice in one gate"},
+      {"bit[2] c;\nc = measure q[0];", "5:5", "equal size"},
+      {"rx(1e999) q[0];", "4:4", "too large for a double"},
+      {"qubit r;\nqubit r;", "5:7", "already declared"},
+  };
+  for (const Bad& c : cases) {
+    const std::string text = h + c.text;
+    try {
+      parse_qasm(text, "bad.qasm");
+      ADD_FAILURE() << "no error for:\n" << text;
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.rfind(std::string("bad.qasm:") + c.where + ": ", 0), 0u)
+          << text << "\n-> " << msg;
+      EXPECT_NE(msg.find(c.message), std::string::npos) << msg;
+    }
+  }
+  // Without the include, stdgates names are unknown (with a hint); U and gphase are built in.
+  try {
+    parse_qasm("OPENQASM 3;\nqubit q;\nh q;\n", "t.qasm");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing include \"stdgates.inc\""), std::string::npos);
+  }
+  EXPECT_EQ(parse_qasm("OPENQASM 3;\nqubit q;\nU(1, 2, 3) q;\ngphase(1);\n", "t.qasm")
+                .circuit.ops()
+                .size(),
+            1u);
+}
+
+TEST(Qasm3, ExpansionIsCappedForModifiersToo) {
+  QasmLimits limits;
+  limits.max_gates = 100;
+  const std::string h = "OPENQASM 3;\ninclude \"stdgates.inc\";\nqubit[2] q;\n";
+  EXPECT_THROW(parse_qasm(h + "pow(1000000000000) @ x q[0];", "t.qasm", limits), Error);
+  EXPECT_THROW(parse_qasm(h + "gate g a { pow(50) @ x a; }\npow(3) @ g q[0];", "t.qasm", limits),
+               Error);
+  // A power of a gate that expands to nothing costs nothing.
+  EXPECT_EQ(parse_qasm(h + "gate e a { }\npow(1000000000000) @ e q[0];\n", "t.qasm", limits)
+                .circuit.ops()
+                .size(),
+            0u);
+  EXPECT_EQ(parse_qasm(h + "pow(100) @ x q[0];", "t.qasm", limits).circuit.ops().size(), 100u);
+}
+
+}  // namespace
+}  // namespace qmlsim
