@@ -752,7 +752,7 @@ class QasmParser {
     if (w == "gate") return gate_decl(false);
     if (w == "barrier") return barrier();
     if (w == "measure") return measure();
-    if (w == "reset") fail("'reset' is not supported: qmlsim simulates pure states");
+    if (w == "reset") return reset();
     if (w == "OPENQASM") fail("OPENQASM may appear only once, at the start");
     if (version_ == 2) {
       if (w == "opaque") return gate_decl(true);
@@ -855,6 +855,12 @@ class QasmParser {
     }
     const Token name_tok = cur_;
     const std::string name = expect_id("a register name");
+    if (at_sym("[") && size_tok.line == name_tok.line && size_tok.col == name_tok.col) {
+      advance();  // the older form `qubit q[n];`
+      size_tok = cur_;
+      size = expect_int("a register size");
+      expect_sym("]");
+    }
     if (at_sym("=")) fail("initialised declarations are not supported: declare, then assign");
     expect_sym(";");
     declare_register(name_tok, name, size_tok, size, quantum);
@@ -1324,6 +1330,21 @@ class QasmParser {
     return n < 0 ? 1 : n;
   }
 
+  // `reset` of qubits no gate has touched yet is a no-op (they are |0>), as
+  // at the start of many programs; after a gate it would need a mixed state.
+  void reset() {
+    advance();
+    const Arg a = qubit_arg();
+    expect_sym(";");
+    for (int j = 0; j < a.size; ++j) {
+      if (touched_.count(a.first + j)) {
+        fail_at(stmt_, "'reset' of " + qubit_names_[static_cast<std::size_t>(a.first + j)] +
+                           " after a gate or measurement is not supported: qmlsim simulates pure "
+                           "states");
+      }
+    }
+  }
+
   void barrier() {
     advance();
     qubit_args();
@@ -1336,6 +1357,7 @@ class QasmParser {
                       std::to_string(c.size) + ")");
     }
     for (int j = 0; j < q.size; ++j) {
+      touched_.insert(q.first + j);
       if (measured_.insert(q.first + j).second) measured_order_.push_back(q.first + j);
     }
   }
@@ -1448,6 +1470,7 @@ class QasmParser {
         fail_at(at, "gate '" + call.name + "' is applied to the same qubit twice");
       }
       for (int q : qubits) {
+        touched_.insert(q);
         if (measured_.count(q)) {
           fail_at(at, "gate '" + call.name + "' on " + qubit_names_[q] +
                           " after it was measured: mid-circuit measurement is not supported");
@@ -1704,6 +1727,7 @@ class QasmParser {
   std::vector<double> angles_;
   std::vector<std::pair<int, Expr>> input_angles_;
   std::set<int> measured_;
+  std::set<int> touched_;  // qubits a gate or measurement has acted on
   std::vector<int> measured_order_;
 };
 

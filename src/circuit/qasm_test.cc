@@ -137,7 +137,7 @@ TEST(Qasm, MalformedProgramsGiveLocatedErrors) {
       {"qreg q[2];\nrx(ln(-1)) q[0];", "4:4", "not a finite number"},
       {"qreg q[2];\nrx(theta) q[0];", "4:4", "unknown identifier 'theta'"},
       {"qreg q[2];\nrx(1 +) q[0];", "4:7", "expected an expression"},
-      {"qreg q[2];\nreset q[0];", "4:1", "'reset' is not supported"},
+      {"qreg q[2];\nh q[0];\nreset q;", "5:1", "'reset' of q[0] after a gate or measurement"},
       {"qreg q[2];\ncreg c[2];\nif (c==1) x q[0];", "5:1", "'if') are not supported"},
       {"qreg q[2];\ncreg c[2];\nmeasure q[0] -> c[0];\nh q[0];", "6:1", "mid-circuit measurement"},
       {"qreg q[2];\ncreg c[1];\nmeasure q -> c;", "5:1", "equal size"},
