@@ -152,6 +152,17 @@ trace)
   /usr/bin/python3 "$(dirname "$0")/check_trace.py" "$work/t/trace.json" 2 || fail "trace check"
   ;;
 
+progress_log)
+  # Open MPI gives each rank a pseudo-terminal; the launcher's log must still get
+  # one plain line per epoch, not redraw sequences.
+  "${mpi[@]}" -np 2 "$qmlsim" train "$examples/qcnn.toml" --set data.qubits=4 \
+    --set train.epochs=3 --run-dir "$work/p" >"$work/log" 2>&1 || fail "2-rank run: $(cat "$work/log")"
+  if grep -q $'[\r\x1b]' "$work/log"; then fail "redraw sequences in the log: $(cat -A "$work/log")"; fi
+  [ "$(grep -c '^Epoch ' "$work/log")" -eq 3 ] || fail "not one header per epoch: $(cat "$work/log")"
+  [ "$(grep -c ' - loss: ' "$work/log")" -eq 3 ] || fail "not one line per epoch: $(cat "$work/log")"
+  echo "under mpirun, the log holds one progress line per epoch"
+  ;;
+
 *)
   fail "unknown case $case_name"
   ;;

@@ -3,10 +3,22 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace qmlsim::train {
 
-bool stdout_is_terminal() { return isatty(STDOUT_FILENO) == 1; }
+bool stdout_is_terminal() {
+  if (const char* forced = std::getenv("QMLSIM_PROGRESS")) {
+    if (std::strcmp(forced, "bar") == 0) return true;
+    if (std::strcmp(forced, "lines") == 0) return false;
+  }
+  // Open MPI (and srun --pty) give ranks a pseudo-terminal even when the
+  // launcher's own output goes to a log, such as what kubectl logs shows.
+  for (const char* launcher : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+    if (std::getenv(launcher)) return false;
+  return isatty(STDOUT_FILENO) == 1;
+}
 
 void Progress::begin_epoch(int epoch, int epochs, int steps) {
   steps_ = steps;

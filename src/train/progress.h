@@ -30,7 +30,9 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
 };
 
-// True when stdout is a terminal.
+// True when progress may be redrawn in place: stdout is a terminal and no MPI
+// or Slurm launcher started this process (a launcher's pseudo-terminal says
+// nothing about where its output goes). QMLSIM_PROGRESS=bar|lines overrides.
 bool stdout_is_terminal();
 
 }  // namespace qmlsim::train

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,12 +12,33 @@
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "train/jobs.h"
+#include "train/progress.h"
 #include "train/trainer.h"
 
 namespace qmlsim::train {
 namespace {
 
 namespace fs = std::filesystem;
+
+TEST(Progress, RedrawsOnlyOnATerminalOutsideALauncher) {
+  // ctest's stdout is not a terminal; QMLSIM_PROGRESS forces either mode, and a
+  // launcher's variables turn redrawing off (its pseudo-terminal is no evidence).
+  ::unsetenv("QMLSIM_PROGRESS");
+  EXPECT_FALSE(stdout_is_terminal());
+  ::setenv("QMLSIM_PROGRESS", "bar", 1);
+  EXPECT_TRUE(stdout_is_terminal());
+  ::setenv("QMLSIM_PROGRESS", "lines", 1);
+  EXPECT_FALSE(stdout_is_terminal());
+  ::unsetenv("QMLSIM_PROGRESS");
+  std::ostringstream log;
+  Progress p(log, false, false);
+  p.begin_epoch(1, 2, 3);
+  for (int i = 1; i <= 3; ++i) p.step(i, {{"loss", 0.5}});
+  p.end_epoch({{"loss", 0.25}});
+  EXPECT_EQ(log.str().find('\r'), std::string::npos);
+  EXPECT_EQ(log.str().find('\033'), std::string::npos);
+  EXPECT_NE(log.str().find("3/3 [==="), std::string::npos) << log.str();
+}
 
 TEST(Jobs, DefaultsParseForEveryKind) {
   for (const char* kind : {"qaoa", "qcnn", "sonar"}) {
