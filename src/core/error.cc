@@ -20,8 +20,8 @@ std::string printable(std::string_view text) {
 }
 
 void throw_at(const SourceLoc& loc, const std::string& message) {
-  throw Error(printable(loc.source + ":" + std::to_string(loc.line) + ":" +
-                        std::to_string(loc.column) + ": " + message));
+  throw Error(loc.source + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.column) +
+              ": " + message);
 }
 
 }  // namespace qmlsim

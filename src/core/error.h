@@ -9,9 +9,16 @@
 
 namespace qmlsim {
 
+// `text` with every control byte (below 0x20, and 0x7f) written as \xNN, so a
+// message quoting user input stays one printable line. Idempotent.
+std::string printable(std::string_view text);
+
+// Every message is made printable on construction (control bytes as \xNN), so
+// no Error can break the one-line contract, whatever input it quotes.
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& message) : std::runtime_error(printable(message)) {}
+  explicit Error(const char* message) : Error(std::string(message)) {}
 };
 
 // Location of a character in a named input (file, flag or string).
@@ -23,9 +30,5 @@ struct SourceLoc {
 
 // Builds "source:line:column: message", with control bytes escaped (see printable).
 [[noreturn]] void throw_at(const SourceLoc& loc, const std::string& message);
-
-// `text` with every control byte (below 0x20, and 0x7f) written as \xNN, so a
-// message quoting user input stays one printable line. Idempotent.
-std::string printable(std::string_view text);
 
 }  // namespace qmlsim

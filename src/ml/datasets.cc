@@ -46,6 +46,10 @@ std::pair<Dataset, Dataset> Dataset::split(std::size_t count) const {
 
 Dataset read_sonar(const std::string& path) {
   std::ifstream in = open_or_throw(path);
+  return parse_sonar(in, path);
+}
+
+Dataset parse_sonar(std::istream& in, const std::string& path) {
   Dataset d;
   std::string line;
   int lineno = 0;
@@ -77,6 +81,10 @@ Dataset read_sonar(const std::string& path) {
 
 Graph read_graph(const std::string& path, int nodes) {
   std::ifstream in = open_or_throw(path);
+  return parse_graph(in, path, nodes);
+}
+
+Graph parse_graph(std::istream& in, const std::string& path, int nodes) {
   Graph g;
   std::set<std::pair<int, int>> seen;
   int largest = -1;
@@ -93,6 +101,10 @@ Graph read_graph(const std::string& path, int nodes) {
       const auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
       if (ec != std::errc() || p != tok.data() + tok.size() || v < 0)
         fail(path, lineno, "node '" + tok + "' is not a non-negative integer");
+      if (v > kMaxNodeId) {
+        fail(path, lineno, "node " + tok + " is too large (ids go up to " +
+                               std::to_string(kMaxNodeId) + ")");
+      }
       if (nodes > 0 && v >= nodes)
         fail(path, lineno,
              "node " + tok + " is out of range for " + std::to_string(nodes) + " nodes");

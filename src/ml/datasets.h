@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,8 @@ struct Dataset {
 
 // UCI Sonar: 60 comma-separated features then R (rock, -1) or M (mine, +1).
 Dataset read_sonar(const std::string& path);
+// The same from a stream; `path` names it in messages.
+Dataset parse_sonar(std::istream& in, const std::string& path);
 
 // An undirected simple graph on nodes 0..nodes-1.
 struct Graph {
@@ -41,8 +44,11 @@ struct Graph {
 // nbr ...", as nx.write_adjlist writes it); '#' starts a comment. Every line
 // "a b c ..." adds the edges a-b, a-c, ...; a lone node declares it. `nodes` > 0
 // fixes the node count (ids must be below it); 0 takes 1 + the largest id.
-// Self-loops, repeated edges and non-integer ids are errors.
+// Self-loops, repeated edges, non-integer ids and ids above kMaxNodeId are errors.
+inline constexpr int kMaxNodeId = 1'000'000;
 Graph read_graph(const std::string& path, int nodes);
+// The same from a stream; `path` names it in messages.
+Graph parse_graph(std::istream& in, const std::string& path, int nodes);
 
 // The QCNN task (TensorFlow Quantum's cluster-state excitations): for each of
 // `rounds` rounds and each qubit q in order, theta ~ U(-pi, pi); the example is

@@ -175,6 +175,9 @@ TEST(Graph, ErrorsNameFileAndLine) {
   EXPECT_EQ(message("0 1\n\n1 0\n"), ":3: edge 0-1 appears twice");
   EXPECT_EQ(message("0 a\n"), ":1: node 'a' is not a non-negative integer");
   EXPECT_EQ(message("# nothing\n"), ": no edges");
+  // The node count is 1 + the largest id: ids are capped (2147483647 overflowed it).
+  EXPECT_EQ(message("0 2147483647\n"), ":1: node 2147483647 is too large (ids go up to 1000000)");
+  EXPECT_EQ(message("0 1\x1b[2J\n"), ":1: node '1\\x1b[2J' is not a non-negative integer");
   EXPECT_THROW(read_graph(write_temp("qmlsim_range.edges", "0 5\n"), 4), Error);
 }
 
