@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, builds and tests the release
 # preset, then the debug preset under AddressSanitizer + UndefinedBehaviorSanitizer,
-# then the fuzz preset (libFuzzer targets, a fixed number of executions each).
+# then the fuzz preset (libFuzzer targets, a fixed number of executions each),
+# then the Python package and PennyLane's device test suite (scripts/python_test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -11,6 +12,7 @@ for preset in release debug fuzz; do
   echo "== $preset: test"
   ctest --preset "$preset" -j "$(nproc)"
 done
+./scripts/python_test.sh
 echo "== format check (clang-format)"
-find src fuzz -name '*.cc' -o -name '*.h' -o -name '*.inc' -o -name '*.cu' -o -name '*.cuh' | xargs clang-format --dry-run --Werror
+find src fuzz python -name '*.cc' -o -name '*.h' -o -name '*.inc' -o -name '*.cu' -o -name '*.cuh' | xargs clang-format --dry-run --Werror
 echo "format: clean"

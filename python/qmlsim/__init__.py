@@ -1,0 +1,116 @@
+"""qmlsim: the C++ state-vector engine of qmlsim, from Python.
+
+    import qmlsim
+    c = qmlsim.Circuit(2)
+    c.add("H", [0]).add("CNOT", [0, 1]).add("RY", [1], [0.3])
+    qmlsim.expval(c, ["Z0 Z1", "X0"])          # <H> for each Pauli sum
+    qmlsim.jacobian(c, ["Z0 Z1"])              # d<H>/d(parameter), adjoint method
+    qmlsim.state(c)                            # numpy complex128, qubit 0 least significant
+
+Gates are the gate table's (PennyLane's definitions and names: RX, Rot, CNOT,
+IsingXX, MultiRZ, QubitUnitary, ...). Every gate parameter is one trainable
+parameter, in the order the gates were added. Options: precision "c64" or
+"c128", threads, fusion (largest fused block, 0 = off). Errors are ValueError
+(MemoryError for a state that cannot fit) with the engine's one-line message.
+The PennyLane device is `qml.device("qmlsim.qubit", wires=n)` (qmlsim.device).
+"""
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import numpy as np
+
+from . import _qmlsim
+
+__all__ = ["Circuit", "expval", "jacobian", "vjp", "state", "probs", "pauli_terms", "max_qubits"]
+
+max_qubits = _qmlsim.max_qubits()
+
+
+def _default_threads() -> int:
+    env = os.environ.get("OMP_NUM_THREADS")
+    if env and env.isdigit() and int(env) > 0:
+        return int(env)
+    return os.cpu_count() or 1
+
+
+class Circuit:
+    """Gates on `num_qubits` qubits (qubit q is bit q of an amplitude index)."""
+
+    def __init__(self, num_qubits: int):
+        if not isinstance(num_qubits, int) or not 1 <= num_qubits <= max_qubits:
+            raise ValueError(f"num_qubits: {num_qubits!r} is out of range (1 to {max_qubits})")
+        self.num_qubits = num_qubits
+        self.ops: list = []
+
+    def add(self, gate: str, wires: Sequence[int], params: Sequence[float] = (), matrix=None):
+        """Appends a gate of the table; `matrix` (2^k x 2^k, first wire most
+        significant) only for QubitUnitary. Returns self."""
+        flat = [] if matrix is None else np.asarray(matrix, dtype=np.complex128).reshape(-1).tolist()
+        self.ops.append((str(gate), [int(w) for w in wires], [float(p) for p in params], flat))
+        return self
+
+    @property
+    def num_params(self) -> int:
+        return sum(len(op[2]) for op in self.ops)
+
+
+def _options(precision: str, threads: int | None, fusion: int) -> _qmlsim.Options:
+    o = _qmlsim.Options()
+    o.precision = precision
+    o.threads = _default_threads() if threads is None else int(threads)
+    o.fusion = int(fusion)
+    return o
+
+
+def pauli_terms(observable) -> list:
+    """A Pauli sum as (coefficient, X mask, Z mask) terms; `observable` is a
+    string such as "0.5*Z0*Z1 - X2" or already such a list."""
+    if isinstance(observable, str):
+        return _qmlsim.parse_pauli_sum(observable)
+    return [(float(c), int(x), int(z)) for c, x, z in observable]
+
+
+def _observables(observables) -> list:
+    if isinstance(observables, (str, tuple)) or (
+        isinstance(observables, list) and observables and isinstance(observables[0], tuple)
+    ):
+        observables = [observables]
+    return [pauli_terms(h) for h in observables]
+
+
+def state(circuit: Circuit, *, precision: str = "c128", threads: int | None = None,
+          fusion: int = 3) -> np.ndarray:
+    """The final state from |0...0> as a complex128 array of 2^n amplitudes."""
+    return _qmlsim.state(circuit.num_qubits, circuit.ops, _options(precision, threads, fusion))
+
+
+def probs(circuit: Circuit, **options) -> np.ndarray:
+    """Probabilities of the computational basis states (qubit 0 least significant)."""
+    return np.abs(state(circuit, **options)) ** 2
+
+
+def expval(circuit: Circuit, observables, *, precision: str = "c128", threads: int | None = None,
+           fusion: int = 3) -> np.ndarray:
+    """<H_k> for each Pauli sum H_k (strings like "0.5*Z0*Z1 - X2", or term lists)."""
+    return np.array(_qmlsim.expvals(circuit.num_qubits, circuit.ops, _observables(observables),
+                                    _options(precision, threads, fusion)))
+
+
+def jacobian(circuit: Circuit, observables, *, precision: str = "c128",
+             threads: int | None = None, fusion: int = 3) -> np.ndarray:
+    """d<H_k>/d(parameter) by the adjoint method: shape (observables, parameters).
+    Memory stays at two states whatever the number of observables."""
+    _, rows = _qmlsim.jacobian(circuit.num_qubits, circuit.ops, _observables(observables),
+                               _options(precision, threads, fusion))
+    return np.array(rows).reshape(len(rows), circuit.num_params)
+
+
+def vjp(circuit: Circuit, observables, cotangent, *, precision: str = "c128",
+        threads: int | None = None, fusion: int = 3) -> np.ndarray:
+    """sum_k cotangent[k] d<H_k>/d(parameter): one adjoint backward pass."""
+    _, grad = _qmlsim.vjp(circuit.num_qubits, circuit.ops, _observables(observables),
+                          [float(c) for c in np.ravel(cotangent)],
+                          _options(precision, threads, fusion))
+    return np.array(grad)

@@ -1,0 +1,334 @@
+"""The PennyLane device ``qmlsim.qubit``: PennyLane's device API over qmlsim's C++ engine.
+
+    dev = qml.device("qmlsim.qubit", wires=4, c_dtype=np.complex64, threads=2)
+
+- Native operations: the gate table's (PennyLane names); PennyLane's
+  preprocessing decomposes everything else.
+- Expectation values of Pauli words and sums of them (``qml.Hamiltonian``,
+  ``qml.sum``/``qml.prod``/``qml.s_prod`` of Paulis) run in C++ without forming
+  the state in Python; every other measurement, and every finite-shot one, is
+  taken by PennyLane's own measurement code on the C++ final state.
+- ``diff_method="adjoint"`` (or ``"device"``): the C++ adjoint method, one
+  backward pass per observable for Jacobians (memory: two states, whatever the
+  number of observables) and one per tape for vector-Jacobian products.
+- Wires: PennyLane's first wire is the most significant bit of a state index;
+  it is mapped to the engine's highest qubit, so states come back in PennyLane's
+  order without a transpose.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pennylane as qml
+from pennylane.devices import Device, ExecutionConfig
+from pennylane.devices.modifiers import simulator_tracking, single_tape_support
+from pennylane.devices.preprocess import (
+    decompose,
+    device_resolve_dynamic_wires,
+    no_sampling,
+    validate_adjoint_trainable_params,
+    validate_device_wires,
+    validate_measurements,
+    validate_observables,
+)
+from pennylane.devices.qubit import measure_final_state
+from pennylane.measurements import ExpectationMP
+from pennylane.transforms import broadcast_expand, defer_measurements
+from pennylane.transforms.core import CompilePipeline
+
+from . import _default_threads, _options, _qmlsim
+
+try:
+    from pennylane.exceptions import DeviceError
+except ImportError:  # older PennyLane
+    from pennylane import DeviceError
+
+# PennyLane operation name -> gate-table name.
+_GATES = {
+    "Identity": "I", "PauliX": "X", "PauliY": "Y", "PauliZ": "Z", "Hadamard": "H",
+    "S": "S", "Adjoint(S)": "Sdg", "T": "T", "Adjoint(T)": "Tdg", "SX": "SX",
+    "RX": "RX", "RY": "RY", "RZ": "RZ", "PhaseShift": "PhaseShift", "Rot": "Rot",
+    "U1": "U1", "U2": "U2", "U3": "U3",
+    "CNOT": "CNOT", "CY": "CY", "CZ": "CZ", "CH": "CH", "SWAP": "SWAP", "ISWAP": "ISWAP",
+    "CRX": "CRX", "CRY": "CRY", "CRZ": "CRZ", "CRot": "CRot",
+    "ControlledPhaseShift": "ControlledPhaseShift", "IsingXX": "IsingXX",
+    "IsingYY": "IsingYY", "IsingZZ": "IsingZZ", "IsingXY": "IsingXY", "MultiRZ": "MultiRZ",
+    "Toffoli": "Toffoli", "CSWAP": "CSWAP", "QubitUnitary": "QubitUnitary",
+}
+# Kept in Python: a global phase multiplies the returned state.
+_PYTHON_OPS = {"GlobalPhase"}
+_NATIVE = frozenset(_GATES) | _PYTHON_OPS
+
+
+_MAX_MATRIX_WIRES = 10
+
+
+def _by_matrix(op) -> bool:
+    """An operation with no decomposition but a matrix runs as QubitUnitary."""
+    return (op.name not in _NATIVE and not op.has_decomposition and op.has_matrix
+            and 0 < len(op.wires) <= _MAX_MATRIX_WIRES)
+
+
+def _native(op) -> bool:
+    return op.name in _NATIVE or _by_matrix(op)
+
+
+def _adjoint_native(op) -> bool:
+    """Native, and differentiable by the C++ adjoint when trainable."""
+    if not _native(op):
+        return False
+    fixed_matrix = op.name == "QubitUnitary" or _by_matrix(op)
+    return not (fixed_matrix and qml.operation.is_trainable(op))
+
+
+def _pauli_terms(obs, n: int):
+    """The observable as (coefficient, X mask, Z mask) terms on the engine's
+    qubits (wire w -> qubit n-1-w), or None if it is not a real Pauli sum."""
+    if obs is None:
+        return None
+    rep = getattr(obs, "pauli_rep", None)
+    if rep is None:
+        return None
+    terms = []
+    for word, coeff in rep.items():
+        c = complex(qml.math.unwrap(coeff)) if not isinstance(coeff, (int, float)) else complex(coeff)
+        if abs(c.imag) > 1e-12 or not np.isfinite(c.real):
+            return None
+        x = z = 0
+        for wire, pauli in word.items():
+            q = n - 1 - int(wire)
+            if pauli in ("X", "Y"):
+                x |= 1 << q
+            if pauli in ("Z", "Y"):
+                z |= 1 << q
+        terms.append((c.real, x, z))
+    return terms or [(0.0, 0, 0)]
+
+
+def _real_pauli_sum(obs) -> bool:
+    rep = getattr(obs, "pauli_rep", None)
+    if rep is None:
+        return False
+    return all(abs(complex(qml.math.unwrap(c)).imag) <= 1e-12 for c in rep.values())
+
+
+def _value(p) -> float:
+    v = qml.math.unwrap(p)
+    v = np.asarray(v)
+    if v.ndim != 0:
+        raise DeviceError(f"qmlsim.qubit: expected a scalar gate parameter, got shape {v.shape}")
+    f = float(np.real(v))
+    if not np.isfinite(f):
+        raise DeviceError("qmlsim.qubit: a gate parameter is not a finite number")
+    return f
+
+
+def _ops(operations, n: int):
+    """Engine operations, the global phase, and for every tape parameter of the
+    operations (in order) its engine slot, or None (no derivative: a global phase)."""
+    ops, slots, phase, slot = [], [], 0.0, 0
+    for op in operations:
+        if op.name in _PYTHON_OPS:
+            phase += _value(op.parameters[0])
+            slots.append(None)
+            continue
+        name = _GATES.get(op.name)
+        if name is None and _by_matrix(op):
+            name = "QubitUnitary"
+        if name is None:
+            raise DeviceError(f"qmlsim.qubit: operation {op.name} is not supported")
+        wires = [n - 1 - int(w) for w in op.wires]
+        if name == "QubitUnitary":
+            m = np.asarray(qml.math.unwrap(op.matrix()), dtype=np.complex128).reshape(-1)
+            ops.append((name, wires, [], m.tolist()))
+            slots.extend([None] * op.num_params)
+            continue
+        params = [_value(p) for p in op.parameters]
+        ops.append((name, wires, params, []))
+        for _ in params:
+            slots.append(slot)
+            slot += 1
+    return ops, slots, phase
+
+
+@simulator_tracking
+@single_tape_support
+class QmlsimQubit(Device):
+    """qmlsim's state-vector engine as a PennyLane device.
+
+    Args:
+        wires: number of wires or their labels.
+        shots: default shots (PennyLane's own handling; ``qml.set_shots`` too).
+        seed: seed for sampling (``"global"``: drawn from NumPy's global generator).
+        c_dtype: ``numpy.complex128`` (default) or ``numpy.complex64`` (also the
+            strings "complex128"/"complex64").
+        threads: engine threads (default: ``OMP_NUM_THREADS`` or all cores).
+        fusion: largest fused gate block in qubits (0: no fusion; default 3).
+        backend: "cpu" (the CUDA backend is reached through the qmlsim CLI for now).
+    """
+
+    name = "qmlsim.qubit"
+    short_name = "qmlsim.qubit"
+
+    def __init__(self, wires=None, shots=None, seed="global", c_dtype=np.complex128,
+                 threads=None, fusion=3, backend="cpu"):
+        super().__init__(wires=wires, shots=shots)
+        if isinstance(c_dtype, str):
+            c_dtype = {"complex64": np.complex64, "complex128": np.complex128}.get(c_dtype)
+        if c_dtype not in (np.complex64, np.complex128):
+            raise DeviceError("qmlsim.qubit: c_dtype must be numpy.complex64 or numpy.complex128")
+        if backend != "cpu":
+            raise DeviceError(f"qmlsim.qubit: backend {backend!r} is not available here (cpu)")
+        self._c_dtype = c_dtype
+        self._threads = _default_threads() if threads is None else int(threads)
+        self._fusion = int(fusion)
+        seed = np.random.randint(0, high=10_000_000) if seed == "global" else seed
+        self._rng = np.random.default_rng(seed)
+
+    @property
+    def c_dtype(self):
+        return self._c_dtype
+
+    def _engine_options(self):
+        return _options("c64" if self._c_dtype == np.complex64 else "c128", self._threads,
+                        self._fusion)
+
+    # -- configuration and preprocessing
+    def setup_execution_config(self, config: ExecutionConfig | None = None, circuit=None):
+        config = config or ExecutionConfig()
+        updated = {}
+        method = config.gradient_method
+        if method in ("best", "device"):
+            method = "adjoint"
+            updated["gradient_method"] = method
+        adjoint = method == "adjoint"
+        if config.use_device_gradient is None:
+            updated["use_device_gradient"] = adjoint
+        if config.use_device_jacobian_product is None:
+            updated["use_device_jacobian_product"] = adjoint
+        if config.grad_on_execution is None:
+            updated["grad_on_execution"] = adjoint
+        updated["convert_to_numpy"] = True
+        return dataclasses.replace(config, **updated)
+
+    def preprocess_transforms(self, execution_config: ExecutionConfig | None = None):
+        config = execution_config or ExecutionConfig()
+        program = CompilePipeline()
+        program.add_transform(defer_measurements, allow_postselect=False)
+        program.add_transform(decompose, stopping_condition=_native, device_wires=self.wires,
+                              skip_initial_state_prep=False, name=self.name)
+        program.add_transform(device_resolve_dynamic_wires, wires=self.wires, allow_resets=False)
+        program.add_transform(validate_device_wires, self.wires, name=self.name)
+        program.add_transform(validate_measurements, name=self.name)
+        program.add_transform(broadcast_expand)
+        if config.gradient_method == "adjoint":
+            name = "adjoint + qmlsim.qubit"
+            program.add_transform(no_sampling, name=name)
+            program.add_transform(decompose, stopping_condition=_adjoint_native,
+                                  device_wires=self.wires, skip_initial_state_prep=False,
+                                  name=name)
+            program.add_transform(validate_observables, _real_pauli_sum, name=name)
+            program.add_transform(validate_measurements,
+                                  analytic_measurements=lambda m: isinstance(m, ExpectationMP),
+                                  name=name)
+            program.add_transform(validate_adjoint_trainable_params)
+        return program
+
+    def supports_derivatives(self, execution_config=None, circuit=None) -> bool:
+        if execution_config is None:
+            return True
+        if execution_config.gradient_method not in ("adjoint", "device", "best"):
+            return False
+        if circuit is None:
+            return True
+        try:
+            config = self.setup_execution_config(execution_config)
+            self.preprocess_transforms(config)((circuit,))
+        except Exception:  # noqa: BLE001 - any preprocessing failure means "no"
+            return False
+        return True
+
+    def supports_vjp(self, execution_config=None, circuit=None) -> bool:
+        return self.supports_derivatives(execution_config, circuit)
+
+    # -- execution
+    def execute(self, circuits, execution_config: ExecutionConfig | None = None):
+        return tuple(self._simulate(c) for c in circuits)
+
+    def _simulate(self, circuit):
+        circuit = circuit.map_to_standard_wires()
+        n = len(circuit.wires)
+        if n == 0:
+            raise DeviceError("qmlsim.qubit: the circuit acts on no wire")
+        ops, _, phase = _ops(circuit.operations, n)
+        mps = circuit.measurements
+        if not circuit.shots and all(isinstance(m, ExpectationMP) for m in mps):
+            terms = [_pauli_terms(m.obs, n) for m in mps]
+            if all(t is not None for t in terms):
+                values = _qmlsim.expvals(n, ops, terms, self._engine_options())
+                res = tuple(np.float64(v) for v in values)
+                return res[0] if len(res) == 1 else res
+        state = _qmlsim.state(n, ops, self._engine_options())
+        if phase:
+            state = state * np.exp(-1j * phase)
+        state = state.astype(self._c_dtype, copy=False).reshape((2,) * n)
+        return measure_final_state(circuit, state, False, rng=self._rng)
+
+    # -- derivatives
+    def _adjoint_inputs(self, circuit):
+        circuit = circuit.map_to_standard_wires()
+        n = len(circuit.wires)
+        ops, slots, _ = _ops(circuit.operations, n)
+        terms = [_pauli_terms(m.obs, n) for m in circuit.measurements]
+        if any(t is None for t in terms) or not all(
+                isinstance(m, ExpectationMP) for m in circuit.measurements):
+            raise DeviceError("qmlsim.qubit: adjoint needs expectation values of Pauli sums")
+        trainable = list(circuit.trainable_params)
+        for t in trainable:
+            if t >= len(slots):
+                raise DeviceError("qmlsim.qubit: adjoint cannot differentiate observables")
+        return n, ops, slots, terms, trainable
+
+    def _jacobian(self, circuit):
+        n, ops, slots, terms, trainable = self._adjoint_inputs(circuit)
+        _, rows = _qmlsim.jacobian(n, ops, terms, self._engine_options())
+        jac = np.array([[row[slots[t]] if slots[t] is not None else 0.0 for t in trainable]
+                        for row in rows]).reshape(len(terms), len(trainable))
+        jac = np.squeeze(jac)
+        if jac.ndim == 0:
+            return np.array(jac)
+        if jac.ndim == 1:
+            return tuple(np.array(j) for j in jac)
+        return tuple(tuple(np.array(j_) for j_ in j) for j in jac)
+
+    def compute_derivatives(self, circuits, execution_config: ExecutionConfig | None = None):
+        return tuple(self._jacobian(c) for c in circuits)
+
+    def execute_and_compute_derivatives(self, circuits, execution_config=None):
+        return tuple(self._simulate(c) for c in circuits), tuple(self._jacobian(c) for c in circuits)
+
+    def _vjp(self, circuit, cotangent):
+        n, ops, slots, terms, trainable = self._adjoint_inputs(circuit)
+        cot = np.asarray(qml.math.unwrap(cotangent), dtype=float)
+        if len(terms) == 1:
+            cot = cot.reshape((1,) + cot.shape)  # (1,) or (1, batch)
+        batched = cot.ndim == 2
+        columns = cot.T if batched else [cot]
+        out = []
+        for column in columns:
+            if not np.any(column):
+                out.append(np.zeros(len(trainable)))
+                continue
+            _, grad = _qmlsim.vjp(n, ops, terms, [float(c) for c in column], self._engine_options())
+            out.append(np.array([grad[slots[t]] if slots[t] is not None else 0.0
+                                 for t in trainable]))
+        result = np.array(out).T if batched else out[0]
+        return tuple(np.array(r) for r in result)
+
+    def compute_vjp(self, circuits, cotangents, execution_config=None):
+        return tuple(self._vjp(c, cot) for c, cot in zip(circuits, cotangents))
+
+    def execute_and_compute_vjp(self, circuits, cotangents, execution_config=None):
+        return self.execute(circuits, execution_config), self.compute_vjp(circuits, cotangents)
+

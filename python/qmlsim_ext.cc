@@ -1,0 +1,247 @@
+// The Python extension `qmlsim._qmlsim` (nanobind): the C++ engine on circuits
+// given as lists of gate-table operations. Every gate parameter is one slot, in
+// operation order; Pauli-sum observables are lists of (coefficient, X mask,
+// Z mask). Qubit q is bit q of an amplitude index (the Python layer maps
+// PennyLane's wires, whose first wire is the most significant, onto it).
+// Long calls release the GIL; qmlsim::Error becomes ValueError (MemoryError
+// when a state cannot be allocated), with the same one-line message.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/complex.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backends/cpu/statevector.h"
+#include "circuit/circuit.h"
+#include "circuit/observable.h"
+#include "core/error.h"
+#include "core/memory.h"
+#include "grad/adjoint.h"
+#include "grad/simulate.h"
+#include "passes/fusion.h"
+
+namespace nb = nanobind;
+using namespace qmlsim;
+
+namespace {
+
+// (table gate name, qubits, parameter values, matrix for QubitUnitary or empty)
+using OpSpec = std::tuple<std::string, std::vector<int>, std::vector<double>,
+                          std::vector<std::complex<double>>>;
+using TermSpec = std::tuple<double, std::uint64_t, std::uint64_t>;
+
+// A state that cannot fit in memory: MemoryError in Python.
+struct TooLarge : Error {
+  using Error::Error;
+};
+
+void check_fits(int n, bool f32, int states) {
+  try {
+    check_fits_in_memory(states * cpu::state_bytes(n, f32 ? Precision::c64 : Precision::c128),
+                         std::to_string(states) + " " + std::to_string(n) + "-qubit state(s)");
+  } catch (const Error& e) {
+    throw TooLarge(e.what());
+  }
+}
+
+struct Options {
+  std::string precision = "c128";
+  int threads = 1;
+  int fusion = 3;
+};
+
+Circuit make_circuit(int n, const std::vector<OpSpec>& ops, std::vector<double>& theta) {
+  if (n < 1 || n > kMaxQubits) {
+    throw Error("wires: " + std::to_string(n) + " is out of range (1 to " +
+                std::to_string(kMaxQubits) + " qubits)");
+  }
+  Circuit c(n);
+  for (const auto& [name, wires, params, matrix] : ops) {
+    const std::optional<GateId> g = gate_by_name(name);
+    if (!g) throw Error("unknown gate '" + name + "'");
+    Operation op;
+    op.gate = *g;
+    op.wires = wires;
+    for (double p : params) {
+      if (!std::isfinite(p)) throw Error("gate " + name + ": parameter is not a finite number");
+      op.params.push_back(ParamExpr::ref(static_cast<int>(theta.size())));
+      theta.push_back(p);
+    }
+    if (*g == GateId::QubitUnitary) op.unitary = std::make_shared<Matrix>(matrix);
+    c.add(std::move(op));
+  }
+  return c;
+}
+
+std::vector<PauliSum> make_observables(const std::vector<std::vector<TermSpec>>& obs) {
+  std::vector<PauliSum> out;
+  for (const auto& terms : obs) {
+    PauliSum h;
+    for (const auto& [coeff, x, z] : terms) {
+      if (!std::isfinite(coeff)) throw Error("observable: coefficient is not a finite number");
+      h.add(coeff, x, z);
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+AdjointOptions engine(const Options& o) {
+  AdjointOptions a;
+  a.threads = o.threads < 1 ? 1 : o.threads;
+  a.fusion = o.fusion;
+  return a;
+}
+
+bool single(const Options& o) {
+  if (o.precision != "c64" && o.precision != "c128") {
+    throw Error("precision: '" + o.precision + "' is not one of c64, c128");
+  }
+  return o.precision == "c64";
+}
+
+using ComplexArray = nb::ndarray<nb::numpy, std::complex<double>, nb::ndim<1>>;
+using RealArray = nb::ndarray<nb::numpy, double>;
+
+template <class T>
+nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, std::vector<std::size_t> shape) {
+  auto* owned = new std::vector<T>(std::move(v));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T>(owned->data(), shape.size(), shape.data(), owner);
+}
+
+// The final state as complex128 (a copy when the engine ran in complex64).
+nb::ndarray<nb::numpy, std::complex<double>> state(int n, const std::vector<OpSpec>& ops,
+                                                   const Options& o) {
+  std::vector<double> theta;
+  const Circuit c = make_circuit(n, ops, theta);
+  const bool f32 = single(o);
+  check_fits(n, f32, 1);
+  std::vector<std::complex<double>> out;
+  {
+    nb::gil_scoped_release release;
+    const std::vector<BoundGate> gates =
+        o.fusion > 0 ? fuse(bind_params(c, theta), {o.fusion, std::max(10, o.fusion)})
+                     : bind_params(c, theta);
+    if (f32) {
+      cpu::StateVector<float> sv(n, engine(o).threads);
+      sv.apply(gates);
+      out = sv.to_vector();
+    } else {
+      cpu::StateVector<double> sv(n, engine(o).threads);
+      sv.apply(gates);
+      out = sv.to_vector();
+    }
+  }
+  const std::size_t size = out.size();
+  return to_numpy(std::move(out), {size});
+}
+
+std::vector<double> expvals(int n, const std::vector<OpSpec>& ops,
+                            const std::vector<std::vector<TermSpec>>& obs, const Options& o) {
+  std::vector<double> theta;
+  const Circuit c = make_circuit(n, ops, theta);
+  SimulateRequest req;
+  req.observables = make_observables(obs);
+  const bool f32 = single(o);
+  check_fits(n, f32, 1);
+  nb::gil_scoped_release release;
+  return f32 ? simulate<float>(c, theta, req, engine(o)).expvals
+             : simulate<double>(c, theta, req, engine(o)).expvals;
+}
+
+// [observable][parameter] by the adjoint method, and the expectation values.
+std::tuple<std::vector<double>, std::vector<std::vector<double>>> jacobian(
+    int n, const std::vector<OpSpec>& ops, const std::vector<std::vector<TermSpec>>& obs,
+    const Options& o) {
+  std::vector<double> theta;
+  const Circuit c = make_circuit(n, ops, theta);
+  const std::vector<PauliSum> h = make_observables(obs);
+  const bool f32 = single(o);
+  check_fits(n, f32, 2);
+  nb::gil_scoped_release release;
+  // One backward pass per observable keeps memory at two states, however many there are.
+  std::vector<double> values;
+  std::vector<std::vector<double>> rows;
+  for (std::size_t k = 0; k < h.size(); ++k) {
+    std::vector<double> w(h.size(), 0.0);
+    w[k] = 1;
+    const AdjointResult r = f32 ? adjoint_vjp<float>(c, theta, h, w, engine(o))
+                                : adjoint_vjp<double>(c, theta, h, w, engine(o));
+    if (k == 0) values = r.expvals;
+    rows.push_back(r.gradient);
+  }
+  if (h.empty()) values = {};
+  return {values, rows};
+}
+
+// sum_k cotangent[k] d<H_k>/d(parameter): one backward pass.
+std::tuple<std::vector<double>, std::vector<double>> vjp(
+    int n, const std::vector<OpSpec>& ops, const std::vector<std::vector<TermSpec>>& obs,
+    const std::vector<double>& cotangent, const Options& o) {
+  std::vector<double> theta;
+  const Circuit c = make_circuit(n, ops, theta);
+  const std::vector<PauliSum> h = make_observables(obs);
+  if (cotangent.size() != h.size()) {
+    throw Error("vjp: " + std::to_string(cotangent.size()) + " cotangent(s) for " +
+                std::to_string(h.size()) + " observable(s)");
+  }
+  const bool f32 = single(o);
+  check_fits(n, f32, 2);
+  nb::gil_scoped_release release;
+  const AdjointResult r = f32 ? adjoint_vjp<float>(c, theta, h, cotangent, engine(o))
+                              : adjoint_vjp<double>(c, theta, h, cotangent, engine(o));
+  return {r.expvals, r.gradient};
+}
+
+}  // namespace
+
+NB_MODULE(_qmlsim, m) {
+  m.doc() = "qmlsim's C++ state-vector engine (see the qmlsim package for the Python API)";
+  // Errors users cause keep their one-line message; a state too large for
+  // memory is a MemoryError naming its size.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const TooLarge& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+  nb::class_<Options>(m, "Options")
+      .def(nb::init<>())
+      .def_rw("precision", &Options::precision)
+      .def_rw("threads", &Options::threads)
+      .def_rw("fusion", &Options::fusion);
+  m.def("state", &state, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("options"),
+        "The final state from |0...0> (complex128 array, bit q of an index = qubit q).");
+  m.def("expvals", &expvals, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("observables"),
+        nb::arg("options"), "<H_k> for each Pauli sum H_k.");
+  m.def("jacobian", &jacobian, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("observables"),
+        nb::arg("options"),
+        "(<H_k>, d<H_k>/d(parameter) for every gate parameter) by the adjoint method.");
+  m.def("vjp", &vjp, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("observables"),
+        nb::arg("cotangent"), nb::arg("options"),
+        "(<H_k>, sum_k cotangent[k] d<H_k>/d(parameter)): one adjoint backward pass.");
+  m.def("max_qubits", [] { return kMaxQubits; });
+  m.def(
+      "parse_pauli_sum",
+      [](const std::string& text) {
+        std::vector<TermSpec> out;
+        for (const PauliTerm& t : parse_pauli_sum(text, "observable").terms)
+          out.emplace_back(t.coeff, t.xmask, t.zmask);
+        return out;
+      },
+      nb::arg("text"), "Terms (coefficient, X mask, Z mask) of a sum such as \"0.5*Z0*Z1 - X2\".");
+}

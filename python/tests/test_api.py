@@ -1,0 +1,87 @@
+"""The qmlsim Python API against independent numbers: PennyLane's default.qubit
+for states, expectation values and gradients, finite differences for the VJP."""
+import numpy as np
+import pennylane as qml
+import pytest
+
+import qmlsim
+
+PARAMS = [0.3, -0.7, 1.1, 0.4, 0.9, -0.2]
+
+
+def build():
+    c = qmlsim.Circuit(3)
+    c.add("H", [0]).add("RX", [1], [PARAMS[0]]).add("CNOT", [0, 2]).add("Rot", [2], PARAMS[1:4])
+    c.add("IsingZZ", [0, 1], [PARAMS[4]]).add("CRY", [2, 1], [PARAMS[5]])
+    return c
+
+
+def reference_state():
+    # PennyLane orders wire 0 most significant; qmlsim qubit 0 least: wire w = qubit 2 - w.
+    dev = qml.device("default.qubit", wires=3)
+
+    @qml.qnode(dev)
+    def circuit():
+        qml.Hadamard(2)
+        qml.RX(PARAMS[0], 1)
+        qml.CNOT([2, 0])
+        qml.Rot(*PARAMS[1:4], wires=0)
+        qml.IsingZZ(PARAMS[4], wires=[2, 1])
+        qml.CRY(PARAMS[5], wires=[0, 1])
+        return qml.state()
+
+    return circuit()
+
+
+@pytest.mark.parametrize("precision,tol", [("c128", 1e-12), ("c64", 1e-6)])
+def test_state_and_expvals_match_default_qubit(precision, tol):
+    psi = qmlsim.state(build(), precision=precision)
+    assert psi.dtype == np.complex128 and psi.shape == (8,)
+    assert np.allclose(psi, reference_state(), atol=tol)
+    # <Z0 Z1 - 0.5 X2>: qubits 0, 1, 2 are bits 0, 1, 2 of an index.
+    z = np.array([(1 - 2 * (i & 1)) * (1 - 2 * (i >> 1 & 1)) for i in range(8)])
+    flipped = psi[np.arange(8) ^ 4]
+    want = np.vdot(psi, z * psi).real - 0.5 * np.vdot(psi, flipped).real
+    got = qmlsim.expval(build(), ["Z0 Z1 - 0.5*X2", "Z0"], precision=precision)
+    assert got.shape == (2,)
+    assert abs(got[0] - want) < tol * 10
+    assert np.allclose(qmlsim.probs(build()), np.abs(psi) ** 2, atol=1e-12)
+
+
+def test_jacobian_and_vjp_match_finite_differences():
+    obs = ["Z0 Z1 - 0.5*X2", "Y1 + 0.25"]
+    jac = qmlsim.jacobian(build(), obs)
+    assert jac.shape == (2, 6)
+    eps = 1e-6
+    for k in range(6):
+        up, down = list(PARAMS), list(PARAMS)
+        up[k] += eps
+        down[k] -= eps
+
+        def value(p):
+            c = qmlsim.Circuit(3)
+            c.add("H", [0]).add("RX", [1], [p[0]]).add("CNOT", [0, 2]).add("Rot", [2], p[1:4])
+            c.add("IsingZZ", [0, 1], [p[4]]).add("CRY", [2, 1], [p[5]])
+            return qmlsim.expval(c, obs)
+
+        fd = (value(up) - value(down)) / (2 * eps)
+        assert np.allclose(jac[:, k], fd, atol=1e-8)
+    cot = np.array([0.3, -2.0])
+    assert np.allclose(qmlsim.vjp(build(), obs, cot), cot @ jac, atol=1e-12)
+
+
+def test_errors_are_python_exceptions_with_the_engine_message():
+    with pytest.raises(ValueError, match="observable:1:1: unexpected character 'Q'"):
+        qmlsim.expval(build(), "Q0")
+    with pytest.raises(ValueError, match="RX: wire 5 is out of range for 3 qubit"):
+        qmlsim.state(qmlsim.Circuit(3).add("RX", [5], [0.1]))
+    with pytest.raises(ValueError, match="unknown gate 'FOO'"):
+        qmlsim.state(qmlsim.Circuit(1).add("FOO", [0]))
+    with pytest.raises(ValueError, match="not a finite number"):
+        qmlsim.state(qmlsim.Circuit(1).add("RX", [0], [float("nan")]))
+    with pytest.raises(ValueError, match="precision"):
+        qmlsim.state(build(), precision="c32")
+    with pytest.raises(MemoryError, match="40-qubit state"):
+        qmlsim.expval(qmlsim.Circuit(40), "Z0")
+    with pytest.raises(ValueError, match="num_qubits"):
+        qmlsim.Circuit(0)

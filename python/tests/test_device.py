@@ -1,0 +1,129 @@
+"""The PennyLane device qmlsim.qubit against default.qubit: values, adjoint
+Jacobians and VJPs through autograd, many observables, shots, bad input."""
+import numpy as np
+import pennylane as qml
+import pytest
+from pennylane import numpy as pnp
+
+
+def gates(x):
+    qml.RX(x[0], wires=0)
+    qml.RY(x[1], wires=1)
+    qml.CNOT(wires=[0, 2])
+    qml.Rot(x[2], x[0], x[1], wires=2)
+    qml.IsingZZ(x[1], wires=[1, 2])
+    qml.MultiRZ(x[2], wires=[0, 1, 2])
+    qml.S(wires=0)
+    qml.adjoint(qml.T)(wires=1)
+    qml.Toffoli(wires=[0, 1, 2])
+    qml.QFT(wires=[0, 1])  # decomposed by PennyLane
+
+
+def circuit(x):
+    gates(x)
+    return (qml.expval(qml.PauliZ(0) @ qml.PauliX(2)),
+            qml.expval(qml.Hamiltonian([0.5, -0.3], [qml.PauliY(1), qml.PauliZ(2)])),
+            qml.expval(qml.sum(qml.s_prod(0.2, qml.PauliX(0)), qml.prod(qml.PauliZ(1), qml.PauliZ(2)))))
+
+
+X = pnp.array([0.1, -0.4, 0.7], requires_grad=True)
+
+
+@pytest.mark.parametrize("diff_method", ["adjoint", "device", "parameter-shift"])
+@pytest.mark.parametrize("c_dtype,tol", [(np.complex128, 1e-10), ("complex64", 1e-5)])
+def test_values_and_jacobians_match_default_qubit(diff_method, c_dtype, tol):
+    dev = qml.device("qmlsim.qubit", wires=3, c_dtype=c_dtype, threads=2)
+    ref = qml.QNode(circuit, qml.device("default.qubit", wires=3), diff_method="backprop")
+    q = qml.QNode(circuit, dev, diff_method=diff_method)
+    assert np.allclose(q(X), ref(X), atol=tol)
+    stack = lambda f: (lambda v: qml.math.stack(f(v)))  # noqa: E731
+    assert np.allclose(qml.jacobian(stack(q))(X), qml.jacobian(stack(ref))(X), atol=tol * 10)
+
+
+def test_vjp_path_and_cost_gradient():
+    dev = qml.device("qmlsim.qubit", wires=3)
+
+    @qml.qnode(dev, diff_method="adjoint", device_vjp=True)
+    def cost(x):
+        gates(x)
+        return qml.expval(qml.Hamiltonian([1.0, 0.5], [qml.PauliZ(0) @ qml.PauliZ(1), qml.PauliX(2)]))
+
+    @qml.qnode(qml.device("default.qubit", wires=3), diff_method="backprop")
+    def ref(x):
+        gates(x)
+        return qml.expval(qml.Hamiltonian([1.0, 0.5], [qml.PauliZ(0) @ qml.PauliZ(1), qml.PauliX(2)]))
+
+    assert np.allclose(qml.grad(cost)(X), qml.grad(ref)(X), atol=1e-10)
+
+
+def test_many_observables_and_other_measurements():
+    dev = qml.device("qmlsim.qubit", wires=4)
+    ref = qml.device("default.qubit", wires=4)
+
+    def f(x):
+        for w in range(4):
+            qml.RY(x[w % 3], wires=w)
+        qml.CNOT([0, 3])
+        qml.CZ([1, 2])
+        return ([qml.expval(qml.PauliZ(w)) for w in range(4)]
+                + [qml.var(qml.PauliX(1)), qml.probs(wires=[0, 2]), qml.state(),
+                   qml.expval(qml.Hermitian(np.array([[1, 2j], [-2j, 0]]), wires=3)),
+                   qml.expval(qml.Projector([1, 0], wires=[1, 2]))])
+
+    got, want = qml.QNode(f, dev)(X), qml.QNode(f, ref)(X)
+    for g, w in zip(got, want):
+        assert np.allclose(g, w, atol=1e-10)
+
+
+def test_shots_are_seeded():
+    def f():
+        qml.Hadamard(0)
+        qml.CNOT([0, 1])
+        return qml.sample(wires=[0, 1]), qml.counts(qml.PauliZ(0))
+
+    a = qml.set_shots(qml.QNode(f, qml.device("qmlsim.qubit", wires=2, seed=7)), 100)()
+    b = qml.set_shots(qml.QNode(f, qml.device("qmlsim.qubit", wires=2, seed=7)), 100)()
+    assert np.array_equal(a[0], b[0])
+    assert np.all(a[0][:, 0] == a[0][:, 1])  # Bell pairs agree
+
+
+def test_wire_labels_and_broadcasting():
+    dev = qml.device("qmlsim.qubit", wires=["a", "b"])
+
+    @qml.qnode(dev)
+    def f(x):
+        qml.RX(x, wires="b")
+        qml.CNOT(wires=["b", "a"])
+        return qml.expval(qml.PauliZ("a"))
+
+    assert np.allclose(f(np.array([0.0, np.pi / 2, np.pi])), [1.0, 0.0, -1.0], atol=1e-12)
+
+
+def test_bad_input_gives_clear_errors():
+    dev = qml.device("qmlsim.qubit", wires=2)
+
+    @qml.qnode(dev)
+    def unknown_wire():
+        qml.RX(0.1, wires=5)
+        return qml.expval(qml.PauliZ(0))
+
+    with pytest.raises(qml.exceptions.WireError):
+        unknown_wire()
+
+    @qml.qnode(dev)
+    def nan_param():
+        qml.RX(float("nan"), wires=0)
+        return qml.expval(qml.PauliZ(0))
+
+    with pytest.raises(qml.exceptions.DeviceError, match="not a finite number"):
+        nan_param()
+    with pytest.raises(qml.exceptions.DeviceError, match="c_dtype"):
+        qml.device("qmlsim.qubit", wires=1, c_dtype=np.float32)
+
+    @qml.qnode(qml.device("qmlsim.qubit", wires=40))
+    def too_big():
+        qml.RX(0.1, wires=0)
+        return qml.state()  # all 40 wires
+
+    with pytest.raises(MemoryError, match="40-qubit state"):
+        too_big()
