@@ -23,7 +23,8 @@ import numpy as np
 
 from . import _qmlsim
 
-__all__ = ["Circuit", "expval", "jacobian", "vjp", "state", "probs", "pauli_terms", "max_qubits"]
+__all__ = ["Circuit", "expval", "expval_batch", "jacobian", "vjp", "state", "probs", "sample",
+           "pauli_terms", "max_qubits"]
 
 max_qubits = _qmlsim.max_qubits()
 
@@ -114,3 +115,27 @@ def vjp(circuit: Circuit, observables, cotangent, *, precision: str = "c128",
                           [float(c) for c in np.ravel(cotangent)],
                           _options(precision, threads, fusion))
     return np.array(grad)
+
+
+def expval_batch(circuits: Sequence[Circuit], observables, *, precision: str = "c128",
+                 threads: int | None = None, fusion: int = 3) -> np.ndarray:
+    """<H_k> for many circuits on the same number of qubits, in one C++ call
+    (one circuit per thread for small states, threads inside each otherwise):
+    shape (circuits, observables)."""
+    circuits = list(circuits)
+    if not circuits:
+        return np.zeros((0, len(_observables(observables))))
+    n = circuits[0].num_qubits
+    if any(c.num_qubits != n for c in circuits):
+        raise ValueError("expval_batch: the circuits must have the same number of qubits")
+    return np.array(_qmlsim.expvals_batch(n, [c.ops for c in circuits], _observables(observables),
+                                          _options(precision, threads, fusion)))
+
+
+def sample(circuit: Circuit, shots: int, *, seed: int = 1, **options) -> np.ndarray:
+    """`shots` basis-state indices drawn from the final state (qubit q is bit q),
+    with NumPy's generator seeded by `seed`: the same seed, the same samples."""
+    if not isinstance(shots, (int, np.integer)) or shots < 0:
+        raise ValueError(f"shots: {shots!r} is not a non-negative integer")
+    p = probs(circuit, **options)
+    return np.random.default_rng(seed).choice(p.size, size=int(shots), p=p / p.sum())

@@ -70,8 +70,21 @@ def _by_matrix(op) -> bool:
             and 0 < len(op.wires) <= _MAX_MATRIX_WIRES)
 
 
+def _pauli_rot_gate(op):
+    """PauliRot words the table has a gate for: Z/I words (MultiRZ on the Z
+    wires; all-I is a global phase) and single X or Y (RX, RY). Else None."""
+    if op.name != "PauliRot":
+        return None
+    word = op.hyperparameters["pauli_word"]
+    if set(word) <= {"Z", "I"}:
+        return "MultiRZ" if "Z" in word else "GlobalPhaseHalf"
+    if len(word) == 1:
+        return {"X": "RX", "Y": "RY"}[word]
+    return None
+
+
 def _native(op) -> bool:
-    return op.name in _NATIVE or _by_matrix(op)
+    return op.name in _NATIVE or _by_matrix(op) or _pauli_rot_gate(op) is not None
 
 
 def _adjoint_native(op) -> bool:
@@ -134,11 +147,21 @@ def _ops(operations, n: int):
             slots.append(None)
             continue
         name = _GATES.get(op.name)
+        wire_list = list(op.wires)
+        rot = _pauli_rot_gate(op)
+        if rot == "GlobalPhaseHalf":  # exp(-i t/2 I...I)
+            phase += _value(op.parameters[0]) / 2
+            slots.append(None)
+            continue
+        if rot is not None:
+            name = rot
+            word = op.hyperparameters["pauli_word"]
+            wire_list = [w for w, p in zip(op.wires, word) if p != "I"]
         if name is None and _by_matrix(op):
             name = "QubitUnitary"
         if name is None:
             raise DeviceError(f"qmlsim.qubit: operation {op.name} is not supported")
-        wires = [n - 1 - int(w) for w in op.wires]
+        wires = [n - 1 - int(w) for w in wire_list]
         if name == "QubitUnitary":
             m = np.asarray(qml.math.unwrap(op.matrix()), dtype=np.complex128).reshape(-1)
             ops.append((name, wires, [], m.tolist()))
@@ -254,7 +277,38 @@ class QmlsimQubit(Device):
 
     # -- execution
     def execute(self, circuits, execution_config: ExecutionConfig | None = None):
-        return tuple(self._simulate(c) for c in circuits)
+        """Tapes whose measurements are all expectation values of Pauli sums run
+        in C++ batches (one call per group of the same wires and observables,
+        threads across tapes for small states); the rest one by one."""
+        results = [None] * len(circuits)
+        groups = {}
+        for i, circuit in enumerate(circuits):
+            fast = self._expval_inputs(circuit)
+            if fast is None:
+                results[i] = self._simulate(circuit)
+                continue
+            n, ops, terms = fast
+            groups.setdefault((n, terms), []).append((i, ops, len(terms) == 1))
+        for (n, terms), items in groups.items():
+            values = _qmlsim.expvals_batch(n, [ops for _, ops, _ in items], list(terms),
+                                           self._engine_options())
+            for (i, _, single), v in zip(items, values):
+                res = tuple(np.float64(x) for x in v)
+                results[i] = res[0] if single else res
+        return tuple(results)
+
+    def _expval_inputs(self, circuit):
+        """(wires, engine operations, observables as hashable terms) for an
+        analytic tape of Pauli-sum expectation values, else None."""
+        if circuit.shots or not all(isinstance(m, ExpectationMP) for m in circuit.measurements):
+            return None
+        circuit = circuit.map_to_standard_wires()
+        n = len(circuit.wires)
+        terms = [_pauli_terms(m.obs, n) for m in circuit.measurements]
+        if n == 0 or any(t is None for t in terms):
+            return None
+        ops, _, _ = _ops(circuit.operations, n)
+        return n, ops, tuple(tuple(t) for t in terms)
 
     def _simulate(self, circuit):
         circuit = circuit.map_to_standard_wires()
@@ -262,13 +316,6 @@ class QmlsimQubit(Device):
         if n == 0:
             raise DeviceError("qmlsim.qubit: the circuit acts on no wire")
         ops, _, phase = _ops(circuit.operations, n)
-        mps = circuit.measurements
-        if not circuit.shots and all(isinstance(m, ExpectationMP) for m in mps):
-            terms = [_pauli_terms(m.obs, n) for m in mps]
-            if all(t is not None for t in terms):
-                values = _qmlsim.expvals(n, ops, terms, self._engine_options())
-                res = tuple(np.float64(v) for v in values)
-                return res[0] if len(res) == 1 else res
         state = _qmlsim.state(n, ops, self._engine_options())
         if phase:
             state = state * np.exp(-1j * phase)
@@ -290,11 +337,10 @@ class QmlsimQubit(Device):
                 raise DeviceError("qmlsim.qubit: adjoint cannot differentiate observables")
         return n, ops, slots, terms, trainable
 
-    def _jacobian(self, circuit):
-        n, ops, slots, terms, trainable = self._adjoint_inputs(circuit)
-        _, rows = _qmlsim.jacobian(n, ops, terms, self._engine_options())
+    @staticmethod
+    def _format_jacobian(rows, slots, trainable):
         jac = np.array([[row[slots[t]] if slots[t] is not None else 0.0 for t in trainable]
-                        for row in rows]).reshape(len(terms), len(trainable))
+                        for row in rows]).reshape(len(rows), len(trainable))
         jac = np.squeeze(jac)
         if jac.ndim == 0:
             return np.array(jac)
@@ -303,10 +349,23 @@ class QmlsimQubit(Device):
         return tuple(tuple(np.array(j_) for j_ in j) for j in jac)
 
     def compute_derivatives(self, circuits, execution_config: ExecutionConfig | None = None):
-        return tuple(self._jacobian(c) for c in circuits)
+        """Adjoint Jacobians, batched in C++ like execute: one backward pass per
+        observable and tape, two states per tape in flight."""
+        results = [None] * len(circuits)
+        groups = {}
+        for i, circuit in enumerate(circuits):
+            n, ops, slots, terms, trainable = self._adjoint_inputs(circuit)
+            key = (n, tuple(tuple(t) for t in terms))
+            groups.setdefault(key, []).append((i, ops, slots, trainable))
+        for (n, terms), items in groups.items():
+            jacs = _qmlsim.jacobian_batch(n, [it[1] for it in items], list(terms),
+                                          self._engine_options())
+            for (i, _, slots, trainable), rows in zip(items, jacs):
+                results[i] = self._format_jacobian(rows, slots, trainable)
+        return tuple(results)
 
     def execute_and_compute_derivatives(self, circuits, execution_config=None):
-        return tuple(self._simulate(c) for c in circuits), tuple(self._jacobian(c) for c in circuits)
+        return self.execute(circuits), self.compute_derivatives(circuits)
 
     def _vjp(self, circuit, cotangent):
         n, ops, slots, terms, trainable = self._adjoint_inputs(circuit)

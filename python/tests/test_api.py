@@ -85,3 +85,21 @@ def test_errors_are_python_exceptions_with_the_engine_message():
         qmlsim.expval(qmlsim.Circuit(40), "Z0")
     with pytest.raises(ValueError, match="num_qubits"):
         qmlsim.Circuit(0)
+
+
+def test_batches_equal_one_by_one_and_samples_are_seeded():
+    circuits = []
+    for k in range(6):
+        c = qmlsim.Circuit(4)
+        for q in range(4):
+            c.add("RY", [q], [0.1 * k + 0.2 * q])
+        c.add("CNOT", [0, 1]).add("CZ", [2, 3])
+        circuits.append(c)
+    batch = qmlsim.expval_batch(circuits, ["Z0 Z1", "X2 + 0.5*Y3"], threads=2)
+    assert batch.shape == (6, 2)
+    for c, row in zip(circuits, batch):
+        assert np.allclose(row, qmlsim.expval(c, ["Z0 Z1", "X2 + 0.5*Y3"], threads=1), atol=1e-14)
+    a = qmlsim.sample(circuits[3], 500, seed=11)
+    assert np.array_equal(a, qmlsim.sample(circuits[3], 500, seed=11))
+    p = qmlsim.probs(circuits[3])
+    assert set(np.unique(a)) <= set(np.flatnonzero(p > 0))
