@@ -23,8 +23,8 @@ import numpy as np
 
 from . import _qmlsim
 
-__all__ = ["Circuit", "expval", "expval_batch", "jacobian", "vjp", "state", "probs", "sample",
-           "pauli_terms", "max_qubits"]
+__all__ = ["Circuit", "expval", "expval_batch", "var", "jacobian", "vjp", "state", "probs",
+           "sample", "pauli_terms", "max_qubits"]
 
 max_qubits = _qmlsim.max_qubits()
 
@@ -139,3 +139,25 @@ def sample(circuit: Circuit, shots: int, *, seed: int = 1, **options) -> np.ndar
         raise ValueError(f"shots: {shots!r} is not a non-negative integer")
     p = probs(circuit, **options)
     return np.random.default_rng(seed).choice(p.size, size=int(shots), p=p / p.sum())
+
+
+def _square(terms) -> list:
+    """H^2 of a real Pauli sum, as terms: P(x, z) = i^|x&z| X^x Z^z (Y = iXZ), so
+    P1 P2 = i^(|x1&z1| + |x2&z2| - |x3&z3|) (-1)^|z1&x2| P(x1^x2, z1^z2)."""
+    out: dict = {}
+    pc = lambda v: bin(v).count("1")  # noqa: E731
+    for c1, x1, z1 in terms:
+        for c2, x2, z2 in terms:
+            x3, z3 = x1 ^ x2, z1 ^ z2
+            power = (pc(x1 & z1) + pc(x2 & z2) - pc(x3 & z3)) % 4
+            phase = (1j ** power) * (-1) ** pc(z1 & x2)
+            out[(x3, z3)] = out.get((x3, z3), 0) + c1 * c2 * phase
+    return [(float(np.real(c)), x, z) for (x, z), c in out.items()]
+
+
+def var(circuit: Circuit, observables, **options) -> np.ndarray:
+    """Var(H_k) = <H_k^2> - <H_k>^2 for each Pauli sum (H_k^2 formed as a Pauli sum)."""
+    obs = _observables(observables)
+    mean = expval(circuit, obs, **options)
+    square = expval(circuit, [_square(t) for t in obs], **options)
+    return square - mean ** 2

@@ -103,3 +103,21 @@ def test_batches_equal_one_by_one_and_samples_are_seeded():
     assert np.array_equal(a, qmlsim.sample(circuits[3], 500, seed=11))
     p = qmlsim.probs(circuits[3])
     assert set(np.unique(a)) <= set(np.flatnonzero(p > 0))
+
+
+def test_variance_matches_default_qubit():
+    dev = qml.device("default.qubit", wires=3)
+
+    @qml.qnode(dev)
+    def ref():
+        qml.Hadamard(2)
+        qml.RX(PARAMS[0], 1)
+        qml.CNOT([2, 0])
+        qml.Rot(*PARAMS[1:4], wires=0)
+        qml.IsingZZ(PARAMS[4], wires=[2, 1])
+        qml.CRY(PARAMS[5], wires=[0, 1])
+        # qmlsim "0.5*Z0*Z1 - X2 + 0.3*Y0*X1": qubit q is wire 2 - q
+        return qml.var(0.5 * qml.Z(2) @ qml.Z(1) - qml.X(0) + 0.3 * qml.Y(2) @ qml.X(1))
+
+    got = qmlsim.var(build(), "0.5*Z0*Z1 - X2 + 0.3*Y0*X1")
+    assert np.allclose(got, ref(), atol=1e-12)

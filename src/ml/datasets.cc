@@ -102,8 +102,8 @@ Graph parse_graph(std::istream& in, const std::string& path, int nodes) {
       if (ec != std::errc() || p != tok.data() + tok.size() || v < 0)
         fail(path, lineno, "node '" + tok + "' is not a non-negative integer");
       if (v > kMaxNodeId) {
-        fail(path, lineno, "node " + tok + " is too large (ids go up to " +
-                               std::to_string(kMaxNodeId) + ")");
+        fail(path, lineno,
+             "node " + tok + " is too large (ids go up to " + std::to_string(kMaxNodeId) + ")");
       }
       if (nodes > 0 && v >= nodes)
         fail(path, lineno,
