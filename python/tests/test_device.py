@@ -127,3 +127,19 @@ def test_bad_input_gives_clear_errors():
 
     with pytest.raises(MemoryError, match="40-qubit state"):
         too_big()
+
+
+def test_one_openmp_runtime_beside_torch():
+    """The engine links the system's libgomp.so.1; torch ships a libgomp.so.1 of
+    its own. Loaded in either order they resolve to one runtime (two runtimes
+    side by side made training steps many times slower). Skipped without torch."""
+    import re
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch")
+    for first, second in (("qmlsim", "torch"), ("torch", "qmlsim")):
+        code = (f"import {first}, {second}, re; print(len({{l.split()[-1] for l in "
+                "open('/proc/self/maps') if re.search(r'gomp|iomp|libomp', l)}))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == "1", (first, second, out.stdout)
