@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backends/cpu/statevector.h"
+#include "backends/cuda/statevector.h"
 #include "circuit/circuit.h"
 #include "circuit/observable.h"
 #include "core/error.h"
@@ -59,7 +60,15 @@ struct Options {
   std::string precision = "c128";
   int threads = 1;
   int fusion = 3;
+  std::string backend = "cpu";  // or "cuda": this process's GPU (a clear error without one)
 };
+
+Backend backend_of(const Options& o) {
+  if (o.backend == "cpu") return Backend::cpu;
+  if (o.backend != "cuda") throw Error("backend: '" + o.backend + "' is not one of cpu, cuda");
+  cuda::select_device(cuda::local_rank_from_env());
+  return Backend::cuda;
+}
 
 Circuit make_circuit(int n, const std::vector<OpSpec>& ops, std::vector<double>& theta) {
   if (n < 1 || n > kMaxQubits) {
@@ -101,6 +110,7 @@ AdjointOptions engine(const Options& o) {
   AdjointOptions a;
   a.threads = o.threads < 1 ? 1 : o.threads;
   a.fusion = o.fusion;
+  a.backend = backend_of(o);
   return a;
 }
 
@@ -127,21 +137,27 @@ nb::ndarray<nb::numpy, std::complex<double>> state(int n, const std::vector<OpSp
   std::vector<double> theta;
   const Circuit c = make_circuit(n, ops, theta);
   const bool f32 = single(o);
-  check_fits(n, f32, 1);
+  const AdjointOptions a = engine(o);
+  if (a.backend == Backend::cpu) check_fits(n, f32, 1);
   std::vector<std::complex<double>> out;
   {
     nb::gil_scoped_release release;
     const std::vector<BoundGate> gates =
         o.fusion > 0 ? fuse(bind_params(c, theta), {o.fusion, std::max(10, o.fusion)})
                      : bind_params(c, theta);
-    if (f32) {
-      cpu::StateVector<float> sv(n, engine(o).threads);
+    auto run = [&](auto sv) {
       sv.apply(gates);
       out = sv.to_vector();
+    };
+    if (a.backend == Backend::cuda) {
+      if (f32)
+        run(cuda::StateVector<float>(n));
+      else
+        run(cuda::StateVector<double>(n));
+    } else if (f32) {
+      run(cpu::StateVector<float>(n, a.threads));
     } else {
-      cpu::StateVector<double> sv(n, engine(o).threads);
-      sv.apply(gates);
-      out = sv.to_vector();
+      run(cpu::StateVector<double>(n, a.threads));
     }
   }
   const std::size_t size = out.size();
@@ -209,8 +225,11 @@ std::tuple<std::vector<double>, std::vector<double>> vjp(
 // when states are small (below 2^14 amplitudes, as the C++ batch policy
 // measured) and there are enough items, else in turn with the threads inside.
 template <class Fn>
-void for_each_item(std::size_t count, int n, int threads, Fn&& fn) {
-  const bool per_thread = n < 14 && threads > 1 && count >= static_cast<std::size_t>(threads);
+void for_each_item(std::size_t count, int n, const AdjointOptions& a, Fn&& fn) {
+  const int threads = a.threads;
+  // The GPU is held by the calling thread: its items run in turn.
+  const bool per_thread = a.backend == Backend::cpu && n < 14 && threads > 1 &&
+                          count >= static_cast<std::size_t>(threads);
   if (!per_thread) {
     for (std::size_t i = 0; i < count; ++i) fn(i, threads);
     return;
@@ -242,8 +261,9 @@ std::vector<std::vector<double>> expvals_batch(int n, const std::vector<std::vec
   check_fits(n, f32, 1);
   std::vector<std::vector<double>> out(items.size());
   nb::gil_scoped_release release;
-  for_each_item(items.size(), n, engine(o).threads, [&](std::size_t i, int threads) {
-    AdjointOptions a = engine(o);
+  const AdjointOptions base = engine(o);
+  for_each_item(items.size(), n, base, [&](std::size_t i, int threads) {
+    AdjointOptions a = base;
     a.threads = threads;
     out[i] = f32 ? simulate<float>(circuits[i], thetas[i], req, a).expvals
                  : simulate<double>(circuits[i], thetas[i], req, a).expvals;
@@ -264,8 +284,9 @@ std::vector<std::vector<std::vector<double>>> jacobian_batch(
   check_fits(n, f32, 2);
   std::vector<std::vector<std::vector<double>>> out(items.size());
   nb::gil_scoped_release release;
-  for_each_item(items.size(), n, engine(o).threads, [&](std::size_t i, int threads) {
-    AdjointOptions a = engine(o);
+  const AdjointOptions base = engine(o);
+  for_each_item(items.size(), n, base, [&](std::size_t i, int threads) {
+    AdjointOptions a = base;
     a.threads = threads;
     for (std::size_t k = 0; k < h.size(); ++k) {
       std::vector<double> w(h.size(), 0.0);
@@ -296,7 +317,16 @@ NB_MODULE(_qmlsim, m) {
       .def(nb::init<>())
       .def_rw("precision", &Options::precision)
       .def_rw("threads", &Options::threads)
-      .def_rw("fusion", &Options::fusion);
+      .def_rw("fusion", &Options::fusion)
+      .def_rw("backend", &Options::backend);
+  m.def(
+      "check_backend",
+      [](const std::string& backend) {
+        Options o;
+        o.backend = backend;
+        backend_of(o);
+      },
+      nb::arg("backend"), "Raises ValueError when the backend cannot be used here.");
   m.def("state", &state, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("options"),
         "The final state from |0...0> (complex128 array, bit q of an index = qubit q).");
   m.def("expvals", &expvals, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("observables"),

@@ -10,7 +10,9 @@
 Gates are the gate table's (PennyLane's definitions and names: RX, Rot, CNOT,
 IsingXX, MultiRZ, QubitUnitary, ...). Every gate parameter is one trainable
 parameter, in the order the gates were added. Options: precision "c64" or
-"c128", threads, fusion (largest fused block, 0 = off). Errors are ValueError
+"c128", threads, fusion (largest fused block, 0 = off), backend "cpu" or
+"cuda" (the GPU backend, where the package was built with the CUDA toolkit and
+a GPU is present; otherwise a ValueError saying so). Errors are ValueError
 (MemoryError for a state that cannot fit) with the engine's one-line message.
 The PennyLane device is `qml.device("qmlsim.qubit", wires=n)` (qmlsim.device).
 """
@@ -57,11 +59,13 @@ class Circuit:
         return sum(len(op[2]) for op in self.ops)
 
 
-def _options(precision: str, threads: int | None, fusion: int) -> _qmlsim.Options:
+def _options(precision: str, threads: int | None, fusion: int,
+             backend: str = "cpu") -> _qmlsim.Options:
     o = _qmlsim.Options()
     o.precision = precision
     o.threads = _default_threads() if threads is None else int(threads)
     o.fusion = int(fusion)
+    o.backend = backend
     return o
 
 
@@ -82,9 +86,10 @@ def _observables(observables) -> list:
 
 
 def state(circuit: Circuit, *, precision: str = "c128", threads: int | None = None,
-          fusion: int = 3) -> np.ndarray:
+          fusion: int = 3, backend: str = "cpu") -> np.ndarray:
     """The final state from |0...0> as a complex128 array of 2^n amplitudes."""
-    return _qmlsim.state(circuit.num_qubits, circuit.ops, _options(precision, threads, fusion))
+    return _qmlsim.state(circuit.num_qubits, circuit.ops,
+                         _options(precision, threads, fusion, backend))
 
 
 def probs(circuit: Circuit, **options) -> np.ndarray:
@@ -93,32 +98,32 @@ def probs(circuit: Circuit, **options) -> np.ndarray:
 
 
 def expval(circuit: Circuit, observables, *, precision: str = "c128", threads: int | None = None,
-           fusion: int = 3) -> np.ndarray:
+           fusion: int = 3, backend: str = "cpu") -> np.ndarray:
     """<H_k> for each Pauli sum H_k (strings like "0.5*Z0*Z1 - X2", or term lists)."""
     return np.array(_qmlsim.expvals(circuit.num_qubits, circuit.ops, _observables(observables),
-                                    _options(precision, threads, fusion)))
+                                    _options(precision, threads, fusion, backend)))
 
 
 def jacobian(circuit: Circuit, observables, *, precision: str = "c128",
-             threads: int | None = None, fusion: int = 3) -> np.ndarray:
+             threads: int | None = None, fusion: int = 3, backend: str = "cpu") -> np.ndarray:
     """d<H_k>/d(parameter) by the adjoint method: shape (observables, parameters).
     Memory stays at two states whatever the number of observables."""
     _, rows = _qmlsim.jacobian(circuit.num_qubits, circuit.ops, _observables(observables),
-                               _options(precision, threads, fusion))
+                               _options(precision, threads, fusion, backend))
     return np.array(rows).reshape(len(rows), circuit.num_params)
 
 
 def vjp(circuit: Circuit, observables, cotangent, *, precision: str = "c128",
-        threads: int | None = None, fusion: int = 3) -> np.ndarray:
+        threads: int | None = None, fusion: int = 3, backend: str = "cpu") -> np.ndarray:
     """sum_k cotangent[k] d<H_k>/d(parameter): one adjoint backward pass."""
     _, grad = _qmlsim.vjp(circuit.num_qubits, circuit.ops, _observables(observables),
                           [float(c) for c in np.ravel(cotangent)],
-                          _options(precision, threads, fusion))
+                          _options(precision, threads, fusion, backend))
     return np.array(grad)
 
 
 def expval_batch(circuits: Sequence[Circuit], observables, *, precision: str = "c128",
-                 threads: int | None = None, fusion: int = 3) -> np.ndarray:
+                 threads: int | None = None, fusion: int = 3, backend: str = "cpu") -> np.ndarray:
     """<H_k> for many circuits on the same number of qubits, in one C++ call
     (one circuit per thread for small states, threads inside each otherwise):
     shape (circuits, observables)."""
@@ -129,7 +134,7 @@ def expval_batch(circuits: Sequence[Circuit], observables, *, precision: str = "
     if any(c.num_qubits != n for c in circuits):
         raise ValueError("expval_batch: the circuits must have the same number of qubits")
     return np.array(_qmlsim.expvals_batch(n, [c.ops for c in circuits], _observables(observables),
-                                          _options(precision, threads, fusion)))
+                                          _options(precision, threads, fusion, backend)))
 
 
 def sample(circuit: Circuit, shots: int, *, seed: int = 1, **options) -> np.ndarray:

@@ -188,7 +188,8 @@ class QmlsimQubit(Device):
             strings "complex128"/"complex64").
         threads: engine threads (default: ``OMP_NUM_THREADS`` or all cores).
         fusion: largest fused gate block in qubits (0: no fusion; default 3).
-        backend: "cpu" (the CUDA backend is reached through the qmlsim CLI for now).
+        backend: "cpu" or "cuda" (a DeviceError where the package has no CUDA
+            build or no GPU is present).
     """
 
     name = "qmlsim.qubit"
@@ -201,8 +202,11 @@ class QmlsimQubit(Device):
             c_dtype = {"complex64": np.complex64, "complex128": np.complex128}.get(c_dtype)
         if c_dtype not in (np.complex64, np.complex128):
             raise DeviceError("qmlsim.qubit: c_dtype must be numpy.complex64 or numpy.complex128")
-        if backend != "cpu":
-            raise DeviceError(f"qmlsim.qubit: backend {backend!r} is not available here (cpu)")
+        try:
+            _qmlsim.check_backend(backend)
+        except ValueError as e:
+            raise DeviceError(f"qmlsim.qubit: backend {backend!r}: {e}") from e
+        self._backend = backend
         self._c_dtype = c_dtype
         self._threads = _default_threads() if threads is None else int(threads)
         self._fusion = int(fusion)
@@ -215,7 +219,7 @@ class QmlsimQubit(Device):
 
     def _engine_options(self):
         return _options("c64" if self._c_dtype == np.complex64 else "c128", self._threads,
-                        self._fusion)
+                        self._fusion, self._backend)
 
     # -- configuration and preprocessing
     def setup_execution_config(self, config: ExecutionConfig | None = None, circuit=None):

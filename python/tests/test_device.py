@@ -119,6 +119,8 @@ def test_bad_input_gives_clear_errors():
         nan_param()
     with pytest.raises(qml.exceptions.DeviceError, match="c_dtype"):
         qml.device("qmlsim.qubit", wires=1, c_dtype=np.float32)
+    with pytest.raises(qml.exceptions.DeviceError, match="backend 'tpu'"):
+        qml.device("qmlsim.qubit", wires=1, backend="tpu")
 
     @qml.qnode(qml.device("qmlsim.qubit", wires=40))
     def too_big():
