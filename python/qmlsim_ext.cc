@@ -70,13 +70,37 @@ Backend backend_of(const Options& o) {
   return Backend::cuda;
 }
 
-Circuit make_circuit(int n, const std::vector<OpSpec>& ops, std::vector<double>& theta) {
+// A circuit with its parameter values and, when its first operation is
+// "__initial__" (amplitudes in the matrix field), the state it starts from.
+struct Program {
+  Circuit circuit;
+  std::vector<double> theta;
+  std::vector<cplx> initial;
+};
+
+Circuit make_circuit(int n, const std::vector<OpSpec>& ops, std::vector<double>& theta,
+                     std::vector<cplx>* initial) {
   if (n < 1 || n > kMaxQubits) {
     throw Error("wires: " + std::to_string(n) + " is out of range (1 to " +
                 std::to_string(kMaxQubits) + " qubits)");
   }
   Circuit c(n);
+  bool first = true;
   for (const auto& [name, wires, params, matrix] : ops) {
+    if (name == "__initial__") {
+      if (!first || !initial) throw Error("an initial state must come first");
+      if (matrix.size() != (std::size_t{1} << n)) {
+        throw Error("initial state: " + std::to_string(matrix.size()) + " amplitudes for " +
+                    std::to_string(n) + " qubit(s)");
+      }
+      double norm = 0;
+      for (const cplx& a : matrix) norm += std::norm(a);
+      if (!(std::abs(norm - 1) < 1e-6)) throw Error("initial state: not normalised");
+      initial->assign(matrix.begin(), matrix.end());
+      first = false;
+      continue;
+    }
+    first = false;
     const std::optional<GateId> g = gate_by_name(name);
     if (!g) throw Error("unknown gate '" + name + "'");
     Operation op;
@@ -93,6 +117,12 @@ Circuit make_circuit(int n, const std::vector<OpSpec>& ops, std::vector<double>&
   return c;
 }
 
+Program make_program(int n, const std::vector<OpSpec>& ops) {
+  Program p;
+  p.circuit = make_circuit(n, ops, p.theta, &p.initial);
+  return p;
+}
+
 std::vector<PauliSum> make_observables(const std::vector<std::vector<TermSpec>>& obs) {
   std::vector<PauliSum> out;
   for (const auto& terms : obs) {
@@ -106,11 +136,12 @@ std::vector<PauliSum> make_observables(const std::vector<std::vector<TermSpec>>&
   return out;
 }
 
-AdjointOptions engine(const Options& o) {
+AdjointOptions engine(const Options& o, const Program* p = nullptr) {
   AdjointOptions a;
   a.threads = o.threads < 1 ? 1 : o.threads;
   a.fusion = o.fusion;
   a.backend = backend_of(o);
+  if (p) a.initial_state = p->initial;
   return a;
 }
 
@@ -134,10 +165,11 @@ nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, std::vector<std::size_t> 
 // The final state as complex128 (a copy when the engine ran in complex64).
 nb::ndarray<nb::numpy, std::complex<double>> state(int n, const std::vector<OpSpec>& ops,
                                                    const Options& o) {
-  std::vector<double> theta;
-  const Circuit c = make_circuit(n, ops, theta);
+  const Program prog = make_program(n, ops);
+  const Circuit& c = prog.circuit;
+  const std::vector<double>& theta = prog.theta;
   const bool f32 = single(o);
-  const AdjointOptions a = engine(o);
+  const AdjointOptions a = engine(o, &prog);
   if (a.backend == Backend::cpu) check_fits(n, f32, 1);
   std::vector<std::complex<double>> out;
   {
@@ -146,6 +178,7 @@ nb::ndarray<nb::numpy, std::complex<double>> state(int n, const std::vector<OpSp
         o.fusion > 0 ? fuse(bind_params(c, theta), {o.fusion, std::max(10, o.fusion)})
                      : bind_params(c, theta);
     auto run = [&](auto sv) {
+      if (!prog.initial.empty()) sv.set_amplitudes(prog.initial);
       sv.apply(gates);
       out = sv.to_vector();
     };
@@ -166,26 +199,28 @@ nb::ndarray<nb::numpy, std::complex<double>> state(int n, const std::vector<OpSp
 
 std::vector<double> expvals(int n, const std::vector<OpSpec>& ops,
                             const std::vector<std::vector<TermSpec>>& obs, const Options& o) {
-  std::vector<double> theta;
-  const Circuit c = make_circuit(n, ops, theta);
+  const Program p = make_program(n, ops);
   SimulateRequest req;
   req.observables = make_observables(obs);
   const bool f32 = single(o);
   check_fits(n, f32, 1);
+  const AdjointOptions a = engine(o, &p);
   nb::gil_scoped_release release;
-  return f32 ? simulate<float>(c, theta, req, engine(o)).expvals
-             : simulate<double>(c, theta, req, engine(o)).expvals;
+  return f32 ? simulate<float>(p.circuit, p.theta, req, a).expvals
+             : simulate<double>(p.circuit, p.theta, req, a).expvals;
 }
 
 // [observable][parameter] by the adjoint method, and the expectation values.
 std::tuple<std::vector<double>, std::vector<std::vector<double>>> jacobian(
     int n, const std::vector<OpSpec>& ops, const std::vector<std::vector<TermSpec>>& obs,
     const Options& o) {
-  std::vector<double> theta;
-  const Circuit c = make_circuit(n, ops, theta);
+  const Program p = make_program(n, ops);
+  const Circuit& c = p.circuit;
+  const std::vector<double>& theta = p.theta;
   const std::vector<PauliSum> h = make_observables(obs);
   const bool f32 = single(o);
   check_fits(n, f32, 2);
+  const AdjointOptions a = engine(o, &p);
   nb::gil_scoped_release release;
   // One backward pass per observable keeps memory at two states, however many there are.
   std::vector<double> values;
@@ -193,8 +228,8 @@ std::tuple<std::vector<double>, std::vector<std::vector<double>>> jacobian(
   for (std::size_t k = 0; k < h.size(); ++k) {
     std::vector<double> w(h.size(), 0.0);
     w[k] = 1;
-    const AdjointResult r = f32 ? adjoint_vjp<float>(c, theta, h, w, engine(o))
-                                : adjoint_vjp<double>(c, theta, h, w, engine(o));
+    const AdjointResult r =
+        f32 ? adjoint_vjp<float>(c, theta, h, w, a) : adjoint_vjp<double>(c, theta, h, w, a);
     if (k == 0) values = r.expvals;
     rows.push_back(r.gradient);
   }
@@ -206,8 +241,7 @@ std::tuple<std::vector<double>, std::vector<std::vector<double>>> jacobian(
 std::tuple<std::vector<double>, std::vector<double>> vjp(
     int n, const std::vector<OpSpec>& ops, const std::vector<std::vector<TermSpec>>& obs,
     const std::vector<double>& cotangent, const Options& o) {
-  std::vector<double> theta;
-  const Circuit c = make_circuit(n, ops, theta);
+  const Program p = make_program(n, ops);
   const std::vector<PauliSum> h = make_observables(obs);
   if (cotangent.size() != h.size()) {
     throw Error("vjp: " + std::to_string(cotangent.size()) + " cotangent(s) for " +
@@ -216,8 +250,9 @@ std::tuple<std::vector<double>, std::vector<double>> vjp(
   const bool f32 = single(o);
   check_fits(n, f32, 2);
   nb::gil_scoped_release release;
-  const AdjointResult r = f32 ? adjoint_vjp<float>(c, theta, h, cotangent, engine(o))
-                              : adjoint_vjp<double>(c, theta, h, cotangent, engine(o));
+  const AdjointOptions a = engine(o, &p);
+  const AdjointResult r = f32 ? adjoint_vjp<float>(p.circuit, p.theta, h, cotangent, a)
+                              : adjoint_vjp<double>(p.circuit, p.theta, h, cotangent, a);
   return {r.expvals, r.gradient};
 }
 
@@ -251,10 +286,8 @@ void for_each_item(std::size_t count, int n, const AdjointOptions& a, Fn&& fn) {
 std::vector<std::vector<double>> expvals_batch(int n, const std::vector<std::vector<OpSpec>>& items,
                                                const std::vector<std::vector<TermSpec>>& obs,
                                                const Options& o) {
-  std::vector<Circuit> circuits;
-  std::vector<std::vector<double>> thetas(items.size());
-  for (std::size_t i = 0; i < items.size(); ++i)
-    circuits.push_back(make_circuit(n, items[i], thetas[i]));
+  std::vector<Program> progs;
+  for (const auto& item : items) progs.push_back(make_program(n, item));
   SimulateRequest req;
   req.observables = make_observables(obs);
   const bool f32 = single(o);
@@ -265,8 +298,9 @@ std::vector<std::vector<double>> expvals_batch(int n, const std::vector<std::vec
   for_each_item(items.size(), n, base, [&](std::size_t i, int threads) {
     AdjointOptions a = base;
     a.threads = threads;
-    out[i] = f32 ? simulate<float>(circuits[i], thetas[i], req, a).expvals
-                 : simulate<double>(circuits[i], thetas[i], req, a).expvals;
+    a.initial_state = progs[i].initial;
+    out[i] = f32 ? simulate<float>(progs[i].circuit, progs[i].theta, req, a).expvals
+                 : simulate<double>(progs[i].circuit, progs[i].theta, req, a).expvals;
   });
   return out;
 }
@@ -275,10 +309,8 @@ std::vector<std::vector<double>> expvals_batch(int n, const std::vector<std::vec
 std::vector<std::vector<std::vector<double>>> jacobian_batch(
     int n, const std::vector<std::vector<OpSpec>>& items,
     const std::vector<std::vector<TermSpec>>& obs, const Options& o) {
-  std::vector<Circuit> circuits;
-  std::vector<std::vector<double>> thetas(items.size());
-  for (std::size_t i = 0; i < items.size(); ++i)
-    circuits.push_back(make_circuit(n, items[i], thetas[i]));
+  std::vector<Program> progs;
+  for (const auto& item : items) progs.push_back(make_program(n, item));
   const std::vector<PauliSum> h = make_observables(obs);
   const bool f32 = single(o);
   check_fits(n, f32, 2);
@@ -288,11 +320,13 @@ std::vector<std::vector<std::vector<double>>> jacobian_batch(
   for_each_item(items.size(), n, base, [&](std::size_t i, int threads) {
     AdjointOptions a = base;
     a.threads = threads;
+    a.initial_state = progs[i].initial;
+    const Program& p = progs[i];
     for (std::size_t k = 0; k < h.size(); ++k) {
       std::vector<double> w(h.size(), 0.0);
       w[k] = 1;
-      out[i].push_back(f32 ? adjoint_vjp<float>(circuits[i], thetas[i], h, w, a).gradient
-                           : adjoint_vjp<double>(circuits[i], thetas[i], h, w, a).gradient);
+      out[i].push_back(f32 ? adjoint_vjp<float>(p.circuit, p.theta, h, w, a).gradient
+                           : adjoint_vjp<double>(p.circuit, p.theta, h, w, a).gradient);
     }
   });
   return out;

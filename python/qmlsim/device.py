@@ -11,6 +11,8 @@
 - ``diff_method="adjoint"`` (or ``"device"``): the C++ adjoint method, one
   backward pass per observable for Jacobians (memory: two states, whatever the
   number of observables) and one per tape for vector-Jacobian products.
+- State preparations (StatePrep, BasisState, AmplitudeEmbedding) as the first
+  operation are the engine's starting state, not decomposed.
 - Wires: PennyLane's first wire is the most significant bit of a state index;
   it is mapped to the engine's highest qubit, so states come back in PennyLane's
   order without a transpose.
@@ -34,6 +36,7 @@ from pennylane.devices.preprocess import (
 )
 from pennylane.devices.qubit import measure_final_state
 from pennylane.measurements import ExpectationMP
+from pennylane.operation import StatePrepBase
 from pennylane.transforms import broadcast_expand, defer_measurements
 from pennylane.transforms.core import CompilePipeline
 
@@ -88,7 +91,11 @@ def _native(op) -> bool:
 
 
 def _adjoint_native(op) -> bool:
-    """Native, and differentiable by the C++ adjoint when trainable."""
+    """Native, and differentiable by the C++ adjoint when trainable. A state
+    preparation (only the first operation remains one) is the starting state:
+    it may not be trainable."""
+    if isinstance(op, StatePrepBase):
+        return not qml.operation.is_trainable(op)
     if not _native(op):
         return False
     fixed_matrix = op.name == "QubitUnitary" or _by_matrix(op)
@@ -141,7 +148,15 @@ def _ops(operations, n: int):
     """Engine operations, the global phase, and for every tape parameter of the
     operations (in order) its engine slot, or None (no derivative: a global phase)."""
     ops, slots, phase, slot = [], [], 0.0, 0
-    for op in operations:
+    for index, op in enumerate(operations):
+        if isinstance(op, StatePrepBase):  # the starting state, applied directly
+            if index != 0:
+                raise DeviceError(f"qmlsim.qubit: {op.name} is supported only as the first operation")
+            amps = np.asarray(qml.math.unwrap(op.state_vector(wire_order=list(range(n)))),
+                              dtype=np.complex128).reshape(-1)
+            ops.append(("__initial__", [], [], amps.tolist()))
+            slots.extend([None] * op.num_params)
+            continue
         if op.name in _PYTHON_OPS:
             phase += _value(op.parameters[0])
             slots.append(None)
@@ -244,7 +259,7 @@ class QmlsimQubit(Device):
         program = CompilePipeline()
         program.add_transform(defer_measurements, allow_postselect=False)
         program.add_transform(decompose, stopping_condition=_native, device_wires=self.wires,
-                              skip_initial_state_prep=False, name=self.name)
+                              skip_initial_state_prep=True, name=self.name)
         program.add_transform(device_resolve_dynamic_wires, wires=self.wires, allow_resets=False)
         program.add_transform(validate_device_wires, self.wires, name=self.name)
         program.add_transform(validate_measurements, name=self.name)

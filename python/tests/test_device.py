@@ -145,3 +145,43 @@ def test_one_openmp_runtime_beside_torch():
                 "open('/proc/self/maps') if re.search(r'gomp|iomp|libomp', l)}))")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         assert out.stdout.strip() == "1", (first, second, out.stdout)
+
+
+def test_state_preparations_start_the_state():
+    """StatePrep, AmplitudeEmbedding and BasisState as the first operation are
+    the engine's starting state (not decomposed); values and adjoint Jacobians
+    against default.qubit."""
+    v = np.array([0.1, 0.5j, -0.3, 0.2, 0.4, 0.1 + 0.2j, 0.6, -0.1])
+    v = v / np.linalg.norm(v)
+
+    def f(x):
+        qml.StatePrep(v, wires=[0, 1, 2])
+        qml.RX(x[0], 0)
+        qml.CNOT([0, 2])
+        qml.RY(x[1], 1)
+        return qml.expval(qml.PauliZ(0) @ qml.PauliY(2)), qml.expval(qml.PauliX(1))
+
+    def g(x):
+        qml.AmplitudeEmbedding(np.arange(1.0, 5.0), wires=[1, 2], normalize=True)
+        qml.RX(x[0], 0)
+        qml.CNOT([1, 0])
+        return qml.state()
+
+    def b(x):
+        qml.BasisState(np.array([1, 0, 1]), wires=[0, 1, 2])
+        qml.RY(x[1], 1)
+        return qml.probs(wires=[0, 1, 2])
+
+    x = pnp.array([0.3, -0.6], requires_grad=True)
+    dev = qml.device("qmlsim.qubit", wires=3)
+    ref = qml.device("default.qubit", wires=3)
+    tape = qml.workflow.construct_tape(qml.QNode(f, dev))(x)
+    (t,), _ = dev.preprocess_transforms()((tape,))
+    assert t.operations[0].name == "StatePrep"
+    for fn in (g, b):
+        assert np.allclose(qml.QNode(fn, dev)(x), qml.QNode(fn, ref)(x), atol=1e-12)
+    stack = lambda h: (lambda y: qml.math.stack(h(y)))  # noqa: E731
+    q = qml.QNode(f, dev, diff_method="adjoint")
+    r = qml.QNode(f, ref, diff_method="backprop")
+    assert np.allclose(stack(q)(x), stack(r)(x), atol=1e-12)
+    assert np.allclose(qml.jacobian(stack(q))(x), qml.jacobian(stack(r))(x), atol=1e-10)

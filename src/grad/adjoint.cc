@@ -55,15 +55,19 @@ std::vector<BoundGate> forward_gates(const std::vector<TapeStep>& tape, int fusi
   return fusion > 0 ? fuse(gates, {fusion, std::max(10, fusion)}) : gates;
 }
 
-// A state of the options' backend (threads and chunks apply to the CPU's).
+// A state of the options' backend (threads and chunks apply to the CPU's),
+// holding the options' initial state when `initial` (the forward pass's start).
 template <class SV>
-SV make_state(int n, const AdjointOptions& o) {
+SV make_state(int n, const AdjointOptions& o, bool initial = false) {
   if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>) {
     SV sv(n, o.threads);
     if (o.chunk_qubits >= 0) sv.set_chunk_qubits(o.chunk_qubits);
+    if (initial) detail::set_initial_state(sv, o);
     return sv;
   } else {
-    return SV(n);
+    SV sv(n);
+    if (initial) detail::set_initial_state(sv, o);
+    return sv;
   }
 }
 
@@ -142,7 +146,7 @@ AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
                      const AdjointOptions& options) {
   const std::vector<TapeStep> tape = make_tape(c, theta);
   const Segmented s = segment(tape, options.fusion);
-  SV phi = make_state<SV>(c.num_qubits(), options);
+  SV phi = make_state<SV>(c.num_qubits(), options, true);
   phi.apply(forward_gates(tape, options.fusion));
   AdjointResult out;
   out.gradient.assign(theta.size(), 0.0);
@@ -173,7 +177,7 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
                                              const AdjointOptions& options) {
   const std::vector<TapeStep> tape = make_tape(c, theta);
   const Segmented s = segment(tape, options.fusion);
-  SV final_state = make_state<SV>(c.num_qubits(), options);
+  SV final_state = make_state<SV>(c.num_qubits(), options, true);
   final_state.apply(forward_gates(tape, options.fusion));
   SV phi = make_state<SV>(c.num_qubits(), options);
   SV lambda = make_state<SV>(c.num_qubits(), options);
@@ -285,7 +289,8 @@ std::vector<AdjointResult> adjoint_vjp_many(const std::vector<const Circuit*>& c
   if (circuits.empty()) return {};
   const int n = detail::common_qubits(circuits, "adjoint_vjp_many");
   const Precision p = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
-  if (options.backend == Backend::cuda && cuda::small_batch_fits(n, p, observables.size()))
+  if (options.backend == Backend::cuda && options.initial_state.empty() &&
+      cuda::small_batch_fits(n, p, observables.size()))
     return vjp_small_batch<R>(n, circuits, thetas, observables, weights,
                               detail::for_backend(options));
   std::vector<AdjointResult> out(circuits.size());

@@ -27,6 +27,9 @@ struct AdjointOptions {
   int fusion = 3;                  // fuse the fixed gates between parametric ones (0: off)
   int chunk_qubits = -1;           // cache-blocking chunk (see StateVector); -1: the default
   Backend backend = Backend::cpu;  // cuda: the current device (cuda::select_device)
+  // The state the circuit starts from (2^n amplitudes, bit q of an index =
+  // qubit q, normalised by the caller); empty: |0...0>. Not owned.
+  std::span<const cplx> initial_state = {};
 };
 
 struct AdjointResult {

@@ -22,6 +22,17 @@ inline AdjointOptions for_backend(AdjointOptions o) {
   return o;
 }
 
+// Starts sv from options.initial_state when one is given (its size checked).
+template <class SV>
+void set_initial_state(SV& sv, const AdjointOptions& options) {
+  if (options.initial_state.empty()) return;
+  if (options.initial_state.size() != static_cast<std::size_t>(sv.size())) {
+    throw Error("initial state: " + std::to_string(options.initial_state.size()) +
+                " amplitudes for " + std::to_string(sv.num_qubits()) + " qubit(s)");
+  }
+  sv.set_amplitudes(options.initial_state);
+}
+
 // Runs fn(i, item_options) for i < count, items of n qubits: one item per
 // thread (one thread inside each) when states are small and on the CPU; else in
 // turn with the options' threads inside (on the GPU on the calling thread,

@@ -52,6 +52,7 @@ SimulateResult simulate(const Circuit& c, std::span<const double> theta, const S
   const int n = c.num_qubits();
   if (options.backend == Backend::cuda) {
     cuda::StateVector<R> sv(n);
+    detail::set_initial_state(sv, options);
     sv.apply(gates);
     read_out(sv, req, out);
     if (req.most_probable) {
@@ -62,6 +63,7 @@ SimulateResult simulate(const Circuit& c, std::span<const double> theta, const S
   }
   cpu::StateVector<R> sv(n, options.threads);
   if (options.chunk_qubits >= 0) sv.set_chunk_qubits(options.chunk_qubits);
+  detail::set_initial_state(sv, options);
   sv.apply(gates);
   read_out(sv, req, out);
   if (req.most_probable) {
@@ -81,7 +83,8 @@ std::vector<std::vector<double>> expvals_many(const std::vector<const Circuit*>&
   if (circuits.empty()) return {};
   const int n = detail::common_qubits(circuits, "expvals_many");
   const Precision p = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
-  if (options.backend == Backend::cuda && cuda::small_batch_fits(n, p, observables.size())) {
+  if (options.backend == Backend::cuda && options.initial_state.empty() &&
+      cuda::small_batch_fits(n, p, observables.size())) {
     std::vector<std::vector<BoundGate>> gates;
     for (std::size_t i = 0; i < circuits.size(); ++i)
       gates.push_back(forward_gates(*circuits[i], thetas[i], options));
