@@ -16,18 +16,20 @@ def build():
     return c
 
 
-def reference_state():
-    # PennyLane orders wire 0 most significant; qmlsim qubit 0 least: wire w = qubit 2 - w.
-    dev = qml.device("default.qubit", wires=3)
+def reference_gates():
+    """build() in PennyLane: wire 0 is the most significant, so qubit q is wire 2 - q."""
+    qml.Hadamard(2)
+    qml.RX(PARAMS[0], 1)
+    qml.CNOT([2, 0])
+    qml.Rot(*PARAMS[1:4], wires=0)
+    qml.IsingZZ(PARAMS[4], wires=[2, 1])
+    qml.CRY(PARAMS[5], wires=[0, 1])
 
-    @qml.qnode(dev)
+
+def reference_state():
+    @qml.qnode(qml.device("default.qubit", wires=3))
     def circuit():
-        qml.Hadamard(2)
-        qml.RX(PARAMS[0], 1)
-        qml.CNOT([2, 0])
-        qml.Rot(*PARAMS[1:4], wires=0)
-        qml.IsingZZ(PARAMS[4], wires=[2, 1])
-        qml.CRY(PARAMS[5], wires=[0, 1])
+        reference_gates()
         return qml.state()
 
     return circuit()
@@ -106,16 +108,9 @@ def test_batches_equal_one_by_one_and_samples_are_seeded():
 
 
 def test_variance_matches_default_qubit():
-    dev = qml.device("default.qubit", wires=3)
-
-    @qml.qnode(dev)
+    @qml.qnode(qml.device("default.qubit", wires=3))
     def ref():
-        qml.Hadamard(2)
-        qml.RX(PARAMS[0], 1)
-        qml.CNOT([2, 0])
-        qml.Rot(*PARAMS[1:4], wires=0)
-        qml.IsingZZ(PARAMS[4], wires=[2, 1])
-        qml.CRY(PARAMS[5], wires=[0, 1])
+        reference_gates()
         # qmlsim "0.5*Z0*Z1 - X2 + 0.3*Y0*X1": qubit q is wire 2 - q
         return qml.var(0.5 * qml.Z(2) @ qml.Z(1) - qml.X(0) + 0.3 * qml.Y(2) @ qml.X(1))
 
