@@ -1,4 +1,5 @@
-// Fuzz target: the data readers (the Sonar table, edge and adjacency lists).
+// Fuzz target: the data readers (the Sonar table, CSV tables, edge and
+// adjacency lists).
 // Contract checked on every input: a result that keeps the readers' promises
 // (60 finite features and a label of +-1 per row; edges u < v, distinct, ids
 // within the node count), or an Error located at a line of the source
@@ -43,6 +44,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   } catch (const qmlsim::Error& e) {
     check_error(e);
+  }
+  for (const bool regression : {false, true}) {
+    try {
+      std::istringstream in(text);
+      const qmlsim::ml::Dataset d = qmlsim::ml::parse_table(in, "fuzz.data", -1, "", regression);
+      for (std::size_t i = 0; i < d.size(); ++i) {
+        if (d.x[i].size() != d.x[0].size()) finding("ragged rows accepted", std::to_string(i));
+        for (double v : d.x[i])
+          if (!std::isfinite(v)) finding("non-finite feature", std::to_string(v));
+        if (!std::isfinite(d.y[i]) || (!regression && d.y[i] != 1.0 && d.y[i] != -1.0))
+          finding("bad label", std::to_string(d.y[i]));
+      }
+    } catch (const qmlsim::Error& e) {
+      check_error(e);
+    }
   }
   for (int nodes : {0, 18}) {
     try {

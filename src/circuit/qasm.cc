@@ -1739,11 +1739,15 @@ int QasmProgram::num_input_values() const {
   return n;
 }
 
-void QasmProgram::bind_inputs(std::span<const double> x) {
-  if (!input_angles) return;
+void QasmProgram::bind_inputs(std::span<const double> x) { angles = angles_at(x); }
+
+std::vector<double> QasmProgram::angles_at(std::span<const double> x) const {
+  std::vector<double> out = angles;
+  if (!input_angles) return out;
   for (const auto& [slot, e] : input_angles->slots) {
-    angles[static_cast<std::size_t>(slot)] = eval(e, {}, x, input_angles->source);
+    out[static_cast<std::size_t>(slot)] = eval(e, {}, x, input_angles->source);
   }
+  return out;
 }
 
 std::vector<double> QasmProgram::input_gradient(std::span<const double> x,

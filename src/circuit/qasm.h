@@ -68,6 +68,8 @@ struct QasmProgram {
   // num_input_values(): inputs in declaration order, arrays element by element).
   // An angle that is not finite there is an Error located at its expression.
   void bind_inputs(std::span<const double> x);
+  // The same without changing the program: all angles at input values x.
+  std::vector<double> angles_at(std::span<const double> x) const;
   // The chain rule: d/d(input values) at x from d/d(angles) (size = slots).
   std::vector<double> input_gradient(std::span<const double> x,
                                      std::span<const double> d_angles) const;

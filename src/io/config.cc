@@ -80,6 +80,11 @@ void set_value(toml::table& t, const std::string& section, const std::string& na
   } else if (like.is_boolean()) {
     if (text != "true" && text != "false") bad("true or false");
     sec.insert_or_assign(name, text == "true");
+  } else if (like.is_array()) {  // a list of strings: "a,b,c" ("" is the empty list)
+    toml::array items;
+    std::stringstream list(text);
+    for (std::string item; std::getline(list, item, ',');) items.push_back(item);
+    sec.insert_or_assign(name, std::move(items));
   } else {
     std::string s = text;
     if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front())
@@ -137,7 +142,7 @@ Config Config::parse(const std::string& text, const std::string& source,
       kind = s.substr(9);
       kind_origin = "--set " + s;
     }
-  if (kind.empty()) throw Error(source + ": missing key job.kind (qaoa, qcnn or sonar)");
+  if (kind.empty()) throw Error(source + ": missing key job.kind (qaoa, qcnn, sonar or hybrid)");
 
   auto impl = std::make_unique<Impl>();
   try {
@@ -247,6 +252,17 @@ bool Config::get_bool(const std::string& key) const {
 
 std::string Config::get_string(const std::string& key) const {
   return *lookup(impl_->table, key).value<std::string>();
+}
+
+std::vector<std::string> Config::get_string_list(const std::string& key) const {
+  std::vector<std::string> out;
+  const toml::array* a = lookup(impl_->table, key).as_array();
+  for (const toml::node& n : *a) {
+    const std::optional<std::string> v = n.value<std::string>();
+    if (!v || !n.is_string()) fail(key, "must be a list of strings");
+    out.push_back(*v);
+  }
+  return out;
 }
 
 std::string Config::get_choice(const std::string& key,

@@ -44,6 +44,8 @@ class Config {
   double get_double(const std::string& key, double min, double max) const;
   bool get_bool(const std::string& key) const;
   std::string get_string(const std::string& key) const;
+  // An array of strings (a --set gives it comma-separated).
+  std::vector<std::string> get_string_list(const std::string& key) const;
   std::string get_choice(const std::string& key, const std::vector<std::string>& choices) const;
 
   // "file:line: key: message" (or "--set key=...: key: message").

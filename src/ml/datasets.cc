@@ -79,6 +79,126 @@ Dataset parse_sonar(std::istream& in, const std::string& path) {
   return d;
 }
 
+Dataset read_table(const std::string& path, int label, const std::string& positive,
+                   bool regression) {
+  std::ifstream in = open_or_throw(path);
+  return parse_table(in, path, label, positive, regression);
+}
+
+namespace {
+
+bool parse_number(const std::string& f, double& v) {
+  const auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+  return ec == std::errc() && p == f.data() + f.size() && !f.empty();
+}
+
+}  // namespace
+
+Dataset parse_table(std::istream& in, const std::string& path, int label,
+                    const std::string& positive, bool regression) {
+  struct Row {
+    std::vector<double> x;
+    std::string label;
+    int line;
+  };
+  std::vector<Row> rows;
+  std::size_t width = 0;
+  std::string line;
+  int lineno = 0;
+  bool first = true;  // the first row may be a header
+  while (std::getline(in, line)) {
+    ++lineno;
+    line = trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    const bool may_be_header = first;
+    first = false;
+    std::vector<std::string> fields;
+    std::stringstream ss(line);
+    for (std::string f; std::getline(ss, f, ',');) fields.push_back(trim(f));
+    if (fields.size() < 2) fail(path, lineno, "needs at least one feature and a label");
+    if (width == 0) width = fields.size();
+    if (fields.size() != width) {
+      fail(
+          path, lineno,
+          std::to_string(fields.size()) + " fields, the rows before have " + std::to_string(width));
+    }
+    const int n = static_cast<int>(width);
+    if (label >= n || label < -n) {
+      fail(path, lineno,
+           "label column " + std::to_string(label) + " does not exist (" + std::to_string(n) +
+               " columns)");
+    }
+    const std::size_t lc = static_cast<std::size_t>(label < 0 ? n + label : label);
+    Row r{{}, fields[lc], lineno};
+    bool numeric = true;
+    for (std::size_t i = 0; i < width; ++i) {
+      if (i == lc) continue;
+      double v = 0;
+      if (!parse_number(fields[i], v)) {
+        if (!may_be_header) {
+          fail(path, lineno,
+               "field " + std::to_string(i + 1) + ": '" + fields[i] + "' is not a number");
+        }
+        numeric = false;
+        break;
+      }
+      if (!std::isfinite(v)) {
+        fail(path, lineno,
+             "field " + std::to_string(i + 1) + ": '" + fields[i] + "' is not a finite number");
+      }
+      r.x.push_back(v);
+    }
+    if (!numeric) continue;  // the header
+    rows.push_back(std::move(r));
+  }
+  if (rows.empty()) throw Error(path + ": no data rows");
+  Dataset d;
+  if (regression) {
+    for (Row& r : rows) {
+      double y = 0;
+      if (!parse_number(r.label, y) || !std::isfinite(y))
+        fail(path, r.line, "label '" + r.label + "' is not a finite number");
+      d.add(std::move(r.x), y);
+    }
+    return d;
+  }
+  std::set<std::string> classes;
+  for (const Row& r : rows) classes.insert(r.label);
+  std::string plus = positive;
+  if (plus.empty()) {
+    if (classes.size() != 2) {
+      throw Error(path + ": " + std::to_string(classes.size()) +
+                  " classes in the label column; a binary classifier needs two");
+    }
+    const std::string a = *classes.begin(), b = *classes.rbegin();
+    double va = 0, vb = 0;
+    plus = parse_number(a, va) && parse_number(b, vb) ? (va > vb ? a : b) : b;
+  } else if (!classes.count(plus)) {
+    throw Error(path + ": no row has the positive label '" + plus + "'");
+  }
+  for (Row& r : rows) {
+    if (r.label != plus && classes.size() > 2 && positive.empty())
+      fail(path, r.line, "a third class '" + r.label + "'");
+    d.add(std::move(r.x), r.label == plus ? 1.0 : -1.0);
+  }
+  return d;
+}
+
+void standardize(Dataset& fit, Dataset& other) {
+  if (fit.size() == 0) return;
+  const std::size_t f = fit.x[0].size();
+  for (std::size_t j = 0; j < f; ++j) {
+    double mean = 0, sq = 0;
+    for (const auto& x : fit.x) mean += x[j];
+    mean /= static_cast<double>(fit.size());
+    for (const auto& x : fit.x) sq += (x[j] - mean) * (x[j] - mean);
+    const double sd = std::sqrt(sq / static_cast<double>(fit.size()));
+    const double scale = sd > 0 ? 1 / sd : 1;
+    for (auto* set : {&fit, &other})
+      for (auto& x : set->x) x[j] = (x[j] - mean) * scale;
+  }
+}
+
 Graph read_graph(const std::string& path, int nodes) {
   std::ifstream in = open_or_throw(path);
   return parse_graph(in, path, nodes);

@@ -34,6 +34,22 @@ Dataset read_sonar(const std::string& path);
 // The same from a stream; `path` names it in messages.
 Dataset parse_sonar(std::istream& in, const std::string& path);
 
+// A CSV table: one example per row, numeric features, the label in column
+// `label` (0-based; negative counts from the end: -1 is the last). A first row
+// whose features are not all numbers is a header and skipped. `regression`:
+// labels are the column's numbers. Otherwise two classes, as text, map to
+// {-1, +1}: `positive` names the +1 class, or when empty the larger of the two
+// (numerically if both are numbers, else as text). NaN or infinite values, rows
+// of another width, a third class or a single one are errors "file:line: ...".
+Dataset read_table(const std::string& path, int label, const std::string& positive,
+                   bool regression);
+Dataset parse_table(std::istream& in, const std::string& path, int label,
+                    const std::string& positive, bool regression);
+
+// Scales every feature of both sets by the first set's mean and standard
+// deviation (a feature with none is only centred).
+void standardize(Dataset& fit, Dataset& other);
+
 // An undirected simple graph on nodes 0..nodes-1.
 struct Graph {
   int nodes = 0;

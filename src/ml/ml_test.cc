@@ -161,6 +161,51 @@ TEST(Graph, EdgeListAndAdjacencyList) {
   EXPECT_EQ(a.edges[3], (std::pair<int, int>{0, 3}));
 }
 
+TEST(Table, ReadsCsvWithHeaderLabelsAndClasses) {
+  const std::string path =
+      write_temp("qmlsim_table.csv", "# comment\na,b,label\n1,2,yes\n3.5,-4,no\n5,6e-1,yes\n");
+  const Dataset d = read_table(path, -1, "", false);
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d.x[1], (std::vector<double>{3.5, -4}));
+  EXPECT_EQ(d.y, (std::vector<double>{1, -1, 1}));  // "yes" > "no"
+  EXPECT_EQ(read_table(path, -1, "no", false).y, (std::vector<double>{-1, 1, -1}));
+  const Dataset numeric =
+      read_table(write_temp("qmlsim_t2.csv", "0,1.5,2\n1,2.5,10\n"), 0, "", false);
+  EXPECT_EQ(numeric.y, (std::vector<double>{-1, 1}));  // 1 > 0 numerically
+  EXPECT_EQ(numeric.x[1], (std::vector<double>{2.5, 10}));
+  EXPECT_EQ(read_table(write_temp("qmlsim_t3.csv", "1,2,0.5\n3,4,-7\n"), -1, "", true).y,
+            (std::vector<double>{0.5, -7}));
+  Dataset train = read_table(write_temp("qmlsim_t4.csv", "1,0,a\n3,0,b\n"), -1, "", false);
+  Dataset other = train;
+  standardize(train, other);
+  EXPECT_EQ(train.x[0], (std::vector<double>{-1, 0}));
+  EXPECT_EQ(other.x[1], (std::vector<double>{1, 0}));
+}
+
+TEST(Table, ErrorsNameFileAndLine) {
+  auto message = [](const std::string& text, bool regression = false) {
+    const std::string path = write_temp("qmlsim_bad.csv", text);
+    try {
+      read_table(path, -1, "", regression);
+    } catch (const Error& e) {
+      return std::string(e.what()).substr(path.size());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("1,2,a\n3,b\n"), ":2: 2 fields, the rows before have 3");
+  EXPECT_EQ(message("1,2,a\n3,x,b\n"), ":2: field 2: 'x' is not a number");
+  EXPECT_EQ(message("1,2,a\n3,nan,b\n"), ":2: field 2: 'nan' is not a finite number");
+  EXPECT_EQ(message("1,2,a\n3,4,b\n5,6,c\n"),
+            ": 3 classes in the label column; a binary "
+            "classifier needs two");
+  EXPECT_EQ(message("1,2,a\n3,4,a\n"),
+            ": 1 classes in the label column; a binary classifier "
+            "needs two");
+  EXPECT_EQ(message("# only a comment\n"), ": no data rows");
+  EXPECT_EQ(message(""), ": no data rows");
+  EXPECT_EQ(message("1,2,x\n", true), ":1: label 'x' is not a finite number");
+}
+
 TEST(Graph, ErrorsNameFileAndLine) {
   auto message = [](const std::string& text) {
     const std::string path = write_temp("qmlsim_bad.edges", text);

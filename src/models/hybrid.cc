@@ -42,7 +42,7 @@ double HybridModel::predict_one(std::span<const double> params, std::span<const 
                                 const EvalOptions& options) const {
   SimulateRequest req;
   req.observables = readouts_;
-  const SimulateResult r = simulate<R>(circuit(x), theta(params, x), req, engine(options));
+  const SimulateResult r = simulate<R>(circuit(x), slots(theta(params, x)), req, engine(options));
   return head(params, r.expvals);
 }
 
@@ -68,13 +68,14 @@ double HybridModel::gradient_one(std::span<const double> params, std::span<const
     head_backward(params, e, loss.derivative(prediction, label), d_e, grad);
     return d_e;
   };
-  const AdjointResult r = adjoint_vjp<R>(c, t, readouts_, weights, engine(options));
+  const AdjointResult r = adjoint_vjp<R>(c, slots(t), readouts_, weights, engine(options));
   if (tracer) {  // one span per half of the adjoint pass
     tracer->add("forward", "circuit", t_begin, t_forward);
     tracer->add("backward", "circuit", t_forward, Tracer::Clock::now());
   }
-  for (std::size_t i = 0; i < num_quantum_; ++i) grad[quantum_offset_ + i] += r.gradient[i];
-  encode_backward(params, x, std::span<const double>(r.gradient).subspan(num_quantum_), grad);
+  const std::vector<double> g = slots_backward(t, r.gradient);
+  for (std::size_t i = 0; i < num_quantum_; ++i) grad[quantum_offset_ + i] += g[i];
+  encode_backward(params, x, std::span<const double>(g).subspan(num_quantum_), grad);
   return prediction;
 }
 
@@ -108,13 +109,16 @@ void HybridModel::gradient_batch(std::span<const double> params, const ml::Datas
       return d_e;
     });
   }
+  std::vector<std::vector<double>> slot_values;
+  for (const std::vector<double>& t : thetas) slot_values.push_back(slots(t));
   const std::vector<AdjointResult> r =
-      adjoint_vjp_many<R>(circuits, thetas, readouts_, weights, engine(options));
+      adjoint_vjp_many<R>(circuits, slot_values, readouts_, weights, engine(options));
   for (std::size_t i = 0; i < index.size(); ++i) {
     const std::span<double> grad(&rows[i * width] + grad_offset(), layout_.size());
-    for (std::size_t k = 0; k < num_quantum_; ++k) grad[quantum_offset_ + k] += r[i].gradient[k];
-    encode_backward(params, data.x[index[i]],
-                    std::span<const double>(r[i].gradient).subspan(num_quantum_), grad);
+    const std::vector<double> g = slots_backward(thetas[i], r[i].gradient);
+    for (std::size_t k = 0; k < num_quantum_; ++k) grad[quantum_offset_ + k] += g[k];
+    encode_backward(params, data.x[index[i]], std::span<const double>(g).subspan(num_quantum_),
+                    grad);
   }
 }
 
@@ -127,7 +131,7 @@ std::vector<double> HybridModel::predict_batch(std::span<const double> params,
   std::vector<std::vector<double>> thetas;
   for (std::size_t i : index) {
     circuits.push_back(&circuit(data.x[i]));
-    thetas.push_back(theta(params, data.x[i]));
+    thetas.push_back(slots(theta(params, data.x[i])));
   }
   const std::vector<std::vector<double>> e =
       expvals_many<R>(circuits, thetas, readouts_, engine(options));

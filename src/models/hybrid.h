@@ -96,6 +96,15 @@ class HybridModel {
   // Given dL/d(inputs), adds dL/d(params) of the encoder to grad.
   virtual void encode_backward(std::span<const double> params, std::span<const double> x,
                                std::span<const double> d_inputs, std::span<double> grad) const = 0;
+  // The circuit's slot values from theta = [quantum params..., input angles...]:
+  // theta itself unless the circuit's angles are functions of it (an OpenQASM 3
+  // circuit's inputs); slots_backward turns d/d(slots) into d/d(theta).
+  virtual std::vector<double> slots(std::vector<double> theta) const { return theta; }
+  virtual std::vector<double> slots_backward(std::span<const double> theta,
+                                             std::vector<double> d_slots) const {
+    (void)theta;
+    return d_slots;
+  }
   // Prediction from the readouts <H_k>.
   virtual double head(std::span<const double> params, std::span<const double> expvals) const = 0;
   // Given dL/d(prediction), writes dL/d(expvals) and adds the head's dL/d(params) to grad.

@@ -6,6 +6,7 @@
 
 #include "models/dressed.h"
 #include "models/qaoa.h"
+#include "models/qasm_hybrid.h"
 #include "models/qcnn.h"
 #include "testing/dense_oracle.h"
 
@@ -88,6 +89,87 @@ TEST(Dressed, ParameterCountAndGradient) {
   for (int i = 0; i < 3; ++i) d.add({u(g), u(g), u(g), u(g), u(g)}, i % 2 ? 1.0 : -1.0);
   expect_gradient_matches_fd(m, d, ml::Loss::parse("margin_ranking", 0.1, "loss"));
   expect_gradient_matches_fd(m, d, ml::Loss::parse("mse", 0, "loss"));
+}
+
+QasmHybridSpec hybrid_spec() {
+  QasmHybridSpec s;
+  // Nonlinear angle expressions of both kinds of input, a gate definition and a modifier.
+  s.program = parse_qasm(R"(OPENQASM 3.0;
+include "stdgates.inc";
+input array[float[64], 3] x;
+input float[64] t;
+input array[float[64], 4] w;
+qubit[3] q;
+gate ent(a) u, v { cry(a) u, v; cx v, u; }
+ry(x[0] * w[0]) q[0];
+ry(sin(x[1]) + w[1]) q[1];
+rx(x[2] ** 2) q[2];
+ent(w[2] - t) q[0], q[1];
+ctrl @ rz(w[3] * t) q[1], q[2];
+rx(t) q[0];
+)",
+                         "h.qasm");
+  s.source = "h.qasm";
+  s.weights = {"w", "t"};
+  s.data_inputs = {"x"};
+  s.readouts = {parse_pauli_sum("Z0", "r"), parse_pauli_sum("0.5*X1*Z2 - Y0", "r")};
+  s.encoder = {{5, ml::Activation::kTanh}, {3, ml::Activation::kNone}};
+  s.head = {{2, ml::Activation::kSigmoid}, {1, ml::Activation::kNone}};
+  s.features = 4;
+  return s;
+}
+
+TEST(QasmHybrid, GradientThroughEncoderCircuitInputsAndHead) {
+  const QasmHybrid m(hybrid_spec());
+  EXPECT_EQ(m.layout().size(), 5u + (4 * 5 + 5) + (5 * 3 + 3) + (2 * 2 + 2) + (2 + 1));
+  ml::Dataset d;
+  std::mt19937_64 g(9);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int i = 0; i < 4; ++i) d.add({u(g), u(g), u(g), u(g)}, i % 2 ? 1.0 : -1.0);
+  expect_gradient_matches_fd(m, d, ml::Loss::parse("bce", 0, "loss"));
+  expect_gradient_matches_fd(m, d, ml::Loss::parse("mse", 0, "loss"));
+  // Without an encoder the features are the data inputs; without a head, one readout.
+  QasmHybridSpec plain = hybrid_spec();
+  plain.encoder.clear();
+  plain.head.clear();
+  plain.readouts.resize(1);
+  plain.features = 3;
+  ml::Dataset d3;
+  for (int i = 0; i < 3; ++i) d3.add({u(g), u(g), u(g)}, i % 2 ? 1.0 : -1.0);
+  expect_gradient_matches_fd(QasmHybrid(plain), d3, ml::Loss::parse("hinge", 0, "loss"));
+}
+
+TEST(QasmHybrid, InconsistentSpecificationsAreOneLineErrors) {
+  auto error_of = [](QasmHybridSpec s) {
+    try {
+      QasmHybrid m(std::move(s));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  QasmHybridSpec s = hybrid_spec();
+  s.weights = {"w"};
+  EXPECT_EQ(error_of(s),
+            "h.qasm: input 't' is neither a weight nor a data input "
+            "(model.weights, model.data_inputs)");
+  s = hybrid_spec();
+  s.weights.push_back("u");
+  EXPECT_EQ(error_of(s), "h.qasm: declares no input 'u' (listed as a weight)");
+  s = hybrid_spec();
+  s.data_inputs.push_back("x");
+  EXPECT_EQ(error_of(s), "h.qasm: input 'x' is listed twice");
+  s = hybrid_spec();
+  s.encoder.pop_back();
+  EXPECT_EQ(error_of(s),
+            "model.encoder: 5 values per example reach the circuit, whose data "
+            "inputs take 3");
+  s = hybrid_spec();
+  s.head.pop_back();
+  EXPECT_NE(error_of(s).find("model.head: the model's output has 2 values"), std::string::npos);
+  s = hybrid_spec();
+  s.readouts.push_back(parse_pauli_sum("Z5", "r"));
+  EXPECT_EQ(error_of(s), "model.readouts: readout 3 (1*Z5) names a qubit beyond the 3 of h.qasm");
 }
 
 TEST(Dressed, CircuitEqualsTheOriginalsInlinedCRot) {

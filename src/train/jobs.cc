@@ -3,10 +3,13 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "backends/cuda/statevector.h"
+#include "circuit/qasm.h"
 #include "core/error.h"
 #include "models/dressed.h"
+#include "models/qasm_hybrid.h"
 #include "models/qcnn.h"
 
 namespace qmlsim::train {
@@ -70,6 +73,31 @@ batch_size = 64
 epochs = 5
 shuffle = true
 )"},
+    {"hybrid", "7", "c128", "adam", "0.01", "1.0", "1e-8", R"(
+[data]
+path = ""              # CSV: one example per row, numeric features (a header row is skipped)
+label = -1             # label column, 0-based; negative counts from the end (-1: the last)
+positive = ""          # label of the +1 class; "": the larger of the two labels
+regression = false     # true: labels are numbers to fit (loss mse)
+test_fraction = 0.2    # the last rows after a seeded shuffle are held out
+standardize = true     # features scaled by the training split's mean and deviation
+
+[model]
+circuit = ""           # OpenQASM 3 file; every `input` is a weight or a data input
+data_inputs = []       # inputs fed per example (from the encoder, else the features)
+weights = []           # trainable inputs
+readouts = ["Z0"]      # Pauli sums measured, e.g. "Z0", "0.5*Z0*Z1"
+encoder = []           # dense layers before the circuit, "units:activation" (none, tanh, sigmoid, relu)
+head = []              # dense layers after the readouts; the last has 1 unit
+init_low = 0.0         # circuit weights start U(init_low, init_high)
+init_high = 6.283185307179586
+)",
+     R"(loss = "bce"           # mse, margin_ranking, hinge, bce
+margin = 0.1
+batch_size = 32
+epochs = 20
+shuffle = true
+)"},
 };
 
 }  // namespace
@@ -96,11 +124,11 @@ std::string job_defaults(const std::string& kind) {
            "keep_checkpoints = 3\n" +
            k.train;
   }
-  throw Error("unknown job kind '" + kind + "' (qaoa, qcnn, sonar)");
+  throw Error("unknown job kind '" + kind + "' (qaoa, qcnn, sonar, hybrid)");
 }
 
 const std::vector<std::string>& job_path_keys() {
-  static const std::vector<std::string> keys = {"data.graph", "data.path"};
+  static const std::vector<std::string> keys = {"data.graph", "data.path", "model.circuit"};
   return keys;
 }
 
@@ -130,6 +158,64 @@ ml::OptimizerConfig optimizer_config(const io::Config& c) {
   o.beta2 = c.get_double("train.adam_beta2", 0, 0.999999999);
   o.epsilon = c.get_double("train.adam_epsilon", 1e-300, 1);
   return o;
+}
+
+namespace {
+
+// "units:activation" layers of model.encoder / model.head.
+std::vector<models::LayerSpec> layers(const io::Config& c, const std::string& key) {
+  std::vector<models::LayerSpec> out;
+  for (const std::string& text : c.get_string_list(key)) {
+    const auto colon = text.find(':');
+    models::LayerSpec l;
+    const std::string units = text.substr(0, colon);
+    char* end = nullptr;
+    const long v = std::strtol(units.c_str(), &end, 10);
+    if (units.empty() || *end != '\0' || v < 1 || v > 100000)
+      c.fail(key, "'" + text + "': expected units:activation, e.g. 8:tanh");
+    l.units = static_cast<int>(v);
+    if (colon != std::string::npos)
+      l.activation = ml::parse_activation(text.substr(colon + 1), c.origin(key) + ": " + key);
+    out.push_back(l);
+  }
+  return out;
+}
+
+}  // namespace
+
+void make_hybrid_job(const io::Config& c, std::uint64_t seed, SupervisedJob& job) {
+  const std::string data = c.get_string("data.path");
+  if (data.empty()) c.fail("data.path", "needs the path of a CSV file");
+  const std::string circuit = c.get_string("model.circuit");
+  if (circuit.empty()) c.fail("model.circuit", "needs the path of an OpenQASM 3 file");
+  const bool regression = c.get_bool("data.regression");
+  ml::Dataset all = ml::read_table(data, static_cast<int>(c.get_int("data.label", -100000, 100000)),
+                                   c.get_string("data.positive"), regression);
+  Rng rng(seed);
+  const ml::Dataset shuffled = all.subset(rng.permutation(all.size()));
+  const double frac = c.get_double("data.test_fraction", 0, 0.99);
+  const auto test = static_cast<std::size_t>(std::llround(frac * static_cast<double>(all.size())));
+  auto [train, held] = shuffled.split(all.size() - test);
+  if (c.get_bool("data.standardize")) ml::standardize(train, held);
+  models::QasmHybridSpec spec;
+  spec.program = read_qasm_file(circuit);
+  spec.source = circuit;
+  if (spec.program.inputs.empty()) c.fail("model.circuit", circuit + " declares no inputs");
+  spec.weights = c.get_string_list("model.weights");
+  spec.data_inputs = c.get_string_list("model.data_inputs");
+  const std::vector<std::string> readouts = c.get_string_list("model.readouts");
+  for (std::size_t k = 0; k < readouts.size(); ++k) {
+    spec.readouts.push_back(parse_pauli_sum(
+        readouts[k], c.origin("model.readouts") + ": model.readouts " + std::to_string(k + 1)));
+  }
+  spec.encoder = layers(c, "model.encoder");
+  spec.head = layers(c, "model.head");
+  spec.features = static_cast<int>(train.x.empty() ? 0 : train.x[0].size());
+  spec.init_low = c.get_double("model.init_low", -1e6, 1e6);
+  spec.init_high = c.get_double("model.init_high", spec.init_low, 1e6);
+  job.model = std::make_unique<models::QasmHybrid>(std::move(spec));
+  job.train = std::move(train);
+  job.test = std::move(held);
 }
 
 SupervisedJob make_supervised_job(const io::Config& c) {
@@ -170,6 +256,8 @@ SupervisedJob make_supervised_job(const io::Config& c) {
     job.model = std::make_unique<models::DressedClassifier>(
         static_cast<int>(c.get_int("model.wires", 4, kMaxQubits)),
         static_cast<int>(job.train.x.at(0).size()));
+  } else if (c.kind() == "hybrid") {
+    make_hybrid_job(c, seed, job);
   } else {
     throw Error("job kind '" + c.kind() + "' is not a supervised job");
   }

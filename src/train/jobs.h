@@ -15,7 +15,7 @@
 
 namespace qmlsim::train {
 
-// TOML defaults for "qaoa", "qcnn" or "sonar"; Error for another kind.
+// TOML defaults for "qaoa", "qcnn", "sonar" or "hybrid"; Error for another kind.
 std::string job_defaults(const std::string& kind);
 // Config keys holding file paths (made absolute when the config is read).
 const std::vector<std::string>& job_path_keys();
@@ -36,6 +36,8 @@ struct SupervisedJob {
   ml::Loss loss;
 };
 SupervisedJob make_supervised_job(const io::Config& c);
+// The `hybrid` kind: a CSV data set and a model around an OpenQASM 3 circuit.
+void make_hybrid_job(const io::Config& c, std::uint64_t seed, SupervisedJob& job);
 
 std::unique_ptr<models::QaoaMaxCut> make_qaoa_job(const io::Config& c);
 

@@ -29,9 +29,13 @@ identical)
   qcnn=(--set data.qubits=6 --set data.rounds=12 --set train.epochs=2 --set train.batch_size=16)
   sonar=(--set model.wires=5 --set data.rows=48 --set data.test_fraction=0.25
     --set train.batch_size=12 --set train.epochs=2)
-  for job in qcnn sonar; do
-    if [ $job = qcnn ]; then cfg=$examples/qcnn.toml; sets=("${qcnn[@]}"); else
-      cfg=$examples/sonar_dressed.toml; sets=("${sonar[@]}"); fi
+  hybrid=(--set train.epochs=2 --set train.batch_size=24)
+  for job in qcnn sonar hybrid; do
+    case $job in
+    qcnn) cfg=$examples/qcnn.toml sets=("${qcnn[@]}") ;;
+    sonar) cfg=$examples/sonar_dressed.toml sets=("${sonar[@]}") ;;
+    hybrid) cfg=$examples/hybrid_breast_cancer.toml sets=("${hybrid[@]}") ;;
+    esac
     "$qmlsim" train "$cfg" "${sets[@]}" --run-dir "$work/$job-1" --quiet || fail "$job N=1"
     for n in 2 3 4; do
       "${mpi[@]}" -np $n "$qmlsim" train "$cfg" "${sets[@]}" --run-dir "$work/$job-$n" \

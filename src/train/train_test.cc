@@ -122,6 +122,29 @@ TEST_F(Training, QcnnHybridReachesNinetyPercentTestAccuracy) {
   }
 }
 
+TEST_F(Training, HybridKindTrainsAnOpenQasm3ModelOnBreastCancerData) {
+  // examples/hybrid_breast_cancer.toml: a CSV data set, a dense encoder, an
+  // OpenQASM 3 circuit with trainable inputs, two readouts and a head.
+  const std::string d = dir("hybrid");
+  ASSERT_EQ(run(config("hybrid_breast_cancer.toml", {}), d), 0);
+  const std::vector<double> acc = metric(d, "epoch", "val_accuracy");
+  const std::vector<double> loss = metric(d, "epoch", "loss");
+  ASSERT_EQ(acc.size(), 20u);
+  EXPECT_GE(acc.back(), 0.9);
+  EXPECT_LT(loss.back(), 0.5 * loss.front());
+  EXPECT_NE(read(d + "/config.toml").find("data_inputs = [ 'x' ]"), std::string::npos);
+  // A --set of a list, and the errors of a config that does not fit the circuit.
+  const std::string bad = dir("hybrid_bad");
+  EXPECT_THROW(run(config("hybrid_breast_cancer.toml", {"model.weights="}), bad), Error);
+  try {
+    run(config("hybrid_breast_cancer.toml", {"model.encoder=8:tanh"}), bad);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "model.encoder: 8 values per example reach the circuit, whose data inputs take 4");
+  }
+}
+
 TEST_F(Training, QaoaFollowsPennyLaneAndDescendsAtAStableStep) {
   // PennyLane 0.45.1 default.qubit, same graph, same initial parameters, plain
   // gradient descent with step 0.1 (scripts/crosscheck/qaoa_pennylane.py):
