@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -335,6 +336,40 @@ TEST(Cli, RunsQiskitOpenQasm3WithInputs) {
     EXPECT_NE(e.err.find(expect), std::string::npos) << flags << "\n" << e.err;
     EXPECT_EQ(e.err.find('\n'), e.err.size() - 1) << e.err;
   }
+}
+
+TEST(Cli, HybridTrainsAndInfersOnNewData) {
+  const std::string dir = (temp_dir() / "hybrid_run").string();
+  std::filesystem::remove_all(dir);
+  Result r = run("train " + kExamples + "/hybrid_breast_cancer.toml --set train.epochs=2 --quiet " +
+                 "--run-dir " + dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  // New rows: features only (no label column), with a header.
+  std::string rows = "h1";
+  for (int i = 2; i <= 30; ++i) rows += ",h" + std::to_string(i);
+  rows += "\n";
+  std::ifstream data(kExamples + "/data/breast_cancer.csv");
+  int kept = 0;
+  for (std::string line; std::getline(data, line) && kept < 4;) {
+    if (line.empty() || line[0] == '#' || line[0] == 'f') continue;
+    rows += line.substr(0, line.rfind(',')) + "\n";
+    ++kept;
+  }
+  const std::string in = write("new_rows.csv", rows);
+  const std::string out = (temp_dir() / "predictions.csv").string();
+  r = run("infer " + dir + " --data " + in + " --out " + out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("4 predictions written to"), std::string::npos) << r.out;
+  const std::string csv = read_file(out);
+  EXPECT_EQ(csv.rfind("prediction,class\n", 0), 0u) << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5) << csv;
+  r = run("infer " + dir + " --out " + out);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--out: needs --data"), std::string::npos) << r.err;
+  r = run("infer " + dir + " --data " + write("short.csv", "1,2,3\n"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("short.csv:1: 3 fields; the model takes 30 features"), std::string::npos)
+      << r.err;
 }
 
 }  // namespace

@@ -39,12 +39,16 @@ const std::vector<OptionSpec> kInferSpecs = {
     {"--config", "FILE", "config file (default: RUN_DIR/config.toml)"},
     {"--set", "KEY=VALUE", "override a config key", true},
     {"--backend", "cpu|cuda", "shorthand for --set job.backend=..."},
+    {"--data", "FILE", "hybrid jobs: predict the examples of this CSV file"},
+    {"--out", "FILE", "with --data: write the predictions there (CSV), not to stdout"},
     {"--help", "", "show this help"},
 };
 
 constexpr const char* kInferUsage =
     "qmlsim infer RUN_DIR | qmlsim infer --weights FILE --config FILE [--set KEY=VALUE ...]\n\n"
-    "QCNN and Sonar: predictions and labels of the test split, mean squared error, accuracy.\n"
+    "QCNN, Sonar and hybrid: predictions and labels of the test split, mean squared error,\n"
+    "accuracy. Hybrid with --data FILE [--out predictions.csv]: one prediction and class\n"
+    "(+1 or -1) per row of FILE, prepared (scaled) as the training data were.\n"
     "QAOA: the cost, the most probable cut and the optimum of the saved parameters.";
 
 const std::vector<OptionSpec> kPlanSpecs = {
@@ -149,7 +153,9 @@ int infer_command(const std::vector<std::string>& argv) {
   const std::string weights = args.get("--weights").value_or(dir + "/weights.h5");
   const io::Config config = train::load_job_config(config_path, sets_with_backend(args));
   if (!comm::Comm::world().root()) return 0;  // under mpirun, rank 0 alone answers
-  train::infer(config, weights, std::cout);
+  if (args.has("--out") && !args.has("--data")) throw Error("--out: needs --data");
+  train::infer(config, weights, std::cout, args.get("--data").value_or(""),
+               args.get("--out").value_or(""));
   return 0;
 }
 

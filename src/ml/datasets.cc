@@ -184,19 +184,75 @@ Dataset parse_table(std::istream& in, const std::string& path, int label,
   return d;
 }
 
-void standardize(Dataset& fit, Dataset& other) {
-  if (fit.size() == 0) return;
-  const std::size_t f = fit.x[0].size();
+void Scaling::apply(std::vector<double>& x) const {
+  for (std::size_t j = 0; j < x.size() && j < mean.size(); ++j) x[j] = (x[j] - mean[j]) * scale[j];
+}
+
+Scaling fit_scaling(const Dataset& d) {
+  Scaling s;
+  if (d.size() == 0) return s;
+  const std::size_t f = d.x[0].size();
   for (std::size_t j = 0; j < f; ++j) {
     double mean = 0, sq = 0;
-    for (const auto& x : fit.x) mean += x[j];
-    mean /= static_cast<double>(fit.size());
-    for (const auto& x : fit.x) sq += (x[j] - mean) * (x[j] - mean);
-    const double sd = std::sqrt(sq / static_cast<double>(fit.size()));
-    const double scale = sd > 0 ? 1 / sd : 1;
-    for (auto* set : {&fit, &other})
-      for (auto& x : set->x) x[j] = (x[j] - mean) * scale;
+    for (const auto& x : d.x) mean += x[j];
+    mean /= static_cast<double>(d.size());
+    for (const auto& x : d.x) sq += (x[j] - mean) * (x[j] - mean);
+    const double sd = std::sqrt(sq / static_cast<double>(d.size()));
+    s.mean.push_back(mean);
+    s.scale.push_back(sd > 0 ? 1 / sd : 1);
   }
+  return s;
+}
+
+Scaling standardize(Dataset& fit, Dataset& other) {
+  const Scaling s = fit_scaling(fit);
+  for (auto* set : {&fit, &other})
+    for (auto& x : set->x) s.apply(x);
+  return s;
+}
+
+std::vector<std::vector<double>> read_features(const std::string& path, int features, int label) {
+  std::ifstream in = open_or_throw(path);
+  std::vector<std::vector<double>> out;
+  std::string line;
+  int lineno = 0;
+  bool first = true;
+  while (std::getline(in, line)) {
+    ++lineno;
+    line = trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> fields;
+    std::stringstream ss(line);
+    for (std::string f; std::getline(ss, f, ',');) fields.push_back(trim(f));
+    const auto n = static_cast<int>(fields.size());
+    if (n != features && n != features + 1) {
+      fail(path, lineno,
+           std::to_string(n) + " fields; the model takes " + std::to_string(features) +
+               " features (and an optional label)");
+    }
+    const int skip = n == features ? -1 : (label < 0 ? n + label : label);
+    std::vector<double> x;
+    bool numeric = true;
+    for (int i = 0; i < n && numeric; ++i) {
+      if (i == skip) continue;
+      double v = 0;
+      if (!parse_number(fields[static_cast<std::size_t>(i)], v)) {
+        if (!first) {
+          fail(path, lineno,
+               "field " + std::to_string(i + 1) + ": '" + fields[static_cast<std::size_t>(i)] +
+                   "' is not a number");
+        }
+        numeric = false;
+      } else if (!std::isfinite(v)) {
+        fail(path, lineno, "field " + std::to_string(i + 1) + " is not a finite number");
+      }
+      x.push_back(v);
+    }
+    first = false;
+    if (numeric) out.push_back(std::move(x));
+  }
+  if (out.empty()) throw Error(path + ": no data rows");
+  return out;
 }
 
 Graph read_graph(const std::string& path, int nodes) {

@@ -46,9 +46,20 @@ Dataset read_table(const std::string& path, int label, const std::string& positi
 Dataset parse_table(std::istream& in, const std::string& path, int label,
                     const std::string& positive, bool regression);
 
-// Scales every feature of both sets by the first set's mean and standard
-// deviation (a feature with none is only centred).
-void standardize(Dataset& fit, Dataset& other);
+// Feature scaling to zero mean and unit standard deviation (a feature with
+// none is only centred), fitted on one set and applied to others.
+struct Scaling {
+  std::vector<double> mean, scale;
+  void apply(std::vector<double>& x) const;
+};
+Scaling fit_scaling(const Dataset& d);
+// Scales both sets with the first set's statistics; returns them.
+Scaling standardize(Dataset& fit, Dataset& other);
+
+// New examples for a trained model: CSV rows of `features` numbers, or of
+// features + 1 with the label in column `label` (ignored); a header row is
+// skipped. Errors as read_table's.
+std::vector<std::vector<double>> read_features(const std::string& path, int features, int label);
 
 // An undirected simple graph on nodes 0..nodes-1.
 struct Graph {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "backends/cuda/statevector.h"
 #include "circuit/qasm.h"
@@ -189,14 +190,24 @@ void make_hybrid_job(const io::Config& c, std::uint64_t seed, SupervisedJob& job
   const std::string circuit = c.get_string("model.circuit");
   if (circuit.empty()) c.fail("model.circuit", "needs the path of an OpenQASM 3 file");
   const bool regression = c.get_bool("data.regression");
-  ml::Dataset all = ml::read_table(data, static_cast<int>(c.get_int("data.label", -100000, 100000)),
-                                   c.get_string("data.positive"), regression);
+  const ml::Dataset all =
+      ml::read_table(data, static_cast<int>(c.get_int("data.label", -100000, 100000)),
+                     c.get_string("data.positive"), regression);
   Rng rng(seed);
   const ml::Dataset shuffled = all.subset(rng.permutation(all.size()));
   const double frac = c.get_double("data.test_fraction", 0, 0.99);
   const auto test = static_cast<std::size_t>(std::llround(frac * static_cast<double>(all.size())));
   auto [train, held] = shuffled.split(all.size() - test);
-  if (c.get_bool("data.standardize")) ml::standardize(train, held);
+  const int label = static_cast<int>(c.get_int("data.label", -100000, 100000));
+  const int features = static_cast<int>(train.x.empty() ? 0 : train.x[0].size());
+  std::optional<ml::Scaling> scaling;
+  if (c.get_bool("data.standardize")) scaling = ml::standardize(train, held);
+  job.read_examples = [scaling, features, label](const std::string& path) {
+    std::vector<std::vector<double>> x = ml::read_features(path, features, label);
+    if (scaling)
+      for (auto& row : x) scaling->apply(row);
+    return x;
+  };
   models::QasmHybridSpec spec;
   spec.program = read_qasm_file(circuit);
   spec.source = circuit;

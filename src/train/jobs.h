@@ -2,6 +2,7 @@
 // also the config schema), and how a resolved config becomes data and a model.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ struct SupervisedJob {
   std::unique_ptr<models::HybridModel> model;
   ml::Dataset train, test;
   ml::Loss loss;
+  // New examples from a file, prepared as the training data were (hybrid only).
+  std::function<std::vector<std::vector<double>>(const std::string& path)> read_examples;
 };
 SupervisedJob make_supervised_job(const io::Config& c);
 // The `hybrid` kind: a CSV data set and a model around an OpenQASM 3 circuit.

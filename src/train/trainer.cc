@@ -513,7 +513,8 @@ int train(const io::Config& config, const TrainOptions& options, std::ostream& o
   return train_supervised(config, options, out);
 }
 
-void infer(const io::Config& config, const std::string& weights, std::ostream& out) {
+void infer(const io::Config& config, const std::string& weights, std::ostream& out,
+           const std::string& data_path, const std::string& out_path) {
   const models::EvalOptions eval = eval_options(config);
   use_backend(eval, comm::Comm::world().local_rank());
   if (config.kind() == "qaoa") {
@@ -529,6 +530,32 @@ void infer(const io::Config& config, const std::string& weights, std::ostream& o
   }
   const SupervisedJob job = make_supervised_job(config);
   const std::vector<double> params = io::load_weights(weights, job.model->layout());
+  if (!data_path.empty()) {
+    if (!job.read_examples) throw Error("--data: only hybrid jobs take new data files");
+    ml::Dataset data;
+    for (std::vector<double>& x : job.read_examples(data_path)) data.add(std::move(x), 0.0);
+    std::vector<std::size_t> all(data.size());
+    std::iota(all.begin(), all.end(), std::size_t{0});
+    const std::vector<double> p = job.model->predict(params, data, all, eval);
+    std::ofstream file;
+    if (!out_path.empty()) {
+      file.open(out_path);
+      if (!file) throw Error("--out " + out_path + ": cannot write the file");
+    }
+    std::ostream& sink = out_path.empty() ? out : file;
+    sink << "prediction,class\n";
+    for (double v : p) {
+      char line[64];
+      std::snprintf(line, sizeof line, "%.9g,%+d\n", v, v >= 0 ? 1 : -1);
+      sink << line;
+    }
+    if (!out_path.empty()) {
+      file.close();
+      if (!file) throw Error("--out " + out_path + ": cannot write the file");
+      out << p.size() << " predictions written to " << out_path << "\n";
+    }
+    return;
+  }
   const bool has_test = job.test.size() > 0;
   const ml::Dataset& data = has_test ? job.test : job.train;
   std::vector<std::size_t> all(data.size());

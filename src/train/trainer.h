@@ -25,6 +25,10 @@ int train(const io::Config& config, const TrainOptions& options, std::ostream& o
 // Predictions of saved weights on the job's test split (QCNN, Sonar; the
 // training rows when there is no test split), or the cost and cut of saved
 // QAOA parameters.
-void infer(const io::Config& config, const std::string& weights, std::ostream& out);
+// With `data_path` (hybrid jobs): predictions for the examples of that CSV
+// file, one line each, written to `out_path` as CSV (prediction,class) or, when
+// it is empty, to `out`.
+void infer(const io::Config& config, const std::string& weights, std::ostream& out,
+           const std::string& data_path = "", const std::string& out_path = "");
 
 }  // namespace qmlsim::train
