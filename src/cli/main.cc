@@ -17,9 +17,9 @@ constexpr const char* kUsage =
 usage: qmlsim COMMAND [options]
 
 commands:
-  run CIRCUIT.qasm   simulate an OpenQASM 2.0 circuit: expectation values, samples
+  run CIRCUIT.qasm   simulate an OpenQASM 2.0 or 3 circuit: expectation values, samples
   bench              kernel timings as ratios to the measured memory-bandwidth bound
-  train CONFIG.toml  train a reference job (qaoa, qcnn, sonar): metrics, checkpoints, weights
+  train CONFIG.toml  train a job (qaoa, qcnn, sonar, or hybrid: your own OpenQASM 3 model)
   infer RUN_DIR      predictions (or the QAOA cut) of a trained run's weights
   plan CONFIG.toml   memory and time of a training run, calibrated on this machine
 
