@@ -61,7 +61,8 @@ TEST(Config, ErrorsNameTheLineAndKey) {
             "shuffle)");
   EXPECT_EQ(error_of("[job]\nkind = \"toy\"\n", {"rate"}),
             "--set rate: expected section.key=value");
-  EXPECT_EQ(error_of("[job]\nseed = 1\n"), "job.toml: missing key job.kind (qaoa, qcnn, sonar or hybrid)");
+  EXPECT_EQ(error_of("[job]\nseed = 1\n"),
+            "job.toml: missing key job.kind (qaoa, qcnn, sonar or hybrid)");
   EXPECT_EQ(error_of("[job]\nkind = \"big\"\n"), "job.toml:2: job.kind: unknown job kind 'big'");
   EXPECT_EQ(error_of("[job\n").substr(0, 11), "job.toml:1:");
   const Config c = parse("[job]\nkind = \"toy\"\nseed = 500\n");
