@@ -2,8 +2,9 @@
 
     dev = qml.device("qmlsim.qubit", wires=4, c_dtype=np.complex64, threads=2)
 
-- Native operations: the gate table's (PennyLane names); PennyLane's
-  preprocessing decomposes everything else.
+- Native operations: the gate table's (PennyLane names), PauliRot on Z words
+  and on a single X or Y, and operations with a matrix but no decomposition
+  (run as QubitUnitary); PennyLane's preprocessing decomposes everything else.
 - Expectation values of Pauli words and sums of them (``qml.Hamiltonian``,
   ``qml.sum``/``qml.prod``/``qml.s_prod`` of Paulis) run in C++ without forming
   the state in Python; every other measurement, and every finite-shot one, is
