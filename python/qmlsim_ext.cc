@@ -282,54 +282,56 @@ void for_each_item(std::size_t count, int n, const AdjointOptions& a, Fn&& fn) {
   if (error) std::rethrow_exception(error);
 }
 
-// <H_k> of many circuits on n qubits in one call: out[item][k].
-std::vector<std::vector<double>> expvals_batch(int n, const std::vector<std::vector<OpSpec>>& items,
-                                               const std::vector<std::vector<TermSpec>>& obs,
-                                               const Options& o) {
+// Runs fn(program, options, single precision) for every item of a batch with
+// the GIL released (states: how many each item holds, for the memory check).
+template <class Result, class Fn>
+std::vector<Result> run_batch(int n, const std::vector<std::vector<OpSpec>>& items, int states,
+                              const Options& o, Fn&& fn) {
   std::vector<Program> progs;
   for (const auto& item : items) progs.push_back(make_program(n, item));
-  SimulateRequest req;
-  req.observables = make_observables(obs);
   const bool f32 = single(o);
-  check_fits(n, f32, 1);
-  std::vector<std::vector<double>> out(items.size());
+  check_fits(n, f32, states);
+  std::vector<Result> out(items.size());
   nb::gil_scoped_release release;
   const AdjointOptions base = engine(o);
   for_each_item(items.size(), n, base, [&](std::size_t i, int threads) {
     AdjointOptions a = base;
     a.threads = threads;
     a.initial_state = progs[i].initial;
-    out[i] = f32 ? simulate<float>(progs[i].circuit, progs[i].theta, req, a).expvals
-                 : simulate<double>(progs[i].circuit, progs[i].theta, req, a).expvals;
+    out[i] = fn(progs[i], a, f32);
   });
   return out;
+}
+
+// <H_k> of many circuits on n qubits in one call: out[item][k].
+std::vector<std::vector<double>> expvals_batch(int n, const std::vector<std::vector<OpSpec>>& items,
+                                               const std::vector<std::vector<TermSpec>>& obs,
+                                               const Options& o) {
+  SimulateRequest req;
+  req.observables = make_observables(obs);
+  return run_batch<std::vector<double>>(
+      n, items, 1, o, [&](const Program& p, const AdjointOptions& a, bool f32) {
+        return f32 ? simulate<float>(p.circuit, p.theta, req, a).expvals
+                   : simulate<double>(p.circuit, p.theta, req, a).expvals;
+      });
 }
 
 // Jacobians of many circuits on n qubits in one call: out[item][k][parameter].
 std::vector<std::vector<std::vector<double>>> jacobian_batch(
     int n, const std::vector<std::vector<OpSpec>>& items,
     const std::vector<std::vector<TermSpec>>& obs, const Options& o) {
-  std::vector<Program> progs;
-  for (const auto& item : items) progs.push_back(make_program(n, item));
   const std::vector<PauliSum> h = make_observables(obs);
-  const bool f32 = single(o);
-  check_fits(n, f32, 2);
-  std::vector<std::vector<std::vector<double>>> out(items.size());
-  nb::gil_scoped_release release;
-  const AdjointOptions base = engine(o);
-  for_each_item(items.size(), n, base, [&](std::size_t i, int threads) {
-    AdjointOptions a = base;
-    a.threads = threads;
-    a.initial_state = progs[i].initial;
-    const Program& p = progs[i];
-    for (std::size_t k = 0; k < h.size(); ++k) {
-      std::vector<double> w(h.size(), 0.0);
-      w[k] = 1;
-      out[i].push_back(f32 ? adjoint_vjp<float>(p.circuit, p.theta, h, w, a).gradient
-                           : adjoint_vjp<double>(p.circuit, p.theta, h, w, a).gradient);
-    }
-  });
-  return out;
+  return run_batch<std::vector<std::vector<double>>>(
+      n, items, 2, o, [&](const Program& p, const AdjointOptions& a, bool f32) {
+        std::vector<std::vector<double>> rows;
+        for (std::size_t k = 0; k < h.size(); ++k) {
+          std::vector<double> w(h.size(), 0.0);
+          w[k] = 1;
+          rows.push_back(f32 ? adjoint_vjp<float>(p.circuit, p.theta, h, w, a).gradient
+                             : adjoint_vjp<double>(p.circuit, p.theta, h, w, a).gradient);
+        }
+        return rows;
+      });
 }
 
 }  // namespace
