@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include "backends/cuda/statevector.h"
 #include "core/error.h"
+#include "core/rng.h"
 #include "io/checkpoint.h"
 #include "train/jobs.h"
 #include "train/progress.h"
@@ -143,6 +145,31 @@ TEST_F(Training, HybridKindTrainsAnOpenQasm3ModelOnBreastCancerData) {
     EXPECT_EQ(std::string(e.what()),
               "model.encoder: 8 values per example reach the circuit, whose data inputs take 4");
   }
+}
+
+TEST_F(Training, HybridKindTrainsACircuitExportedByQiskit) {
+  // examples/circuits/qiskit_params.qasm, written by qiskit.qasm3.dumps: its
+  // input `theta` takes the data, the other inputs (one named β) are trained.
+  std::string csv = "theta,label\n";
+  Rng rng(3);
+  for (int i = 0; i < 40; ++i) {
+    const double t = rng.uniform(-3, 3);
+    csv += std::to_string(t) + (std::abs(t) < 1.5 ? ",1\n" : ",0\n");
+  }
+  fs::create_directories(dir("qiskit"));
+  std::ofstream(dir("qiskit/data.csv")) << csv;
+  std::ofstream(dir("qiskit/job.toml"))
+      << "[job]\nkind = \"hybrid\"\n[data]\npath = \"data.csv\"\nstandardize = false\n"
+      << "[model]\ncircuit = \"" << QMLSIM_EXAMPLES << "/circuits/qiskit_params.qasm\"\n"
+      << "data_inputs = [\"theta\"]\nweights = [\"_w_0_\", \"_w_1_\", \"_w_2_\", \"_w_3_\", "
+      << "\"β\"]\nreadouts = [\"Z0\", \"X1\"]\nhead = [\"1\"]\n"
+      << "[train]\nepochs = 30\nlearning_rate = 0.05\nbatch_size = 8\n";
+  const std::string d = dir("qiskit/run");
+  ASSERT_EQ(run(load_job_config(dir("qiskit/job.toml"), {}), d), 0);
+  const std::vector<double> loss = metric(d, "epoch", "loss");
+  ASSERT_EQ(loss.size(), 30u);
+  EXPECT_LT(loss.back(), 0.5 * loss.front());
+  EXPECT_GE(metric(d, "epoch", "accuracy").back(), 0.9);
 }
 
 TEST_F(Training, QaoaFollowsPennyLaneAndDescendsAtAStableStep) {
