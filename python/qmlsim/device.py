@@ -113,7 +113,7 @@ def _pauli_terms(obs, n: int):
         return None
     terms = []
     for word, coeff in rep.items():
-        c = complex(qml.math.unwrap(coeff)) if not isinstance(coeff, (int, float)) else complex(coeff)
+        c = complex(qml.math.unwrap(coeff))
         if abs(c.imag) > 1e-12 or not np.isfinite(c.real):
             return None
         x = z = 0

@@ -59,16 +59,17 @@ std::vector<BoundGate> forward_gates(const std::vector<TapeStep>& tape, int fusi
 // holding the options' initial state when `initial` (the forward pass's start).
 template <class SV>
 SV make_state(int n, const AdjointOptions& o, bool initial = false) {
-  if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>) {
-    SV sv(n, o.threads);
-    if (o.chunk_qubits >= 0) sv.set_chunk_qubits(o.chunk_qubits);
-    if (initial) detail::set_initial_state(sv, o);
-    return sv;
-  } else {
-    SV sv(n);
-    if (initial) detail::set_initial_state(sv, o);
-    return sv;
-  }
+  SV sv = [&] {
+    if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>) {
+      SV s(n, o.threads);
+      if (o.chunk_qubits >= 0) s.set_chunk_qubits(o.chunk_qubits);
+      return s;
+    } else {
+      return SV(n);
+    }
+  }();
+  if (initial) detail::set_initial_state(sv, o);
+  return sv;
 }
 
 PauliSum weighted_sum(const std::vector<PauliSum>& obs, std::span<const double> w) {

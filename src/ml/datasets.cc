@@ -29,6 +29,14 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
 }
 
+// The comma-separated fields of a CSV line, each trimmed.
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> fields;
+  std::stringstream ss(line);
+  for (std::string f; std::getline(ss, f, ',');) fields.push_back(trim(f));
+  return fields;
+}
+
 }  // namespace
 
 Dataset Dataset::subset(const std::vector<std::size_t>& index) const {
@@ -57,9 +65,7 @@ Dataset parse_sonar(std::istream& in, const std::string& path) {
     ++lineno;
     line = trim(line);
     if (line.empty()) continue;
-    std::vector<std::string> fields;
-    std::stringstream ss(line);
-    for (std::string f; std::getline(ss, f, ',');) fields.push_back(trim(f));
+    const std::vector<std::string> fields = csv_fields(line);
     if (fields.size() != 61)
       fail(path, lineno,
            "expected 60 features and a label, found " + std::to_string(fields.size()) + " fields");
@@ -112,9 +118,7 @@ Dataset parse_table(std::istream& in, const std::string& path, int label,
     if (line.empty() || line[0] == '#') continue;
     const bool may_be_header = first;
     first = false;
-    std::vector<std::string> fields;
-    std::stringstream ss(line);
-    for (std::string f; std::getline(ss, f, ',');) fields.push_back(trim(f));
+    const std::vector<std::string> fields = csv_fields(line);
     if (fields.size() < 2) fail(path, lineno, "needs at least one feature and a label");
     if (width == 0) width = fields.size();
     if (fields.size() != width) {
@@ -221,9 +225,7 @@ std::vector<std::vector<double>> read_features(const std::string& path, int feat
     ++lineno;
     line = trim(line);
     if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> fields;
-    std::stringstream ss(line);
-    for (std::string f; std::getline(ss, f, ',');) fields.push_back(trim(f));
+    const std::vector<std::string> fields = csv_fields(line);
     const auto n = static_cast<int>(fields.size());
     if (n != features && n != features + 1) {
       fail(path, lineno,

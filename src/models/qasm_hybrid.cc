@@ -132,19 +132,20 @@ void QasmHybrid::head_backward(std::span<const double> params, std::span<const d
   backward(head_, params, t, {d_prediction}, grad, d_expvals);
 }
 
-std::vector<double> QasmHybrid::slots(std::vector<double> theta) const {
+std::vector<double> QasmHybrid::program_inputs(std::span<const double> theta) const {
   std::vector<double> x(theta_to_input_.size());
   for (std::size_t i = 0; i < theta.size(); ++i)
     x[static_cast<std::size_t>(theta_to_input_[i])] = theta[i];
-  return spec_.program.angles_at(x);
+  return x;
+}
+
+std::vector<double> QasmHybrid::slots(std::vector<double> theta) const {
+  return spec_.program.angles_at(program_inputs(theta));
 }
 
 std::vector<double> QasmHybrid::slots_backward(std::span<const double> theta,
                                                std::vector<double> d_slots) const {
-  std::vector<double> x(theta_to_input_.size());
-  for (std::size_t i = 0; i < theta.size(); ++i)
-    x[static_cast<std::size_t>(theta_to_input_[i])] = theta[i];
-  const std::vector<double> dx = spec_.program.input_gradient(x, d_slots);
+  const std::vector<double> dx = spec_.program.input_gradient(program_inputs(theta), d_slots);
   std::vector<double> d_theta(theta.size());
   for (std::size_t i = 0; i < theta.size(); ++i)
     d_theta[i] = dx[static_cast<std::size_t>(theta_to_input_[i])];

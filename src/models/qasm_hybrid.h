@@ -66,6 +66,9 @@ class QasmHybrid : public HybridModel {
                        const Trace& t, std::vector<double> dy, std::span<double> grad,
                        std::span<double> dx);
 
+  // theta (weights, then data inputs, as listed) in the program's input order.
+  std::vector<double> program_inputs(std::span<const double> theta) const;
+
   QasmHybridSpec spec_;
   std::vector<ml::Dense> encoder_, head_;
   std::vector<int> theta_to_input_;  // theta index -> index among the program's input values
