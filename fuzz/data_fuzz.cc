@@ -4,6 +4,7 @@
 // (60 finite features and a label of +-1 per row; edges u < v, distinct, ids
 // within the node count), or an Error located at a line of the source
 // ("fuzz.data:line: ...") or naming it, free of control bytes.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -45,19 +46,31 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const qmlsim::Error& e) {
     check_error(e);
   }
-  for (const bool regression : {false, true}) {
-    try {
-      std::istringstream in(text);
-      const qmlsim::ml::Dataset d = qmlsim::ml::parse_table(in, "fuzz.data", -1, "", regression);
-      for (std::size_t i = 0; i < d.size(); ++i) {
-        if (d.x[i].size() != d.x[0].size()) finding("ragged rows accepted", std::to_string(i));
-        for (double v : d.x[i])
-          if (!std::isfinite(v)) finding("non-finite feature", std::to_string(v));
-        if (!std::isfinite(d.y[i]) || (!regression && d.y[i] != 1.0 && d.y[i] != -1.0))
-          finding("bad label", std::to_string(d.y[i]));
+  using Kind = qmlsim::ml::LabelRule::Kind;
+  for (const Kind kind : {Kind::kBinary, Kind::kRegression, Kind::kClasses}) {
+    for (const bool npy : {false, true}) {
+      try {
+        qmlsim::ml::LabelRule rule;
+        rule.kind = kind;
+        std::istringstream in(text);
+        const qmlsim::ml::Dataset d =
+            npy ? qmlsim::ml::label_table(qmlsim::ml::parse_npy_table(text, "fuzz.npy", -1), rule)
+                : qmlsim::ml::parse_table(in, "fuzz.data", -1, rule);
+        double classes = 0;
+        for (std::size_t i = 0; i < d.size(); ++i) classes = std::max(classes, d.y[i] + 1);
+        for (std::size_t i = 0; i < d.size(); ++i) {
+          if (d.x[i].size() != d.x[0].size()) finding("ragged rows accepted", std::to_string(i));
+          for (double v : d.x[i])
+            if (!std::isfinite(v)) finding("non-finite feature", std::to_string(v));
+          const double y = d.y[i];
+          const bool ok = kind == Kind::kRegression ? std::isfinite(y)
+                          : kind == Kind::kBinary   ? y == 1.0 || y == -1.0
+                                                    : y >= 0 && y == std::floor(y) && classes >= 2;
+          if (!ok) finding("bad label", std::to_string(y));
+        }
+      } catch (const qmlsim::Error& e) {
+        check_error(e);
       }
-    } catch (const qmlsim::Error& e) {
-      check_error(e);
     }
   }
   for (int nodes : {0, 18}) {

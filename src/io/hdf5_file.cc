@@ -41,12 +41,14 @@ void write_dataset(hid_t file, const std::string& path, const std::string& name,
 
 template <class T>
 std::vector<T> read_dataset(hid_t file, const std::string& path, const std::string& name,
-                            hid_t mem_type, H5T_class_t cls, std::vector<int>* shape) {
+                            hid_t mem_type, H5T_class_t cls, std::vector<int>* shape,
+                            H5T_class_t also = H5T_NO_CLASS) {
   if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) fail(path, "missing dataset '" + name + "'");
   const hid_t ds = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
   if (ds < 0) fail(path, "'" + name + "' is not a dataset");
   const hid_t type = H5Dget_type(ds);
-  const bool ok = H5Tget_class(type) == cls;
+  const H5T_class_t found = H5Tget_class(type);
+  const bool ok = found == cls || (also != H5T_NO_CLASS && found == also);
   H5Tclose(type);
   const hid_t space = H5Dget_space(ds);
   const int rank = H5Sget_simple_extent_ndims(space);
@@ -57,8 +59,16 @@ std::vector<T> read_dataset(hid_t file, const std::string& path, const std::stri
     H5Dclose(ds);
     fail(path, "dataset '" + name + "' has the wrong type");
   }
+  // Declared sizes are untrusted: at most 2^31 values (16 GiB of doubles) are read.
+  constexpr std::size_t kMaxValues = std::size_t{1} << 31;
   std::size_t count = 1;
-  for (hsize_t d : dims) count *= static_cast<std::size_t>(d);
+  for (hsize_t d : dims) {
+    if (d > kMaxValues || (d > 0 && count > kMaxValues / d)) {
+      H5Dclose(ds);
+      fail(path, "dataset '" + name + "' is too large (over 2^31 values)");
+    }
+    count *= static_cast<std::size_t>(d);
+  }
   std::vector<T> out(count);
   const herr_t st = count ? H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) : 0;
   H5Dclose(ds);
@@ -140,6 +150,11 @@ void H5Reader::require(const std::string& name) const {
 std::vector<double> H5Reader::doubles(const std::string& name, std::vector<int>* shape) const {
   require(name);
   return read_dataset<double>(file_, path_, name, H5T_NATIVE_DOUBLE, H5T_FLOAT, shape);
+}
+
+std::vector<double> H5Reader::numbers(const std::string& name, std::vector<int>* shape) const {
+  require(name);
+  return read_dataset<double>(file_, path_, name, H5T_NATIVE_DOUBLE, H5T_FLOAT, shape, H5T_INTEGER);
 }
 
 std::vector<std::int64_t> H5Reader::int64s(const std::string& name) const {

@@ -41,6 +41,8 @@ class H5Reader {
   bool has(const std::string& name) const;
   // Error when absent or of another type; `shape` receives the dimensions.
   std::vector<double> doubles(const std::string& name, std::vector<int>* shape = nullptr) const;
+  // Floating-point or integer data, as doubles.
+  std::vector<double> numbers(const std::string& name, std::vector<int>* shape = nullptr) const;
   std::vector<std::int64_t> int64s(const std::string& name) const;
   std::vector<std::uint64_t> uint64s(const std::string& name) const;
   std::string attribute(const std::string& name) const;

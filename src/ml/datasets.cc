@@ -1,7 +1,11 @@
 #include "ml/datasets.h"
 
+#include <algorithm>
+#include <bit>
 #include <charconv>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <numbers>
 #include <numeric>
@@ -85,10 +89,9 @@ Dataset parse_sonar(std::istream& in, const std::string& path) {
   return d;
 }
 
-Dataset read_table(const std::string& path, int label, const std::string& positive,
-                   bool regression) {
-  std::ifstream in = open_or_throw(path);
-  return parse_table(in, path, label, positive, regression);
+std::string RawTable::where(std::size_t i) const {
+  return numbered_by_line ? path + ":" + std::to_string(rows[i])
+                          : path + ": row " + std::to_string(rows[i]);
 }
 
 namespace {
@@ -100,14 +103,9 @@ bool parse_number(const std::string& f, double& v) {
 
 }  // namespace
 
-Dataset parse_table(std::istream& in, const std::string& path, int label,
-                    const std::string& positive, bool regression) {
-  struct Row {
-    std::vector<double> x;
-    std::string label;
-    int line;
-  };
-  std::vector<Row> rows;
+RawTable parse_csv_table(std::istream& in, const std::string& path, int label) {
+  RawTable t;
+  t.path = path;
   std::size_t width = 0;
   std::string line;
   int lineno = 0;
@@ -133,7 +131,7 @@ Dataset parse_table(std::istream& in, const std::string& path, int label,
                " columns)");
     }
     const std::size_t lc = static_cast<std::size_t>(label < 0 ? n + label : label);
-    Row r{{}, fields[lc], lineno};
+    std::vector<double> x;
     bool numeric = true;
     for (std::size_t i = 0; i < width; ++i) {
       if (i == lc) continue;
@@ -150,42 +148,247 @@ Dataset parse_table(std::istream& in, const std::string& path, int label,
         fail(path, lineno,
              "field " + std::to_string(i + 1) + ": '" + fields[i] + "' is not a finite number");
       }
-      r.x.push_back(v);
+      x.push_back(v);
     }
     if (!numeric) continue;  // the header
-    rows.push_back(std::move(r));
+    t.x.push_back(std::move(x));
+    t.labels.push_back(fields[lc]);
+    t.rows.push_back(lineno);
   }
-  if (rows.empty()) throw Error(path + ": no data rows");
+  if (t.x.empty()) throw Error(path + ": no data rows");
+  return t;
+}
+
+namespace {
+
+// The value of key `key` in a .npy header (a Python dict literal), as text up
+// to the next top-level comma or closing brace.
+std::string npy_field(const std::string& header, const std::string& key, const std::string& path) {
+  std::size_t at = std::string::npos;
+  for (const char q : {'\'', '"'}) {
+    at = header.find(q + key + q);
+    if (at != std::string::npos) break;
+  }
+  if (at == std::string::npos) throw Error(path + ": .npy header has no '" + key + "'");
+  std::size_t i = header.find(':', at);
+  if (i == std::string::npos) throw Error(path + ": malformed .npy header");
+  ++i;
+  int depth = 0;
+  std::string v;
+  for (; i < header.size(); ++i) {
+    const char c = header[i];
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (depth == 0 && (c == ',' || c == '}')) break;
+    v += c;
+  }
+  return trim(v);
+}
+
+}  // namespace
+
+RawTable parse_npy_table(std::string_view bytes, const std::string& path, int label) {
+  auto bad = [&](const std::string& what) -> Error { return Error(path + ": " + what); };
+  if (bytes.size() < 10 || bytes.substr(0, 6) != "\x93NUMPY")
+    throw bad("not a NumPy .npy file (no \\x93NUMPY magic)");
+  const auto byte = [&](std::size_t i) { return static_cast<std::uint8_t>(bytes[i]); };
+  const int major = byte(6);
+  if (major < 1 || major > 3) throw bad(".npy format version " + std::to_string(major));
+  std::size_t header_len = 0, data_at = 0;
+  if (major == 1) {
+    header_len = byte(8) | std::size_t{byte(9)} << 8;
+    data_at = 10 + header_len;
+  } else {
+    if (bytes.size() < 12) throw bad("truncated .npy header");
+    header_len = byte(8) | std::size_t{byte(9)} << 8 | std::size_t{byte(10)} << 16 |
+                 std::size_t{byte(11)} << 24;
+    data_at = 12 + header_len;
+  }
+  if (data_at > bytes.size()) throw bad("truncated .npy header");
+  const std::string header(bytes.substr(data_at - header_len, header_len));
+  // descr: '<f8', '|u1', ...
+  const std::string descr = npy_field(header, "descr", path);
+  if (descr.size() < 5 || (descr.front() != '\'' && descr.front() != '"') ||
+      descr.back() != descr.front())
+    throw bad("unsupported .npy dtype " + descr);
+  const char order = descr[1], kind = descr[2];
+  int size = 0;
+  const std::string size_text = descr.substr(3, descr.size() - 4);
+  const auto [p, ec] = std::from_chars(size_text.data(), size_text.data() + size_text.size(), size);
+  const bool sized = ec == std::errc() && p == size_text.data() + size_text.size();
+  if (order == '>') throw bad("big-endian .npy arrays are not supported (dtype " + descr + ")");
+  if (!sized || (order != '<' && order != '|' && order != '=') ||
+      !((kind == 'f' && (size == 4 || size == 8)) ||
+        ((kind == 'i' || kind == 'u') && (size == 1 || size == 2 || size == 4 || size == 8))))
+    throw bad("unsupported .npy dtype " + descr + " (float32/64 or integers)");
+  const std::string fortran = npy_field(header, "fortran_order", path);
+  if (fortran != "True" && fortran != "False") throw bad("malformed .npy fortran_order");
+  const std::string shape = npy_field(header, "shape", path);
+  std::vector<std::uint64_t> dims;
+  {
+    std::string digits;
+    for (const char c : shape + ",") {
+      if (c >= '0' && c <= '9') {
+        digits += c;
+      } else if (c == ',' || c == ')') {
+        if (!digits.empty()) {
+          if (digits.size() > 12) throw bad(".npy shape " + shape + " is too large");
+          dims.push_back(std::stoull(digits));
+        }
+        digits.clear();
+      } else if (c != '(' && c != ' ' && c != 'L') {
+        throw bad("malformed .npy shape " + shape);
+      }
+    }
+  }
+  if (dims.size() != 2)
+    throw bad(".npy array of shape " + shape + "; expected 2-D (rows, columns)");
+  const std::uint64_t rows = dims[0], cols = dims[1];
+  if (rows == 0) throw bad("no data rows");
+  if (cols < (label == kNoLabel ? 1u : 2u))
+    throw bad(std::to_string(cols) + " columns; needs at least one feature and a label");
+  const std::uint64_t data_bytes = bytes.size() - data_at;
+  if (cols > data_bytes || rows > data_bytes / cols / static_cast<std::uint64_t>(size) ||
+      rows * cols * static_cast<std::uint64_t>(size) != data_bytes)
+    throw bad("shape " + shape + " of " + descr + " needs " +
+              (cols > data_bytes || rows > data_bytes ? std::string("more")
+                                                      : std::to_string(rows * cols * size)) +
+              " data bytes, the file has " + std::to_string(data_bytes));
+  const int n = static_cast<int>(cols);
+  if (label != kNoLabel && (label >= n || label < -n))
+    throw bad("label column " + std::to_string(label) + " does not exist (" + std::to_string(n) +
+              " columns)");
+  const std::size_t lc =
+      label == kNoLabel ? SIZE_MAX : static_cast<std::size_t>(label < 0 ? n + label : label);
+  const char* data = bytes.data() + data_at;
+  const bool col_major = fortran == "True";
+  auto value = [&](std::uint64_t r, std::uint64_t c) {
+    const std::uint64_t i = col_major ? c * rows + r : r * cols + c;
+    const char* at = data + i * static_cast<std::uint64_t>(size);
+    std::uint64_t u = 0;  // little-endian bytes
+    for (int b = size; b-- > 0;) u = u << 8 | static_cast<std::uint8_t>(at[b]);
+    if (kind == 'f') {
+      if (size == 8) return std::bit_cast<double>(u);
+      return static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(u)));
+    }
+    if (kind == 'u') return static_cast<double>(u);
+    const int shift = 64 - 8 * size;  // sign-extend
+    return static_cast<double>(static_cast<std::int64_t>(u << shift) >> shift);
+  };
+  RawTable t;
+  t.path = path;
+  t.numbered_by_line = false;
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    std::vector<double> x;
+    for (std::uint64_t c = 0; c < cols; ++c) {
+      const double v = value(r, c);
+      if (!std::isfinite(v))
+        throw bad("row " + std::to_string(r + 1) + ", column " + std::to_string(c + 1) +
+                  ": not a finite number");
+      if (c == lc) {
+        char text[32];
+        const auto res = std::to_chars(text, text + sizeof text, v);
+        t.labels.emplace_back(text, res.ptr);
+      } else {
+        x.push_back(v);
+      }
+    }
+    t.x.push_back(std::move(x));
+    t.rows.push_back(static_cast<int>(std::min<std::uint64_t>(r + 1, INT32_MAX)));
+  }
+  return t;
+}
+
+RawTable read_raw_table(const std::string& path, int label) {
+  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot open file");
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    return parse_npy_table(bytes.str(), path, label);
+  }
+  std::ifstream in = open_or_throw(path);
+  return parse_csv_table(in, path, label);
+}
+
+namespace {
+
+// Distinct labels, sorted numerically when all are numbers, else as text.
+std::vector<std::string> sorted_classes(const std::vector<std::string>& labels) {
+  const std::set<std::string> distinct(labels.begin(), labels.end());
+  std::vector<std::string> out(distinct.begin(), distinct.end());
+  std::vector<std::pair<double, std::string>> numbers;
+  for (const std::string& c : out) {
+    double v = 0;
+    if (!parse_number(c, v)) return out;
+    numbers.push_back({v, c});
+  }
+  std::sort(numbers.begin(), numbers.end());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = numbers[i].second;
+  return out;
+}
+
+}  // namespace
+
+Dataset label_table(RawTable t, const LabelRule& rule, std::vector<std::string>* names) {
   Dataset d;
-  if (regression) {
-    for (Row& r : rows) {
+  if (rule.kind == LabelRule::Kind::kRegression) {
+    for (std::size_t i = 0; i < t.x.size(); ++i) {
       double y = 0;
-      if (!parse_number(r.label, y) || !std::isfinite(y))
-        fail(path, r.line, "label '" + r.label + "' is not a finite number");
-      d.add(std::move(r.x), y);
+      if (!parse_number(t.labels[i], y) || !std::isfinite(y))
+        throw Error(t.where(i) + ": label '" + t.labels[i] + "' is not a finite number");
+      d.add(std::move(t.x[i]), y);
     }
     return d;
   }
-  std::set<std::string> classes;
-  for (const Row& r : rows) classes.insert(r.label);
-  std::string plus = positive;
+  if (rule.kind == LabelRule::Kind::kClasses) {
+    const std::vector<std::string> classes =
+        rule.classes.empty() ? sorted_classes(t.labels) : rule.classes;
+    if (classes.size() < 2) {
+      throw Error(t.path + ": " + std::to_string(classes.size()) +
+                  " class in the label column; a classifier needs at least two");
+    }
+    std::string list;
+    for (const std::string& c : classes) list += (list.empty() ? "" : ", ") + c;
+    for (std::size_t i = 0; i < t.x.size(); ++i) {
+      const auto at = std::find(classes.begin(), classes.end(), t.labels[i]);
+      if (at == classes.end())
+        throw Error(t.where(i) + ": label '" + t.labels[i] + "' is not one of the classes (" +
+                    list + ")");
+      d.add(std::move(t.x[i]), static_cast<double>(at - classes.begin()));
+    }
+    if (names) *names = classes;
+    return d;
+  }
+  const std::vector<std::string> classes = sorted_classes(t.labels);
+  std::string plus = rule.positive;
   if (plus.empty()) {
     if (classes.size() != 2) {
-      throw Error(path + ": " + std::to_string(classes.size()) +
+      throw Error(t.path + ": " + std::to_string(classes.size()) +
                   " classes in the label column; a binary classifier needs two");
     }
-    const std::string a = *classes.begin(), b = *classes.rbegin();
-    double va = 0, vb = 0;
-    plus = parse_number(a, va) && parse_number(b, vb) ? (va > vb ? a : b) : b;
-  } else if (!classes.count(plus)) {
-    throw Error(path + ": no row has the positive label '" + plus + "'");
+    plus = classes[1];
+  } else if (std::find(classes.begin(), classes.end(), plus) == classes.end()) {
+    throw Error(t.path + ": no row has the positive label '" + plus + "'");
   }
-  for (Row& r : rows) {
-    if (r.label != plus && classes.size() > 2 && positive.empty())
-      fail(path, r.line, "a third class '" + r.label + "'");
-    d.add(std::move(r.x), r.label == plus ? 1.0 : -1.0);
+  std::string minus;
+  for (std::size_t i = 0; i < t.x.size(); ++i) {
+    if (t.labels[i] != plus && classes.size() > 2 && rule.positive.empty())
+      throw Error(t.where(i) + ": a third class '" + t.labels[i] + "'");
+    if (t.labels[i] != plus && minus.empty()) minus = t.labels[i];
+    d.add(std::move(t.x[i]), t.labels[i] == plus ? 1.0 : -1.0);
   }
+  if (names) *names = {classes.size() == 2 ? minus : "not " + plus, plus};
   return d;
+}
+
+Dataset read_table(const std::string& path, int label, const LabelRule& rule,
+                   std::vector<std::string>* classes) {
+  return label_table(read_raw_table(path, label), rule, classes);
+}
+
+Dataset parse_table(std::istream& in, const std::string& path, int label, const LabelRule& rule) {
+  return label_table(parse_csv_table(in, path, label), rule);
 }
 
 void Scaling::apply(std::vector<double>& x) const {
@@ -216,6 +419,20 @@ Scaling standardize(Dataset& fit, Dataset& other) {
 }
 
 std::vector<std::vector<double>> read_features(const std::string& path, int features, int label) {
+  if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0) {
+    RawTable t = read_raw_table(path, kNoLabel);
+    const auto n = static_cast<int>(t.x[0].size());
+    if (n != features && n != features + 1) {
+      throw Error(path + ": " + std::to_string(n) + " columns; the model takes " +
+                  std::to_string(features) + " features (and an optional label)");
+    }
+    if (n == features + 1) {
+      const int skip = label < 0 ? n + label : label;
+      if (skip < 0 || skip >= n) throw Error(path + ": no label column " + std::to_string(label));
+      for (std::vector<double>& x : t.x) x.erase(x.begin() + skip);
+    }
+    return std::move(t.x);
+  }
   std::ifstream in = open_or_throw(path);
   std::vector<std::vector<double>> out;
   std::string line;

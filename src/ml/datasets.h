@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <istream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -13,7 +14,8 @@
 
 namespace qmlsim::ml {
 
-// Examples with one label each in {-1, +1}.
+// Examples with one label each: {-1, +1} for two classes, a class index for
+// several, a number for regression.
 struct Dataset {
   std::vector<std::vector<double>> x;
   std::vector<double> y;
@@ -34,17 +36,53 @@ Dataset read_sonar(const std::string& path);
 // The same from a stream; `path` names it in messages.
 Dataset parse_sonar(std::istream& in, const std::string& path);
 
+// A table's examples before their labels are interpreted: numeric features,
+// the label as text (a number's shortest form in binary formats), and where
+// each row is, for messages.
+struct RawTable {
+  std::string path;
+  bool numbered_by_line = true;  // rows[i] is a text line, else a 1-based row index
+  std::vector<std::vector<double>> x;
+  std::vector<std::string> labels;
+  std::vector<int> rows;
+  // "path:LINE" or "path: row N".
+  std::string where(std::size_t i) const;
+};
+
+// How labels become y. kBinary: two classes map to {-1, +1}; `positive` names
+// the +1 class, or when empty the larger of the two (numerically if both are
+// numbers, else as text). kRegression: the labels' numbers. kClasses: class
+// indices 0..K-1 in the order of `classes`, or when empty of the distinct labels
+// sorted (numerically if all are numbers, else as text); at least two classes.
+struct LabelRule {
+  enum class Kind { kBinary, kRegression, kClasses };
+  Kind kind = Kind::kBinary;
+  std::string positive;
+  std::vector<std::string> classes;
+};
+// Errors "where: message" for a label outside the classes, a third class, a
+// single class, a regression label that is not a finite number. `classes`
+// (optional) receives the class names by y: kBinary {-1 class, +1 class},
+// kClasses in index order.
+Dataset label_table(RawTable t, const LabelRule& rule, std::vector<std::string>* classes = nullptr);
+
 // A CSV table: one example per row, numeric features, the label in column
 // `label` (0-based; negative counts from the end: -1 is the last). A first row
-// whose features are not all numbers is a header and skipped. `regression`:
-// labels are the column's numbers. Otherwise two classes, as text, map to
-// {-1, +1}: `positive` names the +1 class, or when empty the larger of the two
-// (numerically if both are numbers, else as text). NaN or infinite values, rows
-// of another width, a third class or a single one are errors "file:line: ...".
-Dataset read_table(const std::string& path, int label, const std::string& positive,
-                   bool regression);
-Dataset parse_table(std::istream& in, const std::string& path, int label,
-                    const std::string& positive, bool regression);
+// whose features are not all numbers is a header and skipped. NaN or infinite
+// values, rows of another width and no rows at all are errors "file:line: ...".
+RawTable parse_csv_table(std::istream& in, const std::string& path, int label);
+// A NumPy .npy file holding one 2-D numeric array (float32/64, signed or
+// unsigned integers of 1-8 bytes, little-endian, C or Fortran order): one
+// example per row, the label in column `label` as for CSV; kNoLabel: every
+// column is a feature (labels empty). Errors name the file and the row.
+inline constexpr int kNoLabel = 1 << 30;
+RawTable parse_npy_table(std::string_view bytes, const std::string& path, int label);
+// CSV, or .npy when the name ends in ".npy".
+RawTable read_raw_table(const std::string& path, int label);
+
+Dataset read_table(const std::string& path, int label, const LabelRule& rule,
+                   std::vector<std::string>* classes = nullptr);
+Dataset parse_table(std::istream& in, const std::string& path, int label, const LabelRule& rule);
 
 // Feature scaling to zero mean and unit standard deviation (a feature with
 // none is only centred), fitted on one set and applied to others.
@@ -56,9 +94,9 @@ Scaling fit_scaling(const Dataset& d);
 // Scales both sets with the first set's statistics; returns them.
 Scaling standardize(Dataset& fit, Dataset& other);
 
-// New examples for a trained model: CSV rows of `features` numbers, or of
-// features + 1 with the label in column `label` (ignored); a header row is
-// skipped. Errors as read_table's.
+// New examples for a trained model: CSV or .npy rows of `features` numbers, or
+// of features + 1 with the label in column `label` (ignored); a CSV header row
+// is skipped. Errors as read_table's.
 std::vector<std::vector<double>> read_features(const std::string& path, int features, int label);
 
 // An undirected simple graph on nodes 0..nodes-1.

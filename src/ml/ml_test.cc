@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "core/error.h"
@@ -80,6 +81,32 @@ TEST(Loss, DerivativesMatchFiniteDifferences) {
   EXPECT_THROW(Loss::parse("l1", 0, "train.loss"), Error);
   EXPECT_EQ(correct(0.2, 1.0), 1.0);
   EXPECT_EQ(correct(-0.2, 1.0), 0.0);
+}
+
+TEST(Loss, CategoricalCrossEntropyOnLogits) {
+  const Loss l = Loss::parse("cce", 0, "loss");
+  EXPECT_TRUE(l.categorical());
+  const std::vector<double> p = {0.3, -1.2, 2.5};
+  for (double y : {0.0, 1.0, 2.0}) {
+    // Independent value: -log softmax(p)[y] from the definition.
+    const double z = std::exp(0.3) + std::exp(-1.2) + std::exp(2.5);
+    EXPECT_NEAR(l.value(p, y), -std::log(std::exp(p[static_cast<std::size_t>(y)]) / z), 1e-14);
+    std::vector<double> d(3);
+    l.derivative(p, y, d);
+    for (std::size_t k = 0; k < 3; ++k) {
+      const double h = 1e-6;
+      auto a = p, b = p;
+      a[k] += h;
+      b[k] -= h;
+      EXPECT_NEAR(d[k], (l.value(a, y) - l.value(b, y)) / (2 * h), 1e-8) << y << " " << k;
+    }
+  }
+  // Huge logits do not overflow.
+  const std::vector<double> big = {1000.0, 0.0};
+  EXPECT_NEAR(l.value(big, 1.0), 1000.0, 1e-9);
+  EXPECT_EQ(correct(p, 2.0), 1.0);
+  EXPECT_EQ(correct(p, 0.0), 0.0);
+  EXPECT_EQ(predicted_class(std::vector<double>{1.0, 1.0}), 0);  // the first of equals
 }
 
 TEST(Optimizer, AdamFirstStepIsLearningRateTimesSign) {
@@ -161,32 +188,108 @@ TEST(Graph, EdgeListAndAdjacencyList) {
   EXPECT_EQ(a.edges[3], (std::pair<int, int>{0, 3}));
 }
 
+LabelRule binary(const std::string& positive = "") {
+  LabelRule r;
+  r.positive = positive;
+  return r;
+}
+
+LabelRule regression() {
+  LabelRule r;
+  r.kind = LabelRule::Kind::kRegression;
+  return r;
+}
+
+LabelRule classes(std::vector<std::string> names = {}) {
+  LabelRule r;
+  r.kind = LabelRule::Kind::kClasses;
+  r.classes = std::move(names);
+  return r;
+}
+
 TEST(Table, ReadsCsvWithHeaderLabelsAndClasses) {
   const std::string path =
       write_temp("qmlsim_table.csv", "# comment\na,b,label\n1,2,yes\n3.5,-4,no\n5,6e-1,yes\n");
-  const Dataset d = read_table(path, -1, "", false);
+  std::vector<std::string> names;
+  const Dataset d = read_table(path, -1, binary(), &names);
   ASSERT_EQ(d.size(), 3u);
   EXPECT_EQ(d.x[1], (std::vector<double>{3.5, -4}));
   EXPECT_EQ(d.y, (std::vector<double>{1, -1, 1}));  // "yes" > "no"
-  EXPECT_EQ(read_table(path, -1, "no", false).y, (std::vector<double>{-1, 1, -1}));
+  EXPECT_EQ(names, (std::vector<std::string>{"no", "yes"}));
+  EXPECT_EQ(read_table(path, -1, binary("no")).y, (std::vector<double>{-1, 1, -1}));
   const Dataset numeric =
-      read_table(write_temp("qmlsim_t2.csv", "0,1.5,2\n1,2.5,10\n"), 0, "", false);
+      read_table(write_temp("qmlsim_t2.csv", "0,1.5,2\n1,2.5,10\n"), 0, binary());
   EXPECT_EQ(numeric.y, (std::vector<double>{-1, 1}));  // 1 > 0 numerically
   EXPECT_EQ(numeric.x[1], (std::vector<double>{2.5, 10}));
-  EXPECT_EQ(read_table(write_temp("qmlsim_t3.csv", "1,2,0.5\n3,4,-7\n"), -1, "", true).y,
+  EXPECT_EQ(read_table(write_temp("qmlsim_t3.csv", "1,2,0.5\n3,4,-7\n"), -1, regression()).y,
             (std::vector<double>{0.5, -7}));
-  Dataset train = read_table(write_temp("qmlsim_t4.csv", "1,0,a\n3,0,b\n"), -1, "", false);
+  Dataset train = read_table(write_temp("qmlsim_t4.csv", "1,0,a\n3,0,b\n"), -1, binary());
   Dataset other = train;
   standardize(train, other);
   EXPECT_EQ(train.x[0], (std::vector<double>{-1, 0}));
   EXPECT_EQ(other.x[1], (std::vector<double>{1, 0}));
 }
 
+TEST(Table, SeveralClassesBecomeIndices) {
+  // Sorted numerically when all labels are numbers (10 after 9), else as text.
+  const std::string path = write_temp("qmlsim_c.csv", "1,10\n2,9\n3,10\n4,2\n");
+  std::vector<std::string> names;
+  EXPECT_EQ(read_table(path, -1, classes(), &names).y, (std::vector<double>{2, 1, 2, 0}));
+  EXPECT_EQ(names, (std::vector<std::string>{"2", "9", "10"}));
+  // An explicit order; a label outside it is a located error.
+  EXPECT_EQ(read_table(path, -1, classes({"10", "9", "2"})).y, (std::vector<double>{0, 1, 0, 2}));
+  try {
+    read_table(path, -1, classes({"10", "9"}));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), path + ":4: label '2' is not one of the classes (10, 9)");
+  }
+  EXPECT_THROW(read_table(write_temp("qmlsim_c1.csv", "1,a\n2,a\n"), -1, classes()), Error);
+}
+
+TEST(Table, NumpyFilesAsNumpyWritesThem) {
+  // Written by numpy 2.4 (np.save): [[1.5,-2,0],[3.25,4,1],[5,6.5,2],[7,-8,1]] and integer
+  // versions; the label is the last column.
+  std::vector<std::string> names;
+  const Dataset f8 = read_table(QMLSIM_TESTDATA "/table_f8.npy", -1, classes(), &names);
+  EXPECT_EQ(f8.x, (std::vector<std::vector<double>>{{1.5, -2}, {3.25, 4}, {5, 6.5}, {7, -8}}));
+  EXPECT_EQ(f8.y, (std::vector<double>{0, 1, 2, 1}));
+  EXPECT_EQ(names, (std::vector<std::string>{"0", "1", "2"}));
+  EXPECT_EQ(read_table(QMLSIM_TESTDATA "/table_f4.npy", -1, classes()).x, f8.x);
+  const Dataset fortran = read_table(QMLSIM_TESTDATA "/table_i2_fortran.npy", -1, classes());
+  EXPECT_EQ(fortran.x, (std::vector<std::vector<double>>{{1, -2}, {3, 4}, {5, 6}, {7, -8}}));
+  EXPECT_EQ(fortran.y, f8.y);
+  EXPECT_EQ(read_table(QMLSIM_TESTDATA "/table_u1.npy", 0, regression()).y,
+            (std::vector<double>{1, 3, 5, 7}));
+  EXPECT_EQ(read_features(QMLSIM_TESTDATA "/table_f8.npy", 2, -1), f8.x);
+  EXPECT_EQ(read_features(QMLSIM_TESTDATA "/table_f8.npy", 3, -1)[1],
+            (std::vector<double>{3.25, 4, 1}));
+  auto message = [](const std::string& file) {
+    try {
+      read_table(QMLSIM_TESTDATA "/" + file, -1, classes());
+    } catch (const Error& e) {
+      return std::string(e.what()).substr(std::string(QMLSIM_TESTDATA).size() + 1);
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("table_big_endian.npy"),
+            "table_big_endian.npy: big-endian .npy arrays are not supported (dtype '>f8')");
+  EXPECT_EQ(message("table_3d.npy"),
+            "table_3d.npy: .npy array of shape (2, 2, 2); expected 2-D (rows, columns)");
+  EXPECT_EQ(message("table_nan.npy"), "table_nan.npy: row 2, column 1: not a finite number");
+  // Cut short, or with bytes to spare: the shape must match the data exactly.
+  std::ifstream in(QMLSIM_TESTDATA "/table_f8.npy", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THROW(parse_npy_table(bytes.substr(0, bytes.size() - 1), "t.npy", -1), Error);
+  EXPECT_THROW(parse_npy_table(bytes + "x", "t.npy", -1), Error);
+  EXPECT_THROW(parse_npy_table("plain text", "t.npy", -1), Error);
+}
+
 TEST(Table, ErrorsNameFileAndLine) {
-  auto message = [](const std::string& text, bool regression = false) {
+  auto message = [](const std::string& text, LabelRule rule = binary()) {
     const std::string path = write_temp("qmlsim_bad.csv", text);
     try {
-      read_table(path, -1, "", regression);
+      read_table(path, -1, rule);
     } catch (const Error& e) {
       return std::string(e.what()).substr(path.size());
     }
@@ -201,43 +304,8 @@ TEST(Table, ErrorsNameFileAndLine) {
   EXPECT_EQ(message("1,2,a\n3,4,a\n"),
             ": 1 classes in the label column; a binary classifier "
             "needs two");
+  EXPECT_EQ(message("1,2,3\n3,4,x\n", regression()), ":2: label 'x' is not a finite number");
   EXPECT_EQ(message("# only a comment\n"), ": no data rows");
-  EXPECT_EQ(message(""), ": no data rows");
-  EXPECT_EQ(message("1,2,x\n", true), ":1: label 'x' is not a finite number");
-}
-
-TEST(Graph, ErrorsNameFileAndLine) {
-  auto message = [](const std::string& text) {
-    const std::string path = write_temp("qmlsim_bad.edges", text);
-    try {
-      read_graph(path, 0);
-    } catch (const Error& e) {
-      return std::string(e.what()).substr(path.size());
-    }
-    return std::string("no error");
-  };
-  EXPECT_EQ(message("0 1\n1 1\n"), ":2: self-loop on node 1");
-  EXPECT_EQ(message("0 1\n\n1 0\n"), ":3: edge 0-1 appears twice");
-  EXPECT_EQ(message("0 a\n"), ":1: node 'a' is not a non-negative integer");
-  EXPECT_EQ(message("# nothing\n"), ": no edges");
-  // The node count is 1 + the largest id: ids are capped (2147483647 overflowed it).
-  EXPECT_EQ(message("0 2147483647\n"), ":1: node 2147483647 is too large (ids go up to 1000000)");
-  EXPECT_EQ(message("0 1\x1b[2J\n"), ":1: node '1\\x1b[2J' is not a non-negative integer");
-  EXPECT_THROW(read_graph(write_temp("qmlsim_range.edges", "0 5\n"), 4), Error);
-}
-
-TEST(Qcnn, ExcitationLabels) {
-  Rng rng(7);
-  const Dataset d = qcnn_excitations(4, 10, rng);
-  ASSERT_EQ(d.size(), 40u);
-  for (std::size_t i = 0; i < d.size(); ++i) {
-    EXPECT_EQ(d.x[i][0], static_cast<double>(i % 4));
-    EXPECT_EQ(d.y[i], std::abs(d.x[i][1]) <= M_PI / 2 ? 1.0 : -1.0);
-  }
-  const auto [train, test] = d.split(28);
-  EXPECT_EQ(train.size(), 28u);
-  EXPECT_EQ(test.size(), 12u);
-  EXPECT_EQ(test.x[0], d.x[28]);
 }
 
 }  // namespace

@@ -73,18 +73,18 @@ void DressedClassifier::encode_backward(std::span<const double> params, std::spa
   input_.backward(params, x, z, dy, grad, {});
 }
 
-double DressedClassifier::head(std::span<const double> params, std::span<const double> e) const {
-  double z = 0, y = 0;
-  output_.forward(params, e, {&z, 1}, {&y, 1});
-  return y;
+void DressedClassifier::head(std::span<const double> params, std::span<const double> e,
+                             std::span<double> predictions) const {
+  double z = 0;
+  output_.forward(params, e, {&z, 1}, predictions);
 }
 
 void DressedClassifier::head_backward(std::span<const double> params, std::span<const double> e,
-                                      double d_prediction, std::span<double> d_e,
+                                      std::span<const double> d_predictions, std::span<double> d_e,
                                       std::span<double> grad) const {
   double z = 0, y = 0;
   output_.forward(params, e, {&z, 1}, {&y, 1});
-  output_.backward(params, e, {&z, 1}, {&d_prediction, 1}, grad, d_e);
+  output_.backward(params, e, {&z, 1}, d_predictions, grad, d_e);
 }
 
 }  // namespace qmlsim::models

@@ -38,45 +38,52 @@ std::vector<double> HybridModel::theta(std::span<const double> params,
 }
 
 template <class R>
-double HybridModel::predict_one(std::span<const double> params, std::span<const double> x,
-                                const EvalOptions& options) const {
+void HybridModel::predict_one(std::span<const double> params, std::span<const double> x,
+                              std::span<double> predictions, const EvalOptions& options) const {
   SimulateRequest req;
   req.observables = readouts_;
   const SimulateResult r = simulate<R>(circuit(x), slots(theta(params, x)), req, engine(options));
-  return head(params, r.expvals);
+  head(params, r.expvals, predictions);
+}
+
+std::vector<double> HybridModel::head_and_loss(std::span<const double> params,
+                                               std::span<const double> e, double label,
+                                               const ml::Loss& loss, double* row) const {
+  std::copy(e.begin(), e.end(), row + readout_offset());
+  const std::span<double> predictions(row + kPredictionOffset, num_outputs_);
+  head(params, e, predictions);
+  row[kLossOffset] = loss.value(predictions, label);
+  std::vector<double> d_predictions(num_outputs_), d_e(e.size());
+  loss.derivative(predictions, label, d_predictions);
+  head_backward(params, e, d_predictions, d_e,
+                std::span<double>(row + grad_offset(), layout_.size()));
+  return d_e;
 }
 
 template <class R>
-double HybridModel::gradient_one(std::span<const double> params, std::span<const double> x,
-                                 double label, const ml::Loss& loss, std::span<double> grad,
-                                 double* loss_value, std::span<double> readouts,
-                                 const EvalOptions& options) const {
+void HybridModel::gradient_one(std::span<const double> params, std::span<const double> x,
+                               double label, const ml::Loss& loss, double* row,
+                               const EvalOptions& options) const {
   Tracer* const tracer = Tracer::active();  // clock reads only when tracing
   const auto t_begin = tracer ? Tracer::Clock::now() : Tracer::Clock::time_point{};
   Tracer::Clock::time_point t_forward{};
   const Circuit& c = circuit(x);
   const std::vector<double> t = theta(params, x);
-  double prediction = 0;
   // The head runs inside the adjoint pass, between its forward and backward
   // halves: the upstream weights need the readouts.
   const WeightsFn weights = [&](std::span<const double> e) {
     if (tracer) t_forward = Tracer::Clock::now();
-    std::copy(e.begin(), e.end(), readouts.begin());
-    prediction = head(params, e);
-    *loss_value = loss.value(prediction, label);
-    std::vector<double> d_e(e.size());
-    head_backward(params, e, loss.derivative(prediction, label), d_e, grad);
-    return d_e;
+    return head_and_loss(params, e, label, loss, row);
   };
   const AdjointResult r = adjoint_vjp<R>(c, slots(t), readouts_, weights, engine(options));
   if (tracer) {  // one span per half of the adjoint pass
     tracer->add("forward", "circuit", t_begin, t_forward);
     tracer->add("backward", "circuit", t_forward, Tracer::Clock::now());
   }
+  const std::span<double> grad(row + grad_offset(), layout_.size());
   const std::vector<double> g = slots_backward(t, r.gradient);
   for (std::size_t i = 0; i < num_quantum_; ++i) grad[quantum_offset_ + i] += g[i];
   encode_backward(params, x, std::span<const double>(g).subspan(num_quantum_), grad);
-  return prediction;
 }
 
 bool HybridModel::batched_on_gpu(const EvalOptions& options) const {
@@ -99,14 +106,7 @@ void HybridModel::gradient_batch(std::span<const double> params, const ml::Datas
     double* row = &rows[i * width];
     const double label = data.y[index[i]];
     weights.push_back([this, row, label, &loss, params](std::span<const double> e) {
-      std::copy(e.begin(), e.end(), row + kReadoutOffset);
-      const double prediction = head(params, e);
-      row[kPredictionOffset] = prediction;
-      row[kLossOffset] = loss.value(prediction, label);
-      std::vector<double> d_e(e.size());
-      head_backward(params, e, loss.derivative(prediction, label), d_e,
-                    std::span<double>(row + grad_offset(), layout_.size()));
-      return d_e;
+      return head_and_loss(params, e, label, loss, row);
     });
   }
   std::vector<std::vector<double>> slot_values;
@@ -135,8 +135,9 @@ std::vector<double> HybridModel::predict_batch(std::span<const double> params,
   }
   const std::vector<std::vector<double>> e =
       expvals_many<R>(circuits, thetas, readouts_, engine(options));
-  std::vector<double> out;
-  for (const std::vector<double>& ei : e) out.push_back(head(params, ei));
+  std::vector<double> out(index.size() * num_outputs_);
+  for (std::size_t i = 0; i < e.size(); ++i)
+    head(params, e[i], std::span<double>(out).subspan(i * num_outputs_, num_outputs_));
   return out;
 }
 
@@ -147,15 +148,18 @@ std::vector<double> HybridModel::predict(std::span<const double> params, const m
     return options.precision == Precision::c64
                ? predict_batch<float>(params, data, index, options)
                : predict_batch<double>(params, data, index, options);
-  std::vector<double> out(index.size());
+  std::vector<double> out(index.size() * num_outputs_);
   for_each_example(
       index.size(), one_example_per_thread(index.size(), options.threads, options.backend),
       options.threads, [&](std::size_t i, int threads) {
         EvalOptions o = options;
         o.threads = threads;
         const std::vector<double>& x = data.x[index[i]];
-        out[i] = options.precision == Precision::c64 ? predict_one<float>(params, x, o)
-                                                     : predict_one<double>(params, x, o);
+        const std::span<double> p = std::span<double>(out).subspan(i * num_outputs_, num_outputs_);
+        if (options.precision == Precision::c64)
+          predict_one<float>(params, x, p, o);
+        else
+          predict_one<double>(params, x, p, o);
       });
   return out;
 }
@@ -174,22 +178,19 @@ std::vector<double> HybridModel::example_rows(std::span<const double> params,
       gradient_batch<double>(params, data, index, loss, rows, options);
     return rows;
   }
-  for_each_example(
-      index.size(), one_example_per_thread(index.size(), options.threads, options.backend),
-      options.threads, [&](std::size_t i, int threads) {
-        EvalOptions o = options;
-        o.threads = threads;
-        double* row = &rows[i * width];
-        const std::span<double> grad(row + grad_offset(), layout_.size());
-        const std::span<double> readouts(row + kReadoutOffset, readouts_.size());
-        const std::vector<double>& x = data.x[index[i]];
-        const double y = data.y[index[i]];
-        double* loss_value = &row[kLossOffset];
-        row[kPredictionOffset] =
-            options.precision == Precision::c64
-                ? gradient_one<float>(params, x, y, loss, grad, loss_value, readouts, o)
-                : gradient_one<double>(params, x, y, loss, grad, loss_value, readouts, o);
-      });
+  for_each_example(index.size(),
+                   one_example_per_thread(index.size(), options.threads, options.backend),
+                   options.threads, [&](std::size_t i, int threads) {
+                     EvalOptions o = options;
+                     o.threads = threads;
+                     double* row = &rows[i * width];
+                     const std::vector<double>& x = data.x[index[i]];
+                     const double y = data.y[index[i]];
+                     if (options.precision == Precision::c64)
+                       gradient_one<float>(params, x, y, loss, row, o);
+                     else
+                       gradient_one<double>(params, x, y, loss, row, o);
+                   });
   return rows;
 }
 
@@ -204,7 +205,8 @@ HybridModel::Batch HybridModel::loss_and_gradient(std::span<const double> params
   for (std::size_t i = 0; i < index.size(); ++i) {
     const double* row = &rows[i * width];
     b.losses.push_back(row[kLossOffset]);
-    b.predictions.push_back(row[kPredictionOffset]);
+    b.predictions.insert(b.predictions.end(), row + kPredictionOffset,
+                         row + kPredictionOffset + num_outputs_);
     for (std::size_t k = 0; k < layout_.size(); ++k) grad_sum[k] += row[grad_offset() + k];
   }
   return b;

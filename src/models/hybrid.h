@@ -1,5 +1,6 @@
 // A hybrid model for supervised jobs: classical encoder -> circuit -> Pauli
-// readouts -> classical head -> one scalar prediction per example. Subclasses
+// readouts -> classical head -> outputs() predictions per example (one, or one
+// logit per class). Subclasses
 // supply the pieces; this class runs batches (one state per thread for circuits
 // up to 18 qubits, threads inside the state for larger ones) and joins backpropagation
 // through the classical parts to the circuit's adjoint vector-Jacobian product:
@@ -57,13 +58,17 @@ class HybridModel {
            count >= static_cast<std::size_t>(threads);
   }
   const std::vector<PauliSum>& readouts() const { return readouts_; }
+  // Predictions per example.
+  std::size_t outputs() const { return num_outputs_; }
+  // An example's row: [loss, predictions..., readouts..., gradient...].
   std::size_t row_width() const { return grad_offset() + layout_.size(); }
-  std::size_t grad_offset() const { return 2 + readouts_.size(); }
-  static constexpr std::size_t kLossOffset = 0, kPredictionOffset = 1, kReadoutOffset = 2;
+  static constexpr std::size_t kLossOffset = 0, kPredictionOffset = 1;
+  std::size_t readout_offset() const { return kPredictionOffset + num_outputs_; }
+  std::size_t grad_offset() const { return readout_offset() + readouts_.size(); }
   int num_qubits() const { return num_qubits_; }
   virtual void init(std::span<double> params, Rng& rng) const = 0;
 
-  // One prediction per example data.x[index[i]].
+  // outputs() predictions per example data.x[index[i]], example after example.
   std::vector<double> predict(std::span<const double> params, const ml::Dataset& data,
                               const std::vector<std::size_t>& index,
                               const EvalOptions& options) const;
@@ -72,15 +77,15 @@ class HybridModel {
     std::vector<double> predictions;
     std::vector<double> losses;
   };
-  // One row per example, in index order: [loss, prediction, readouts <H_k>...,
-  // dL/dparams...] (row_width() values; offsets below). Each row depends only on its example, not
+  // One row per example, in index order: [loss, predictions..., readouts <H_k>...,
+  // dL/dparams...] (row_width() values; offsets above). Each row depends only on its example, not
   // on the thread count or on the other examples: data-parallel ranks compute
   // slices of a batch and sum the gathered rows in global order.
   std::vector<double> example_rows(std::span<const double> params, const ml::Dataset& data,
                                    const std::vector<std::size_t>& index, const ml::Loss& loss,
                                    const EvalOptions& options) const;
 
-  // Per-example predictions and losses; grad_sum (size layout().size()) gets the
+  // Per-example predictions (outputs() each) and losses; grad_sum (size layout().size()) gets the
   // SUM of the per-example gradients, added in index order (so the result does
   // not depend on the thread count).
   Batch loss_and_gradient(std::span<const double> params, const ml::Dataset& data,
@@ -105,11 +110,12 @@ class HybridModel {
     (void)theta;
     return d_slots;
   }
-  // Prediction from the readouts <H_k>.
-  virtual double head(std::span<const double> params, std::span<const double> expvals) const = 0;
-  // Given dL/d(prediction), writes dL/d(expvals) and adds the head's dL/d(params) to grad.
+  // The predictions (outputs() values) from the readouts <H_k>.
+  virtual void head(std::span<const double> params, std::span<const double> expvals,
+                    std::span<double> predictions) const = 0;
+  // Given dL/d(predictions), writes dL/d(expvals) and adds the head's dL/d(params) to grad.
   virtual void head_backward(std::span<const double> params, std::span<const double> expvals,
-                             double d_prediction, std::span<double> d_expvals,
+                             std::span<const double> d_predictions, std::span<double> d_expvals,
                              std::span<double> grad) const = 0;
 
   ml::ParamLayout layout_;
@@ -117,17 +123,22 @@ class HybridModel {
   std::size_t quantum_offset_ = 0;
   std::size_t num_quantum_ = 0;
   std::size_t num_inputs_ = 0;
+  std::size_t num_outputs_ = 1;
   std::vector<PauliSum> readouts_;
 
  private:
   std::vector<double> theta(std::span<const double> params, std::span<const double> x) const;
   template <class R>
-  double predict_one(std::span<const double> params, std::span<const double> x,
-                     const EvalOptions& options) const;
+  void predict_one(std::span<const double> params, std::span<const double> x,
+                   std::span<double> predictions, const EvalOptions& options) const;
+  // Fills the example's row (row_width() values).
   template <class R>
-  double gradient_one(std::span<const double> params, std::span<const double> x, double label,
-                      const ml::Loss& loss, std::span<double> grad, double* loss_value,
-                      std::span<double> readouts, const EvalOptions& options) const;
+  void gradient_one(std::span<const double> params, std::span<const double> x, double label,
+                    const ml::Loss& loss, double* row, const EvalOptions& options) const;
+  // The head and the loss on readouts e, between the adjoint's two halves: writes the
+  // row's loss, predictions and readouts, adds the head's gradient; returns dL/de.
+  std::vector<double> head_and_loss(std::span<const double> params, std::span<const double> e,
+                                    double label, const ml::Loss& loss, double* row) const;
   // The GPU's small batches: every example of `index` at once (rows as example_rows).
   bool batched_on_gpu(const EvalOptions& options) const;
   template <class R>

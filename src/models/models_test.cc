@@ -24,8 +24,10 @@ std::vector<std::size_t> all_of(const ml::Dataset& d) {
 double total_loss(const HybridModel& m, const std::vector<double>& p, const ml::Dataset& d,
                   const ml::Loss& loss, const EvalOptions& o) {
   const std::vector<double> pred = m.predict(p, d, all_of(d), o);
+  const std::size_t k = m.outputs();
   double l = 0;
-  for (std::size_t i = 0; i < pred.size(); ++i) l += loss.value(pred[i], d.y[i]);
+  for (std::size_t i = 0; i < d.size(); ++i)
+    l += loss.value(std::span<const double>(&pred[i * k], k), d.y[i]);
   return l;
 }
 
@@ -138,6 +140,21 @@ TEST(QasmHybrid, GradientThroughEncoderCircuitInputsAndHead) {
   ml::Dataset d3;
   for (int i = 0; i < 3; ++i) d3.add({u(g), u(g), u(g)}, i % 2 ? 1.0 : -1.0);
   expect_gradient_matches_fd(QasmHybrid(plain), d3, ml::Loss::parse("hinge", 0, "loss"));
+  // Three classes: a head of 3 logits, or the 2 readouts as logits of 2 classes, with cce.
+  QasmHybridSpec three = hybrid_spec();
+  three.head.back().units = 3;
+  three.outputs = 3;
+  const QasmHybrid m3(three);
+  EXPECT_EQ(m3.outputs(), 3u);
+  ml::Dataset d4;
+  for (int i = 0; i < 4; ++i) d4.add({u(g), u(g), u(g), u(g)}, i % 3);
+  expect_gradient_matches_fd(m3, d4, ml::Loss::parse("cce", 0, "loss"));
+  QasmHybridSpec two = hybrid_spec();
+  two.head.clear();
+  two.outputs = 2;
+  ml::Dataset d2;
+  for (int i = 0; i < 3; ++i) d2.add({u(g), u(g), u(g), u(g)}, i % 2);
+  expect_gradient_matches_fd(QasmHybrid(two), d2, ml::Loss::parse("cce", 0, "loss"));
 }
 
 TEST(QasmHybrid, InconsistentSpecificationsAreOneLineErrors) {

@@ -69,11 +69,14 @@ QasmHybrid::QasmHybrid(QasmHybridSpec spec) : spec_(std::move(spec)) {
     head_.emplace_back(layout_, "head" + std::to_string(i + 1), width, l.units, l.activation);
     width = l.units;
   }
-  if (width != 1) {
+  if (width != spec_.outputs) {
+    const std::string need = spec_.outputs == 1
+                                 ? "one prediction is needed (add a head ending in 1 unit)"
+                                 : "the loss needs one per class, " + std::to_string(spec_.outputs);
     throw Error(std::string(spec_.head.empty() ? "model.readouts" : "model.head") +
-                ": the model's output has " + std::to_string(width) +
-                " values; one prediction is needed (add a head ending in 1 unit)");
+                ": the model's output has " + std::to_string(width) + " values; " + need);
   }
+  num_outputs_ = static_cast<std::size_t>(spec_.outputs);
   readouts_ = spec_.readouts;
 }
 
@@ -121,15 +124,17 @@ void QasmHybrid::encode_backward(std::span<const double> params, std::span<const
   backward(encoder_, params, t, {d_inputs.begin(), d_inputs.end()}, grad, {});
 }
 
-double QasmHybrid::head(std::span<const double> params, std::span<const double> expvals) const {
-  return forward(head_, params, expvals).out[0];
+void QasmHybrid::head(std::span<const double> params, std::span<const double> expvals,
+                      std::span<double> predictions) const {
+  const std::vector<double> out = forward(head_, params, expvals).out;
+  std::copy(out.begin(), out.end(), predictions.begin());
 }
 
 void QasmHybrid::head_backward(std::span<const double> params, std::span<const double> expvals,
-                               double d_prediction, std::span<double> d_expvals,
+                               std::span<const double> d_predictions, std::span<double> d_expvals,
                                std::span<double> grad) const {
   const Trace t = forward(head_, params, expvals);
-  backward(head_, params, t, {d_prediction}, grad, d_expvals);
+  backward(head_, params, t, {d_predictions.begin(), d_predictions.end()}, grad, d_expvals);
 }
 
 std::vector<double> QasmHybrid::program_inputs(std::span<const double> theta) const {

@@ -1,7 +1,7 @@
 // A hybrid model whose circuit is an OpenQASM 3 file (the `hybrid` job kind):
 // features -> optional dense encoder -> the circuit's data inputs; the circuit's
 // weight inputs are trainable; Pauli readouts -> optional dense head -> one
-// prediction. Every `input` of the file must be named as a weight or a data
+// prediction, or one logit per class. Every `input` of the file must be named as a weight or a data
 // input. The circuit's gate angles are expressions of its inputs
 // (QasmProgram::angles_at); gradients chain through them (input_gradient).
 #pragma once
@@ -28,6 +28,7 @@ struct QasmHybridSpec {
   std::vector<PauliSum> readouts;
   std::vector<LayerSpec> encoder, head;  // the last encoder layer outputs the data inputs
   int features = 0;                      // values per example
+  int outputs = 1;                       // predictions per example: 1, or one per class
   double init_low = 0, init_high = 6.283185307179586;  // circuit weights ~ U(low, high)
 };
 
@@ -46,9 +47,10 @@ class QasmHybrid : public HybridModel {
               std::span<double> inputs) const override;
   void encode_backward(std::span<const double> params, std::span<const double> x,
                        std::span<const double> d_inputs, std::span<double> grad) const override;
-  double head(std::span<const double> params, std::span<const double> expvals) const override;
+  void head(std::span<const double> params, std::span<const double> expvals,
+            std::span<double> predictions) const override;
   void head_backward(std::span<const double> params, std::span<const double> expvals,
-                     double d_prediction, std::span<double> d_expvals,
+                     std::span<const double> d_predictions, std::span<double> d_expvals,
                      std::span<double> grad) const override;
   std::vector<double> slots(std::vector<double> theta) const override;
   std::vector<double> slots_backward(std::span<const double> theta,

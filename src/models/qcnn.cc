@@ -120,26 +120,29 @@ void Qcnn::encode(std::span<const double>, std::span<const double> x,
   inputs[0] = x[1];
 }
 
-double Qcnn::head(std::span<const double> params, std::span<const double> e) const {
-  if (variant_ == QcnnVariant::kPure) return e[0];
-  std::vector<double> z1(static_cast<std::size_t>(dense1_.out())), y1(z1.size()), z2(1), y2(1);
+void Qcnn::head(std::span<const double> params, std::span<const double> e,
+                std::span<double> predictions) const {
+  if (variant_ == QcnnVariant::kPure) {
+    predictions[0] = e[0];
+    return;
+  }
+  std::vector<double> z1(static_cast<std::size_t>(dense1_.out())), y1(z1.size()), z2(1);
   dense1_.forward(params, e, z1, y1);
-  dense2_.forward(params, y1, z2, y2);
-  return y2[0];
+  dense2_.forward(params, y1, z2, predictions);
 }
 
 void Qcnn::head_backward(std::span<const double> params, std::span<const double> e,
-                         double d_prediction, std::span<double> d_e, std::span<double> grad) const {
+                         std::span<const double> d_predictions, std::span<double> d_e,
+                         std::span<double> grad) const {
   if (variant_ == QcnnVariant::kPure) {
-    d_e[0] = d_prediction;
+    d_e[0] = d_predictions[0];
     return;
   }
   std::vector<double> z1(static_cast<std::size_t>(dense1_.out())), y1(z1.size()), z2(1), y2(1);
   dense1_.forward(params, e, z1, y1);
   dense2_.forward(params, y1, z2, y2);
   std::vector<double> dy1(y1.size());
-  const double dy2[1] = {d_prediction};
-  dense2_.backward(params, y1, z2, dy2, grad, dy1);
+  dense2_.backward(params, y1, z2, d_predictions, grad, dy1);
   dense1_.backward(params, e, z1, dy1, grad, d_e);
 }
 

@@ -29,9 +29,10 @@ class Qcnn : public HybridModel {
               std::span<double> inputs) const override;
   void encode_backward(std::span<const double>, std::span<const double>, std::span<const double>,
                        std::span<double>) const override {}
-  double head(std::span<const double> params, std::span<const double> expvals) const override;
+  void head(std::span<const double> params, std::span<const double> expvals,
+            std::span<double> predictions) const override;
   void head_backward(std::span<const double> params, std::span<const double> expvals,
-                     double d_prediction, std::span<double> d_expvals,
+                     std::span<const double> d_predictions, std::span<double> d_expvals,
                      std::span<double> grad) const override;
 
  private:

@@ -9,6 +9,7 @@
 #include "backends/cuda/statevector.h"
 #include "circuit/qasm.h"
 #include "core/error.h"
+#include "io/data_table.h"
 #include "models/dressed.h"
 #include "models/qasm_hybrid.h"
 #include "models/qcnn.h"
@@ -76,9 +77,12 @@ shuffle = true
 )"},
     {"hybrid", "7", "c128", "adam", "0.01", "1.0", "1e-8", R"(
 [data]
-path = ""              # CSV: one example per row, numeric features (a header row is skipped)
-label = -1             # label column, 0-based; negative counts from the end (-1: the last)
-positive = ""          # label of the +1 class; "": the larger of the two labels
+path = ""              # CSV (a header row is skipped), .npy (2-D) or HDF5 (.h5): one example per row
+label = -1             # CSV/.npy label column, 0-based; negative counts from the end (-1: the last)
+features_dataset = "x" # HDF5: the 2-D features dataset
+labels_dataset = "y"   # HDF5: the 1-D labels dataset
+positive = ""          # two classes: label of the +1 class; "": the larger of the two labels
+classes = []           # loss cce: the classes in output order; []: the labels sorted
 regression = false     # true: labels are numbers to fit (loss mse)
 test_fraction = 0.2    # the last rows after a seeded shuffle are held out
 standardize = true     # features scaled by the training split's mean and deviation
@@ -89,11 +93,11 @@ data_inputs = []       # inputs fed per example (from the encoder, else the feat
 weights = []           # trainable inputs
 readouts = ["Z0"]      # Pauli sums measured, e.g. "Z0", "0.5*Z0*Z1"
 encoder = []           # dense layers before the circuit, "units:activation" (none, tanh, sigmoid, relu)
-head = []              # dense layers after the readouts; the last has 1 unit
+head = []              # dense layers after the readouts; the last has 1 unit (cce: one per class)
 init_low = 0.0         # circuit weights start U(init_low, init_high)
 init_high = 6.283185307179586
 )",
-     R"(loss = "bce"           # mse, margin_ranking, hinge, bce
+     R"(loss = "bce"           # mse, margin_ranking, hinge, bce; cce (categorical cross-entropy: several classes)
 margin = 0.1
 batch_size = 32
 epochs = 20
@@ -186,24 +190,46 @@ std::vector<models::LayerSpec> layers(const io::Config& c, const std::string& ke
 
 void make_hybrid_job(const io::Config& c, std::uint64_t seed, SupervisedJob& job) {
   const std::string data = c.get_string("data.path");
-  if (data.empty()) c.fail("data.path", "needs the path of a CSV file");
+  if (data.empty()) c.fail("data.path", "needs the path of a CSV, .npy or HDF5 file");
   const std::string circuit = c.get_string("model.circuit");
   if (circuit.empty()) c.fail("model.circuit", "needs the path of an OpenQASM 3 file");
-  const bool regression = c.get_bool("data.regression");
+  ml::LabelRule rule;
+  rule.positive = c.get_string("data.positive");
+  rule.classes = c.get_string_list("data.classes");
+  if (c.get_bool("data.regression")) {
+    if (job.loss.categorical()) c.fail("data.regression", "a regression cannot use the loss cce");
+    rule.kind = ml::LabelRule::Kind::kRegression;
+  } else if (job.loss.categorical()) {
+    rule.kind = ml::LabelRule::Kind::kClasses;
+  } else if (!rule.classes.empty()) {
+    c.fail("data.classes", "only for the loss cce (one output per class)");
+  }
+  const int label = static_cast<int>(c.get_int("data.label", -100000, 100000));
+  const std::string x_key = c.get_string("data.features_dataset");
+  const std::string y_key = c.get_string("data.labels_dataset");
   const ml::Dataset all =
-      ml::read_table(data, static_cast<int>(c.get_int("data.label", -100000, 100000)),
-                     c.get_string("data.positive"), regression);
+      io::is_hdf5_path(data)
+          ? ml::label_table(io::read_hdf5_table(data, x_key, y_key), rule, &job.classes)
+          : ml::read_table(data, label, rule, &job.classes);
   Rng rng(seed);
   const ml::Dataset shuffled = all.subset(rng.permutation(all.size()));
   const double frac = c.get_double("data.test_fraction", 0, 0.99);
   const auto test = static_cast<std::size_t>(std::llround(frac * static_cast<double>(all.size())));
   auto [train, held] = shuffled.split(all.size() - test);
-  const int label = static_cast<int>(c.get_int("data.label", -100000, 100000));
   const int features = static_cast<int>(train.x.empty() ? 0 : train.x[0].size());
   std::optional<ml::Scaling> scaling;
   if (c.get_bool("data.standardize")) scaling = ml::standardize(train, held);
-  job.read_examples = [scaling, features, label](const std::string& path) {
-    std::vector<std::vector<double>> x = ml::read_features(path, features, label);
+  job.read_examples = [scaling, features, label, x_key](const std::string& path) {
+    std::vector<std::vector<double>> x;
+    if (io::is_hdf5_path(path)) {
+      x = io::read_hdf5_table(path, x_key, "").x;
+      if (x[0].size() != static_cast<std::size_t>(features)) {
+        throw Error(path + ": dataset '" + x_key + "' has " + std::to_string(x[0].size()) +
+                    " features; the model takes " + std::to_string(features));
+      }
+    } else {
+      x = ml::read_features(path, features, label);
+    }
     if (scaling)
       for (auto& row : x) scaling->apply(row);
     return x;
@@ -221,7 +247,8 @@ void make_hybrid_job(const io::Config& c, std::uint64_t seed, SupervisedJob& job
   }
   spec.encoder = layers(c, "model.encoder");
   spec.head = layers(c, "model.head");
-  spec.features = static_cast<int>(train.x.empty() ? 0 : train.x[0].size());
+  spec.features = features;
+  spec.outputs = job.loss.categorical() ? static_cast<int>(job.classes.size()) : 1;
   spec.init_low = c.get_double("model.init_low", -1e6, 1e6);
   spec.init_high = c.get_double("model.init_high", spec.init_low, 1e6);
   job.model = std::make_unique<models::QasmHybrid>(std::move(spec));
@@ -232,8 +259,11 @@ void make_hybrid_job(const io::Config& c, std::uint64_t seed, SupervisedJob& job
 SupervisedJob make_supervised_job(const io::Config& c) {
   SupervisedJob job;
   const auto seed = static_cast<std::uint64_t>(c.get_int("job.seed", 0, INT64_MAX));
-  job.loss = ml::Loss::parse(c.get_choice("train.loss", {"mse", "margin_ranking", "hinge", "bce"}),
-                             c.get_double("train.margin", -1e9, 1e9), "train.loss");
+  job.loss =
+      ml::Loss::parse(c.get_choice("train.loss", {"mse", "margin_ranking", "hinge", "bce", "cce"}),
+                      c.get_double("train.margin", -1e9, 1e9), "train.loss");
+  if (job.loss.categorical() && c.kind() != "hybrid")
+    c.fail("train.loss", "cce needs one output per class: a hybrid job");
   if (c.kind() == "qcnn") {
     const auto n = static_cast<int>(c.get_int("data.qubits", 2, kMaxQubits));
     const auto rounds = static_cast<int>(c.get_int("data.rounds", 1, 1000000));

@@ -35,11 +35,14 @@ struct SupervisedJob {
   std::unique_ptr<models::HybridModel> model;
   ml::Dataset train, test;
   ml::Loss loss;
+  // Class names by label: {-1 class, +1 class} for two, by index for cce (hybrid only).
+  std::vector<std::string> classes;
   // New examples from a file, prepared as the training data were (hybrid only).
   std::function<std::vector<std::vector<double>>(const std::string& path)> read_examples;
 };
 SupervisedJob make_supervised_job(const io::Config& c);
-// The `hybrid` kind: a CSV data set and a model around an OpenQASM 3 circuit.
+// The `hybrid` kind: a CSV, .npy or HDF5 data set and a model around an OpenQASM 3
+// circuit. REQUIRES job.loss set (it decides how labels are read).
 void make_hybrid_job(const io::Config& c, std::uint64_t seed, SupervisedJob& job);
 
 std::unique_ptr<models::QaoaMaxCut> make_qaoa_job(const io::Config& c);

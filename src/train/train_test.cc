@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "io/checkpoint.h"
+#include "io/hdf5_file.h"
 #include "train/jobs.h"
 #include "train/progress.h"
 #include "train/trainer.h"
@@ -170,6 +173,76 @@ TEST_F(Training, HybridKindTrainsACircuitExportedByQiskit) {
   ASSERT_EQ(loss.size(), 30u);
   EXPECT_LT(loss.back(), 0.5 * loss.front());
   EXPECT_GE(metric(d, "epoch", "accuracy").back(), 0.9);
+}
+
+TEST_F(Training, ThreeClassesFromCsvNpyOrHdf5TrainTheSameWeights) {
+  // examples/hybrid_wine.toml: one logit per class, categorical cross-entropy.
+  const std::string d = dir("wine");
+  ASSERT_EQ(run(config("hybrid_wine.toml", {"train.epochs=10"}), d), 0);
+  const std::vector<double> acc = metric(d, "epoch", "val_accuracy");
+  ASSERT_EQ(acc.size(), 10u);
+  EXPECT_GE(acc.back(), 0.9);
+  std::ostringstream out;
+  infer(load_job_config(d + "/config.toml", {}), d + "/weights.h5", out,
+        QMLSIM_EXAMPLES "/data/wine.csv", dir("wine.csv"));
+  const std::string predictions = read(dir("wine.csv"));
+  EXPECT_EQ(predictions.substr(0, predictions.find('\n')), "p_0,p_1,p_2,class");
+  EXPECT_EQ(std::count(predictions.begin(), predictions.end(), '\n'), 179);
+  // The same table as a .npy file (written here byte by byte, format 1.0) and as
+  // HDF5 datasets x and y: the same examples, so the same weights.
+  std::ifstream csv(QMLSIM_EXAMPLES "/data/wine.csv");
+  std::vector<double> table;
+  std::vector<double> features, labels;
+  for (std::string line; std::getline(csv, line);) {
+    if (line.empty() || line[0] == '#' || !std::isdigit(static_cast<unsigned char>(line[0])))
+      continue;
+    std::stringstream ss(line);
+    std::vector<double> row;
+    for (std::string f; std::getline(ss, f, ',');) row.push_back(std::stod(f));
+    table.insert(table.end(), row.begin(), row.end());
+    features.insert(features.end(), row.begin(), row.end() - 1);
+    labels.push_back(row.back());
+  }
+  ASSERT_EQ(labels.size(), 178u);
+  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (178, 14), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::ofstream npy(dir("wine.npy"), std::ios::binary);
+  npy << "\x93NUMPY" << '\x01' << '\x00' << static_cast<char>(header.size() & 0xff)
+      << static_cast<char>(header.size() >> 8) << header;
+  npy.write(reinterpret_cast<const char*>(table.data()),
+            static_cast<std::streamsize>(table.size() * sizeof(double)));
+  npy.close();
+  {
+    io::H5Writer h5(dir("wine.h5"));
+    h5.write("x", features, {178, 13});
+    h5.write("y", labels, {178});
+    h5.close();
+  }
+  const std::vector<double> w = weights(config("hybrid_wine.toml", {}), d);
+  for (const char* file : {"wine.npy", "wine.h5"}) {
+    const io::Config c = config("hybrid_wine.toml", {"train.epochs=10", "data.path=" + dir(file)});
+    const std::string r = dir(std::string("run_") + file);
+    ASSERT_EQ(run(c, r), 0);
+    EXPECT_EQ(weights(c, r), w) << file;
+  }
+  // Labels outside the listed classes, and a two-class loss on three classes.
+  EXPECT_THROW(run(config("hybrid_wine.toml", {"data.classes=0,1"}), dir("bad1")), Error);
+  try {
+    run(config("hybrid_wine.toml", {"train.loss=bce"}), dir("bad2"));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("3 classes in the label column; a binary classifier"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    run(config("hybrid_wine.toml", {"model.head=2"}), dir("bad3"));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "model.head: the model's output has 2 values; the loss needs one per class, 3");
+  }
 }
 
 TEST_F(Training, QaoaFollowsPennyLaneAndDescendsAtAStableStep) {

@@ -199,6 +199,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
 
   const std::size_t n = job.train.size(), width = model.row_width();
   const std::size_t grad_at = model.grad_offset(), readouts = model.readouts().size();
+  const std::size_t num_outputs = model.outputs(), readout_at = model.readout_offset();
   std::vector<std::vector<double>> readout_values(readouts);  // this epoch's, for histograms
   const int steps_per_epoch = static_cast<int>((n + batch - 1) / batch);
   std::vector<double> grad(layout.size());
@@ -252,10 +253,11 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
         for (std::size_t i = 0; i < m; ++i) {
           const double* row = &rows[i * width];
           loss += row[models::HybridModel::kLossOffset];
-          correct +=
-              ml::correct(row[models::HybridModel::kPredictionOffset], job.train.y[order[b0 + i]]);
+          correct += ml::correct(
+              std::span<const double>(row + models::HybridModel::kPredictionOffset, num_outputs),
+              job.train.y[order[b0 + i]]);
           for (std::size_t k = 0; root && k < readouts; ++k)  // rank 0 writes the histograms
-            readout_values[k].push_back(row[models::HybridModel::kReadoutOffset + k]);
+            readout_values[k].push_back(row[readout_at + k]);
           for (std::size_t k = 0; k < layout.size(); ++k) grad[k] += row[grad_at + k];
         }
         for (double& g : grad) g /= static_cast<double>(m);
@@ -293,12 +295,14 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
       std::iota(mine.begin(), mine.end(), v0);
       const std::vector<double> p = world.allgather(model.predict(s.params, job.test, mine, eval));
       double vl = 0, va = 0;
-      for (std::size_t i = 0; i < p.size(); ++i) {
-        vl += job.loss.value(p[i], job.test.y[i]);
-        va += ml::correct(p[i], job.test.y[i]);
+      for (std::size_t i = 0; i < job.test.size(); ++i) {
+        const std::span<const double> pi(&p[i * num_outputs], num_outputs);
+        vl += job.loss.value(pi, job.test.y[i]);
+        va += ml::correct(pi, job.test.y[i]);
       }
-      metrics.push_back({"val_loss", vl / static_cast<double>(p.size())});
-      metrics.push_back({"val_accuracy", va / static_cast<double>(p.size())});
+      const auto tests = static_cast<double>(job.test.size());
+      metrics.push_back({"val_loss", vl / tests});
+      metrics.push_back({"val_accuracy", va / tests});
     }
     progress.end_epoch(metrics);
     metrics.push_back({"learning_rate", lr});
@@ -530,6 +534,16 @@ void infer(const io::Config& config, const std::string& weights, std::ostream& o
   }
   const SupervisedJob job = make_supervised_job(config);
   const std::vector<double> params = io::load_weights(weights, job.model->layout());
+  const std::size_t k = job.model->outputs();
+  // A class name for outputs p: the sign class (named when the data had names) or the argmax.
+  auto class_of = [&](std::span<const double> p) -> std::string {
+    const int c = ml::predicted_class(p);
+    if (k == 1) {
+      if (job.classes.size() == 2) return job.classes[c > 0 ? 1 : 0];
+      return c > 0 ? "+1" : "-1";
+    }
+    return job.classes.at(static_cast<std::size_t>(c));
+  };
   if (!data_path.empty()) {
     if (!job.read_examples) throw Error("--data: only hybrid jobs take new data files");
     ml::Dataset data;
@@ -543,16 +557,28 @@ void infer(const io::Config& config, const std::string& weights, std::ostream& o
       if (!file) throw Error("--out " + out_path + ": cannot write the file");
     }
     std::ostream& sink = out_path.empty() ? out : file;
-    sink << "prediction,class\n";
-    for (double v : p) {
-      char line[64];
-      std::snprintf(line, sizeof line, "%.9g,%+d\n", v, v >= 0 ? 1 : -1);
-      sink << line;
+    // One output: the prediction; several: each class's probability (softmax of the logits).
+    if (k == 1) {
+      sink << "prediction,class\n";
+    } else {
+      for (const std::string& name : job.classes) sink << "p_" << name << ",";
+      sink << "class\n";
+    }
+    std::vector<double> probs(k);
+    for (std::size_t i = 0; i < data.size(); ++i) {
+      const std::span<const double> pi(&p[i * k], k);
+      if (k > 1) ml::softmax(pi, probs);
+      for (const double v : k == 1 ? pi : std::span<const double>(probs)) {
+        char field[32];
+        std::snprintf(field, sizeof field, "%.9g,", v);
+        sink << field;
+      }
+      sink << class_of(pi) << "\n";
     }
     if (!out_path.empty()) {
       file.close();
       if (!file) throw Error("--out " + out_path + ": cannot write the file");
-      out << p.size() << " predictions written to " << out_path << "\n";
+      out << data.size() << " predictions written to " << out_path << "\n";
     }
     return;
   }
@@ -563,17 +589,28 @@ void infer(const io::Config& config, const std::string& weights, std::ostream& o
   const std::vector<double> p = job.model->predict(params, data, all, eval);
   out << (has_test ? "Test split" : "No test split: the training examples") << ", " << data.size()
       << " examples\n";
-  out << "prediction label\n";
-  double mse = 0, acc = 0;
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    char line[64];
-    std::snprintf(line, sizeof line, "%+.6f %+.0f\n", p[i], data.y[i]);
-    out << line;
-    mse += (p[i] - data.y[i]) * (p[i] - data.y[i]);
-    acc += ml::correct(p[i], data.y[i]);
+  double loss = 0, acc = 0;
+  if (k == 1) {
+    out << "prediction label\n";
+    for (std::size_t i = 0; i < data.size(); ++i) {
+      char line[64];
+      std::snprintf(line, sizeof line, "%+.6f %+.0f\n", p[i], data.y[i]);
+      out << line;
+      loss += (p[i] - data.y[i]) * (p[i] - data.y[i]);
+      acc += ml::correct(p[i], data.y[i]);
+    }
+    out << "Mean squared error: " << loss / static_cast<double>(data.size());
+  } else {
+    out << "predicted label\n";
+    for (std::size_t i = 0; i < data.size(); ++i) {
+      const std::span<const double> pi(&p[i * k], k);
+      out << class_of(pi) << " " << job.classes.at(static_cast<std::size_t>(data.y[i])) << "\n";
+      loss += job.loss.value(pi, data.y[i]);
+      acc += ml::correct(pi, data.y[i]);
+    }
+    out << "Cross-entropy: " << loss / static_cast<double>(data.size());
   }
-  out << "Mean squared error: " << mse / static_cast<double>(p.size())
-      << "\nAccuracy: " << acc / static_cast<double>(p.size()) << "\n";
+  out << "\nAccuracy: " << acc / static_cast<double>(data.size()) << "\n";
 }
 
 }  // namespace qmlsim::train
