@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         rule.kind = kind;
         std::istringstream in(text);
         const qmlsim::ml::Dataset d =
-            npy ? qmlsim::ml::label_table(qmlsim::ml::parse_npy_table(text, "fuzz.npy", -1), rule)
+            npy ? qmlsim::ml::label_table(qmlsim::ml::parse_npy_table(text, "fuzz.data", -1), rule)
                 : qmlsim::ml::parse_table(in, "fuzz.data", -1, rule);
         double classes = 0;
         for (std::size_t i = 0; i < d.size(); ++i) classes = std::max(classes, d.y[i] + 1);

@@ -190,61 +190,6 @@ TEST(QasmHybrid, InconsistentSpecificationsAreOneLineErrors) {
   EXPECT_EQ(error_of(s), "model.readouts: readout 3 (1*Z5) names a qubit beyond the 3 of h.qasm");
 }
 
-TEST(QasmHybrid, SonarCircuitFileEqualsTheBuiltInDressedClassifier) {
-  // The `hybrid` kind is general enough for job 3: examples/hybrid_sonar.toml's
-  // circuit, encoder and head, given the built-in model's parameters tensor by
-  // tensor, give its predictions and gradients on Sonar rows.
-  const DressedClassifier dressed(10, 60);
-  QasmHybridSpec s;
-  s.program = read_qasm_file(QMLSIM_EXAMPLES "/hybrid/sonar_dressed_10.qasm");
-  s.source = "sonar_dressed_10.qasm";
-  s.weights = {"w1", "w2", "rot"};
-  s.data_inputs = {"a"};
-  s.readouts = {parse_pauli_sum("Z0", "r")};
-  s.encoder = {{10, ml::Activation::kSigmoid}};
-  s.head = {{1, ml::Activation::kNone}};
-  s.features = 60;
-  const QasmHybrid hybrid(std::move(s));
-  ASSERT_EQ(hybrid.layout().size(), dressed.layout().size());
-  const std::pair<const char*, const char*> names[] = {
-      {"input/weight", "encoder1/weight"}, {"input/bias", "encoder1/bias"},
-      {"quantum/w1", "quantum/w1"},        {"quantum/w2", "quantum/w2"},
-      {"quantum/rot", "quantum/rot"},      {"output/weight", "head1/weight"},
-      {"output/bias", "head1/bias"}};
-  auto move = [&](const std::vector<double>& from, const ml::ParamLayout& a,
-                  const ml::ParamLayout& b, bool forward) -> std::vector<double> {
-    std::vector<double> to(from.size());
-    for (const auto& [x, y] : names) {
-      const ml::TensorSpec& s1 = a.find(forward ? x : y);
-      const ml::TensorSpec& s2 = b.find(forward ? y : x);
-      EXPECT_EQ(s1.size(), s2.size()) << x;
-      if (s1.size() != s2.size()) continue;
-      std::copy_n(from.begin() + static_cast<std::ptrdiff_t>(s1.offset), s1.size(),
-                  to.begin() + static_cast<std::ptrdiff_t>(s2.offset));
-    }
-    return to;
-  };
-  Rng rng(42);
-  std::vector<double> p(dressed.layout().size());
-  dressed.init(p, rng);
-  const std::vector<double> q = move(p, dressed.layout(), hybrid.layout(), true);
-  const ml::Dataset rows =
-      ml::read_sonar(QMLSIM_EXAMPLES "/data/sonar.all-data").subset({0, 1, 100, 150, 207});
-  EvalOptions o;
-  o.threads = 2;
-  const std::vector<double> a = dressed.predict(p, rows, all_of(rows), o);
-  const std::vector<double> b = hybrid.predict(q, rows, all_of(rows), o);
-  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-12) << i;
-  const ml::Loss loss = ml::Loss::parse("margin_ranking", 0.1, "loss");
-  std::vector<double> ga(p.size(), 0.0), gb(q.size(), 0.0);
-  dressed.loss_and_gradient(p, rows, all_of(rows), loss, ga, o);
-  hybrid.loss_and_gradient(q, rows, all_of(rows), loss, gb, o);
-  const std::vector<double> gb_in_dressed_order =
-      move(gb, hybrid.layout(), dressed.layout(), false);
-  for (std::size_t i = 0; i < ga.size(); ++i)
-    EXPECT_NEAR(ga[i], gb_in_dressed_order[i], 1e-10 * std::max(1.0, std::abs(ga[i]))) << i;
-}
-
 TEST(Dressed, CircuitEqualsTheOriginalsInlinedCRot) {
   // The original PennyLane job writes CRot(a,b,c) on (w,t) as seven gates.
   const int n = 5;

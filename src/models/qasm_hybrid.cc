@@ -83,8 +83,14 @@ QasmHybrid::QasmHybrid(QasmHybridSpec spec) : spec_(std::move(spec)) {
 void QasmHybrid::init(std::span<double> params, Rng& rng) const {
   for (std::size_t i = 0; i < num_quantum_; ++i)
     params[quantum_offset_ + i] = rng.uniform(spec_.init_low, spec_.init_high);
-  for (const ml::Dense& d : encoder_) d.init_torch(params, rng);
-  for (const ml::Dense& d : head_) d.init_torch(params, rng);
+  for (const auto* layers : {&encoder_, &head_}) {
+    for (const ml::Dense& d : *layers) {
+      if (spec_.glorot)
+        d.init_glorot(params, rng);
+      else
+        d.init_torch(params, rng);
+    }
+  }
 }
 
 QasmHybrid::Trace QasmHybrid::forward(const std::vector<ml::Dense>& layers,

@@ -30,6 +30,7 @@ struct QasmHybridSpec {
   int features = 0;                      // values per example
   int outputs = 1;                       // predictions per example: 1, or one per class
   double init_low = 0, init_high = 6.283185307179586;  // circuit weights ~ U(low, high)
+  bool glorot = false;  // dense layers: Keras' Glorot-uniform, else PyTorch's default
 };
 
 class QasmHybrid : public HybridModel {

@@ -84,7 +84,8 @@ labels_dataset = "y"   # HDF5: the 1-D labels dataset
 positive = ""          # two classes: label of the +1 class; "": the larger of the two labels
 classes = []           # loss cce: the classes in output order; []: the labels sorted
 regression = false     # true: labels are numbers to fit (loss mse)
-test_fraction = 0.2    # the last rows after a seeded shuffle are held out
+shuffle = true         # rows shuffled (seeded) before the split; false: file order
+test_fraction = 0.2    # the last rows (after the shuffle) are held out
 standardize = true     # features scaled by the training split's mean and deviation
 
 [model]
@@ -94,6 +95,7 @@ weights = []           # trainable inputs
 readouts = ["Z0"]      # Pauli sums measured, e.g. "Z0", "0.5*Z0*Z1"
 encoder = []           # dense layers before the circuit, "units:activation" (none, tanh, sigmoid, relu)
 head = []              # dense layers after the readouts; the last has 1 unit (cce: one per class)
+dense_init = "torch"   # dense layers start as PyTorch's (U(+-1/sqrt(in))) or Keras' ("glorot", zero bias)
 init_low = 0.0         # circuit weights start U(init_low, init_high)
 init_high = 6.283185307179586
 )",
@@ -212,7 +214,8 @@ void make_hybrid_job(const io::Config& c, std::uint64_t seed, SupervisedJob& job
           ? ml::label_table(io::read_hdf5_table(data, x_key, y_key), rule, &job.classes)
           : ml::read_table(data, label, rule, &job.classes);
   Rng rng(seed);
-  const ml::Dataset shuffled = all.subset(rng.permutation(all.size()));
+  const ml::Dataset shuffled =
+      c.get_bool("data.shuffle") ? all.subset(rng.permutation(all.size())) : all;
   const double frac = c.get_double("data.test_fraction", 0, 0.99);
   const auto test = static_cast<std::size_t>(std::llround(frac * static_cast<double>(all.size())));
   auto [train, held] = shuffled.split(all.size() - test);
@@ -249,6 +252,7 @@ void make_hybrid_job(const io::Config& c, std::uint64_t seed, SupervisedJob& job
   spec.head = layers(c, "model.head");
   spec.features = features;
   spec.outputs = job.loss.categorical() ? static_cast<int>(job.classes.size()) : 1;
+  spec.glorot = c.get_choice("model.dense_init", {"torch", "glorot"}) == "glorot";
   spec.init_low = c.get_double("model.init_low", -1e6, 1e6);
   spec.init_high = c.get_double("model.init_high", spec.init_low, 1e6);
   job.model = std::make_unique<models::QasmHybrid>(std::move(spec));

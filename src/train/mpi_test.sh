@@ -30,11 +30,15 @@ identical)
   sonar=(--set model.wires=5 --set data.rows=48 --set data.test_fraction=0.25
     --set train.batch_size=12 --set train.epochs=2)
   hybrid=(--set train.epochs=2 --set train.batch_size=24)
-  for job in qcnn sonar hybrid; do
+  classes=(--set train.epochs=2 --set train.batch_size=16)
+  qcnn_file=(--set train.epochs=2)
+  for job in qcnn sonar hybrid classes qcnn_file; do
     case $job in
     qcnn) cfg=$examples/qcnn.toml sets=("${qcnn[@]}") ;;
     sonar) cfg=$examples/sonar_dressed.toml sets=("${sonar[@]}") ;;
     hybrid) cfg=$examples/hybrid_breast_cancer.toml sets=("${hybrid[@]}") ;;
+    classes) cfg=$examples/hybrid_wine.toml sets=("${classes[@]}") ;;
+    qcnn_file) cfg=$examples/hybrid_qcnn.toml sets=("${qcnn_file[@]}") ;;
     esac
     "$qmlsim" train "$cfg" "${sets[@]}" --run-dir "$work/$job-1" --quiet || fail "$job N=1"
     for n in 2 3 4; do

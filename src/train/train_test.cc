@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
 #include "backends/cuda/statevector.h"
@@ -243,6 +244,87 @@ TEST_F(Training, ThreeClassesFromCsvNpyOrHdf5TrainTheSameWeights) {
     EXPECT_EQ(std::string(e.what()),
               "model.head: the model's output has 2 values; the loss needs one per class, 3");
   }
+}
+
+TEST_F(Training, HybridConfigsReproduceTheBuiltInJobs) {
+  // Job 2: examples/hybrid_qcnn.toml (circuit file, data file, Keras-initialised
+  // head) trains to the built-in QCNN's losses and weights from the same seed.
+  // Its data file holds exactly the built-in job's examples, in order.
+  Rng rng(1234);
+  const ml::Dataset drawn = ml::qcnn_excitations(8, 20, rng);
+  const ml::Dataset file =
+      ml::read_table(QMLSIM_EXAMPLES "/data/qcnn_excitations_8.csv", -1, ml::LabelRule{});
+  ASSERT_EQ(file.size(), drawn.size());
+  for (std::size_t i = 0; i < drawn.size(); ++i) {
+    std::vector<double> one_hot(8, 0.0);
+    one_hot[static_cast<std::size_t>(drawn.x[i][0])] = drawn.x[i][1];
+    EXPECT_EQ(file.x[i], one_hot) << "row " << i;
+    EXPECT_EQ(file.y[i], drawn.y[i]) << "row " << i;
+  }
+  const std::vector<std::string> sets = {"job.precision=c128", "train.epochs=3"};
+  const io::Config builtin = config("qcnn.toml", sets), hybrid = config("hybrid_qcnn.toml", sets);
+  ASSERT_EQ(run(builtin, dir("qcnn")), 0);
+  ASSERT_EQ(run(hybrid, dir("hybrid_qcnn")), 0);
+  for (const char* field : {"loss", "val_loss", "accuracy", "val_accuracy"}) {
+    const std::vector<double> a = metric(dir("qcnn"), "epoch", field);
+    const std::vector<double> b = metric(dir("hybrid_qcnn"), "epoch", field);
+    ASSERT_EQ(a.size(), 3u);
+    ASSERT_EQ(b.size(), 3u);
+    for (std::size_t e = 0; e < a.size(); ++e) EXPECT_NEAR(a[e], b[e], 1e-12) << field << e;
+  }
+  const std::vector<double> wa = weights(builtin, dir("qcnn"));
+  const std::vector<double> wb = weights(hybrid, dir("hybrid_qcnn"));
+  ASSERT_EQ(wa.size(), wb.size());  // the same tensors in the same order
+  for (std::size_t i = 0; i < wa.size(); ++i) EXPECT_NEAR(wa[i], wb[i], 1e-10) << "weight " << i;
+
+  // Job 3: examples/hybrid_sonar.toml's model, started from the built-in dressed
+  // classifier's initial weights (tensor by tensor), gives its losses, gradients
+  // and weights over Adam steps on the built-in job's rows.
+  const io::Config sonar = config("sonar_dressed.toml", {});
+  const SupervisedJob a = make_supervised_job(sonar);
+  const SupervisedJob b = make_supervised_job(config("hybrid_sonar.toml", {}));
+  const std::pair<const char*, const char*> names[] = {
+      {"input/weight", "encoder1/weight"}, {"input/bias", "encoder1/bias"},
+      {"quantum/w1", "quantum/w1"},        {"quantum/w2", "quantum/w2"},
+      {"quantum/rot", "quantum/rot"},      {"output/weight", "head1/weight"},
+      {"output/bias", "head1/bias"}};
+  const ml::ParamLayout &la = a.model->layout(), &lb = b.model->layout();
+  ASSERT_EQ(la.size(), lb.size());
+  auto to_hybrid = [&](const std::vector<double>& from) {
+    std::vector<double> to(from.size());
+    for (const auto& [x, y] : names) {
+      const ml::TensorSpec &sa = la.find(x), &sb = lb.find(y);
+      EXPECT_EQ(sa.size(), sb.size()) << x;
+      std::copy_n(from.begin() + static_cast<std::ptrdiff_t>(sa.offset),
+                  std::min(sa.size(), sb.size()),
+                  to.begin() + static_cast<std::ptrdiff_t>(sb.offset));
+    }
+    return to;
+  };
+  Rng init(42);
+  std::vector<double> pa(la.size());
+  a.model->init(pa, init);
+  std::vector<double> pb = to_hybrid(pa);
+  ml::Optimizer oa(optimizer_config(sonar), pa.size(), "a"),
+      ob(optimizer_config(sonar), pb.size(), "b");
+  const models::EvalOptions eval = eval_options(sonar);
+  std::vector<std::size_t> rows(a.train.size());
+  std::iota(rows.begin(), rows.end(), std::size_t{0});
+  for (int step = 0; step < 3; ++step) {
+    std::vector<double> ga(pa.size(), 0.0), gb(pb.size(), 0.0);
+    const auto ra = a.model->loss_and_gradient(pa, a.train, rows, a.loss, ga, eval);
+    const auto rb = b.model->loss_and_gradient(pb, a.train, rows, b.loss, gb, eval);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      EXPECT_NEAR(ra.losses[i], rb.losses[i], 1e-12) << "step " << step << " row " << i;
+    const std::vector<double> ga_h = to_hybrid(ga);
+    for (std::size_t i = 0; i < gb.size(); ++i)
+      EXPECT_NEAR(gb[i], ga_h[i], 1e-10 * std::max(1.0, std::abs(ga_h[i]))) << step << " " << i;
+    oa.step(pa, ga, 0.1);
+    ob.step(pb, gb, 0.1);
+  }
+  const std::vector<double> pa_h = to_hybrid(pa);
+  // Adam divides by the root of tiny second moments: agreement to rounding, not bits.
+  for (std::size_t i = 0; i < pb.size(); ++i) EXPECT_NEAR(pb[i], pa_h[i], 1e-8) << "weight " << i;
 }
 
 TEST_F(Training, QaoaFollowsPennyLaneAndDescendsAtAStableStep) {
