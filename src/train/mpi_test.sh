@@ -32,13 +32,15 @@ identical)
   hybrid=(--set train.epochs=2 --set train.batch_size=24)
   classes=(--set train.epochs=2 --set train.batch_size=16)
   qcnn_file=(--set train.epochs=2)
-  for job in qcnn sonar hybrid classes qcnn_file; do
+  sonar_file=(--set train.epochs=1 --set train.batch_size=52)
+  for job in qcnn sonar hybrid classes qcnn_file sonar_file; do
     case $job in
     qcnn) cfg=$examples/qcnn.toml sets=("${qcnn[@]}") ;;
     sonar) cfg=$examples/sonar_dressed.toml sets=("${sonar[@]}") ;;
     hybrid) cfg=$examples/hybrid_breast_cancer.toml sets=("${hybrid[@]}") ;;
     classes) cfg=$examples/hybrid_wine.toml sets=("${classes[@]}") ;;
     qcnn_file) cfg=$examples/hybrid_qcnn.toml sets=("${qcnn_file[@]}") ;;
+    sonar_file) cfg=$examples/hybrid_sonar.toml sets=("${sonar_file[@]}") ;;
     esac
     "$qmlsim" train "$cfg" "${sets[@]}" --run-dir "$work/$job-1" --quiet || fail "$job N=1"
     for n in 2 3 4; do
