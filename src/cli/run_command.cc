@@ -9,9 +9,11 @@
 #include "circuit/qasm.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "comm/comm.h"
 #include "core/json.h"
 #include "core/memory.h"
 #include "core/parallel.h"
+#include "dist/state.h"
 #include "grad/adjoint.h"
 #include "grad/simulate.h"
 
@@ -30,6 +32,10 @@ const std::vector<OptionSpec> kSpecs = {
     {"--gradient", "",
      "also d<obs>/d(angle) for every gate angle (and d/d(input) for every "
      "OpenQASM 3 input), by the adjoint method"},
+    {"--distributed", "",
+     "one state vector over all processes of an MPI launch (mpirun -np 2^g): each holds 2^(n-g) "
+     "amplitudes"},
+    {"--exchange-mib", "N", "with --distributed: exchange buffer per process (default 32)"},
     {"--max-gates", "N", "refuse circuits that expand to more gates (default 5000000)"},
     {"--max-file-mib", "N", "refuse circuit files larger than N MiB (default 256)"},
     {"--json", "", "print exactly one JSON object on stdout"},
@@ -39,7 +45,8 @@ const std::vector<OptionSpec> kSpecs = {
 constexpr const char* kUsage =
     "qmlsim run CIRCUIT.qasm --observable \"PAULI SUM\" [--observable ...] "
     "[--precision c64|c128] [--threads N] [--fusion K] [--backend cpu|cuda] [--shots N --seed S] "
-    "[--input NAME=V[,V...] ...] [--gradient] [--json] [--max-gates N] [--max-file-mib N]\n\n"
+    "[--input NAME=V[,V...] ...] [--gradient] [--distributed [--exchange-mib N]] [--json] "
+    "[--max-gates N] [--max-file-mib N]\n\n"
     "With --gradient, every angle of every parametric gate (after expanding user gates)\n"
     "is one parameter, in program order; an OpenQASM 3 circuit's inputs get their own\n"
     "derivatives (the chain rule through each angle's expression of the inputs).\n"
@@ -56,7 +63,39 @@ struct Outcome {
   std::vector<std::vector<double>> gradient;  // [observable][angle], with --gradient
   std::map<index_t, std::int64_t> counts;
   std::size_t gates_after_fusion = 0;
+  // --distributed: the layout and its traffic (this process's; the same on every process).
+  int processes = 1, slice_qubits = 0;
+  dist::PlanStats stats;
+  std::uint64_t peak_bytes = 0;  // the largest peak resident memory among the processes
 };
+
+// The same outcome from a state distributed over every process of the launch.
+template <class R>
+Outcome simulate_distributed(const QasmProgram& prog, const std::vector<PauliSum>& observables,
+                             const dist::Options& options, std::int64_t shots, std::uint64_t seed,
+                             bool gradient) {
+  const comm::Comm& world = comm::Comm::world();
+  Outcome out;
+  dist::DistState<R> state(prog.circuit.num_qubits(), world, options);
+  state.apply(bind_params(prog.circuit, prog.angles));
+  out.expvals = state.expvals(observables);
+  if (gradient) {
+    dist::DistState<R> work(prog.circuit.num_qubits(), world, options);
+    for (const PauliSum& h : observables) {
+      work.copy_from(state);
+      double value = 0;
+      out.gradient.push_back(work.gradient(prog.circuit, prog.angles, h, &value));
+    }
+  }
+  if (shots > 0) out.counts = state.sample(shots, seed);
+  out.processes = world.size();
+  out.slice_qubits = state.slice_qubits();
+  out.stats = state.stats();
+  const std::vector<double> peaks =
+      world.allgather(std::vector<double>{static_cast<double>(peak_resident_bytes())});
+  out.peak_bytes = static_cast<std::uint64_t>(*std::max_element(peaks.begin(), peaks.end()));
+  return out;
+}
 
 template <class R>
 Outcome simulate_program(const QasmProgram& prog, const std::vector<PauliSum>& observables,
@@ -177,17 +216,43 @@ int run_command(const std::vector<std::string>& argv) {
   engine.fusion = fusion;
   engine.backend = select_backend(args);
   const int states = gradient ? 3 : 1;  // the adjoint Jacobian keeps three
-  if (engine.backend == Backend::cpu)   // the GPU states report their own size when they fail
+  const bool distributed = args.has("--distributed");
+  if (args.has("--exchange-mib") && !distributed)
+    throw Error("--exchange-mib: needs --distributed");
+  dist::Options dopts;
+  dopts.threads = threads;
+  dopts.fusion = fusion;
+  dopts.buffer_bytes = static_cast<std::size_t>(args.get_int("--exchange-mib", 32, 1, 1 << 20))
+                       << 20;
+  const comm::Comm* world = nullptr;
+  if (distributed) {
+    if (engine.backend != Backend::cpu) throw Error("--distributed: runs on the cpu backend");
+    world = &comm::Comm::world();
+    const int g = dist::slice_bits(world->size(), n);
+    // This host's processes each hold their slices and buffers.
+    check_fits_in_memory(static_cast<std::uint64_t>(world->local_size()) *
+                             (states * cpu::state_bytes(n - g, prec) + dopts.buffer_bytes),
+                         path + ": " + std::to_string(world->local_size()) +
+                             " process(es) on this host, each " + std::to_string(states) +
+                             " slice(s) of 2^" + std::to_string(n - g) + " " + precision +
+                             " amplitudes");
+  } else if (engine.backend == Backend::cpu) {  // GPU states report their own size
     check_fits_in_memory(states * cpu::state_bytes(n, prec),
                          path + ": " + std::to_string(states) + " " + std::to_string(n) +
                              "-qubit " + precision + " state(s)");
+  }
   const double parse_s = seconds_since(t0);
 
   const auto t1 = Clock::now();
   const Outcome out =
-      prec == Precision::c64
+      distributed
+          ? (prec == Precision::c64
+                 ? simulate_distributed<float>(prog, observables, dopts, shots, seed, gradient)
+                 : simulate_distributed<double>(prog, observables, dopts, shots, seed, gradient))
+      : prec == Precision::c64
           ? simulate_program<float>(prog, observables, engine, shots, seed, gradient)
           : simulate_program<double>(prog, observables, engine, shots, seed, gradient);
+  if (world && !world->root()) return 0;  // rank 0 reports
   const double sim_s = seconds_since(t1);
   const double total_s = seconds_since(t0);
 
@@ -229,6 +294,18 @@ int run_command(const std::vector<std::string>& argv) {
     w.key("num_gates").value(static_cast<long long>(prog.circuit.ops().size()));
     w.key("num_gates_fused").value(static_cast<long long>(out.gates_after_fusion));
     w.key("threads").value(threads).key("backend").value(backend_name(engine.backend));
+    if (distributed) {
+      w.key("distributed").begin_object();
+      w.key("processes").value(out.processes).key("slice_qubits").value(out.slice_qubits);
+      w.key("slice_bytes").value(static_cast<double>(cpu::state_bytes(out.slice_qubits, prec)));
+      w.key("peak_resident_bytes").value(static_cast<double>(out.peak_bytes));
+      w.key("exchanges").value(out.stats.exchanges);
+      w.key("slices_moved").value(out.stats.slices_moved);
+      w.key("relabels").value(out.stats.relabels);
+      w.key("per_gate_exchanges").value(out.stats.naive_exchanges);
+      w.key("per_gate_slices_moved").value(out.stats.naive_slices_moved);
+      w.end_object();
+    }
     w.key("kernels").value(engine.backend == Backend::cpu ? cpu::best_kernels().name : "cuda");
     w.key("time_s").begin_object().key("parse").value(parse_s).key("simulate").value(sim_s);
     w.key("total").value(total_s).end_object();
@@ -263,6 +340,12 @@ int run_command(const std::vector<std::string>& argv) {
   if (shots > 0) {
     std::cout << "counts (" << shots << " shots, seed " << seed << ", qubit 0 rightmost):\n";
     for (const auto& [i, c] : out.counts) std::cout << "  " << bitstring(i, n) << " " << c << "\n";
+  }
+  if (distributed) {
+    std::cout << "distributed: " << out.processes << " processes, slices of 2^" << out.slice_qubits
+              << " amplitudes; " << out.stats.exchanges << " exchanges ("
+              << out.stats.naive_exchanges << " gate by gate), " << out.stats.relabels
+              << " relabels; peak memory per process " << format_gib(out.peak_bytes) << "\n";
   }
   std::cout << "time: parse " << parse_s << " s, simulate " << sim_s << " s\n";
   return 0;

@@ -1,6 +1,8 @@
 #include "comm/comm.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "core/error.h"
@@ -153,6 +155,54 @@ void Comm::broadcast(std::string& text, int root) const {
 #else
   (void)text;
   (void)root;
+#endif
+}
+
+void Comm::sendrecv(const void* send, void* recv, std::size_t bytes, int dest, int source) const {
+  if (size_ == 1 || (dest == rank_ && source == rank_)) {
+    if (send != recv) std::memcpy(recv, send, bytes);
+    return;
+  }
+#ifdef QMLSIM_WITH_MPI
+  constexpr std::size_t kPiece = std::size_t{1} << 30;  // MPI counts are int
+  const auto* s = static_cast<const char*>(send);
+  auto* r = static_cast<char*>(recv);
+  for (std::size_t done = 0; done < bytes; done += kPiece) {
+    const int count = static_cast<int>(std::min(kPiece, bytes - done));
+    MPI_Sendrecv(s + done, count, MPI_BYTE, dest, 7, r + done, count, MPI_BYTE, source, 7,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+#else
+  (void)dest;
+  (void)source;
+#endif
+}
+
+void Comm::send(const void* data, std::size_t bytes, int dest) const {
+#ifdef QMLSIM_WITH_MPI
+  if (size_ == 1) return;
+  constexpr std::size_t kPiece = std::size_t{1} << 30;
+  for (std::size_t done = 0; done < bytes; done += kPiece)
+    MPI_Send(static_cast<const char*>(data) + done,
+             static_cast<int>(std::min(kPiece, bytes - done)), MPI_BYTE, dest, 8, MPI_COMM_WORLD);
+#else
+  (void)data;
+  (void)bytes;
+  (void)dest;
+#endif
+}
+
+void Comm::recv(void* data, std::size_t bytes, int source) const {
+#ifdef QMLSIM_WITH_MPI
+  if (size_ == 1) return;
+  constexpr std::size_t kPiece = std::size_t{1} << 30;
+  for (std::size_t done = 0; done < bytes; done += kPiece)
+    MPI_Recv(static_cast<char*>(data) + done, static_cast<int>(std::min(kPiece, bytes - done)),
+             MPI_BYTE, source, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+#else
+  (void)data;
+  (void)bytes;
+  (void)source;
 #endif
 }
 

@@ -1,10 +1,12 @@
-// The processes of a job and the few collectives data-parallel training needs.
+// The processes of a job and the few collectives that data-parallel training and
+// the distributed state vector (dist/) need.
 // With MPI (found at build time) and a process started by an MPI launcher
 // (mpirun, srun --mpi=pmix, the Kubeflow MPI Operator's mpirun), this is
 // MPI_COMM_WORLD; otherwise a single process of rank 0. No MPI header leaks out
 // of comm.cc.
 #pragma once
 
+#include <cstddef>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,6 +39,13 @@ class Comm {
   // data on `root` is copied to every rank (resized as needed).
   void broadcast(std::vector<double>& data, int root = 0) const;
   void broadcast(std::string& text, int root = 0) const;
+  // Sends `bytes` bytes to rank `dest` while receiving as many from rank
+  // `source` (MPI_Sendrecv, in pieces of at most 1 GiB so that counts fit an
+  // int). Alone: a copy. `send` and `recv` must not overlap unless equal.
+  void sendrecv(const void* send, void* recv, std::size_t bytes, int dest, int source) const;
+  // Point to point (MPI_Send / MPI_Recv, pieces as above); a no-op alone.
+  void send(const void* data, std::size_t bytes, int dest) const;
+  void recv(void* data, std::size_t bytes, int source) const;
   void barrier() const;
   // Ends every rank of the job at once (MPI_Abort); a plain exit when alone.
   [[noreturn]] void abort(int status) const;

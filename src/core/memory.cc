@@ -14,6 +14,17 @@ std::uint64_t physical_memory_bytes() {
   return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
 }
 
+std::uint64_t peak_resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  std::uint64_t kib = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "VmHWM: %lu kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib << 10;
+}
+
 std::string format_gib(std::uint64_t bytes) {
   char buf[32];
   const double gib = static_cast<double>(bytes) / (1ull << 30);

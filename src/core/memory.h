@@ -15,4 +15,7 @@ void check_fits_in_memory(std::uint64_t bytes, const std::string& what);
 
 std::string format_gib(std::uint64_t bytes);
 
+// This process's peak resident memory so far (VmHWM), in bytes (0 if unknown).
+std::uint64_t peak_resident_bytes();
+
 }  // namespace qmlsim

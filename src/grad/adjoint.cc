@@ -9,18 +9,12 @@
 #include "backends/cuda/small_batch.h"
 #include "backends/cuda/statevector.h"
 #include "core/error.h"
+#include "grad/adjoint_parts.h"
 #include "grad/engine.h"
 #include "grad/tape.h"
 #include "passes/fusion.h"
 
 namespace qmlsim {
-namespace {
-
-// The tape with runs of fixed steps fused; parametric steps stay as they are.
-struct Segmented {
-  std::vector<BoundGate> gates;       // forward order
-  std::vector<const TapeStep*> step;  // parametric step for gates[i], or null
-};
 
 Segmented segment(const std::vector<TapeStep>& tape, int fusion) {
   Segmented s;
@@ -47,29 +41,11 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion) {
   return s;
 }
 
-// The forward pass needs only the final state: fuse across parametric gates too.
 std::vector<BoundGate> forward_gates(const std::vector<TapeStep>& tape, int fusion) {
   std::vector<BoundGate> gates;
   gates.reserve(tape.size());
   for (const TapeStep& t : tape) gates.push_back(t.gate);
   return fusion > 0 ? fuse(gates, {fusion, std::max(10, fusion)}) : gates;
-}
-
-// A state of the options' backend (threads and chunks apply to the CPU's),
-// holding the options' initial state when `initial` (the forward pass's start).
-template <class SV>
-SV make_state(int n, const AdjointOptions& o, bool initial = false) {
-  SV sv = [&] {
-    if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>) {
-      SV s(n, o.threads);
-      if (o.chunk_qubits >= 0) s.set_chunk_qubits(o.chunk_qubits);
-      return s;
-    } else {
-      return SV(n);
-    }
-  }();
-  if (initial) detail::set_initial_state(sv, o);
-  return sv;
 }
 
 PauliSum weighted_sum(const std::vector<PauliSum>& obs, std::span<const double> w) {
@@ -80,7 +56,6 @@ PauliSum weighted_sum(const std::vector<PauliSum>& obs, std::span<const double> 
   return h;
 }
 
-// The inverse gates of a segmented tape and which of them are measured.
 void inverse_gates(const Segmented& s, std::vector<BoundGate>& inverse,
                    std::vector<char>& measure) {
   for (std::size_t i = 0; i < s.gates.size(); ++i) {
@@ -89,9 +64,6 @@ void inverse_gates(const Segmented& s, std::vector<BoundGate>& inverse,
   }
 }
 
-// Adds every angle's dL/da to grad, from the sweep's anti-Hermitian cross
-// matrices m (StateVector::adjoint_sweep): with U the gate at its angles,
-// dL/da = 2 Re <lambda| dU/da |phi_before> = 2 sum_ab (dU/da U^dagger)_ab m_ab.
 void accumulate(const Segmented& s, const std::vector<Matrix>& m, std::vector<double>& grad) {
   for (std::size_t i = 0; i < s.gates.size(); ++i) {
     const TapeStep* t = s.step[i];
@@ -114,6 +86,25 @@ void accumulate(const Segmented& s, const std::vector<Matrix>& m, std::vector<do
       grad[static_cast<std::size_t>(d.slot)] += 2.0 * acc.real() * d.scale;
     }
   }
+}
+
+namespace {
+
+// A state of the options' backend (threads and chunks apply to the CPU's),
+// holding the options' initial state when `initial` (the forward pass's start).
+template <class SV>
+SV make_state(int n, const AdjointOptions& o, bool initial = false) {
+  SV sv = [&] {
+    if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>) {
+      SV s(n, o.threads);
+      if (o.chunk_qubits >= 0) s.set_chunk_qubits(o.chunk_qubits);
+      return s;
+    } else {
+      return SV(n);
+    }
+  }();
+  if (initial) detail::set_initial_state(sv, o);
+  return sv;
 }
 
 // The sweep from phi (consumed) and lambda (at the end of the circuit). Adds to grad.

@@ -691,13 +691,15 @@ bool fused_step(const PreparedGates<R>& gate, R* bra, R* ket, std::size_t dim, M
 
 template <class R>
 void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
-                                   const std::vector<char>& measure, std::vector<Matrix>& out) {
+                                   const std::vector<char>& measure, std::vector<Matrix>& out,
+                                   bool undo_all) {
   assert(lambda.n_ == n_ && inverse.size() == measure.size());
   const int count = static_cast<int>(inverse.size());
   out.assign(inverse.size(), Matrix{});
   // Gates outside every measured gate's light cone (passes/light_cone.h) are not
   // undone: unmeasured ones are dropped, measured ones only have their sums formed.
-  const std::vector<char> needed = undo_needed(inverse, measure);
+  const std::vector<char> needed =
+      undo_all ? std::vector<char>(inverse.size(), 1) : undo_needed(inverse, measure);
   // Process in reverse: rev[j] is inverse[orig(j)]. With blocking, the plan may
   // move a gate past gates on other qubits; a cross matrix over a gate's targets
   // does not change under unitaries on other qubits applied to both vectors.

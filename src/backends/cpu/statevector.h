@@ -58,10 +58,12 @@ class StateVector {
   // dU/da its derivative, 2 Re <lambda| dU/da |phi before gate i> equals
   // 2 sum_ab (dU/da U^dagger)_ab out[i]_ab (dU U^dagger is anti-Hermitian).
   // Gates that no measured gate needs undone (passes/light_cone.h) are skipped,
-  // so on return both states are unspecified; only `out` is the result.
+  // so on return both states are unspecified; only `out` is the result. With
+  // `undo_all`, every gate is undone (a sweep in parts: dist/state.h).
   // Cache-blocked like apply(); the sums do not depend on the thread count.
   void adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
-                     const std::vector<char>& measure, std::vector<Matrix>& out);
+                     const std::vector<char>& measure, std::vector<Matrix>& out,
+                     bool undo_all = false);
 
   // Chunk size for cache blocking, in qubits; 0 disables blocking.
   int chunk_qubits() const { return chunk_qubits_; }

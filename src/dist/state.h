@@ -1,0 +1,108 @@
+// A state vector distributed over the processes of a communicator (2^g of
+// them, g >= 0): each holds one slice of 2^m amplitudes (m = n - g) as a CPU
+// StateVector, and every process knows the qubit map and which slice each
+// process holds. Circuits run by plan (dist/plan.h): gates inside slices, bulk
+// exchanges between segments, relabelling for SWAP and for X/CNOT among slice
+// qubits. Exchanges move pieces of at most `buffer_bytes` / 2 at a time
+// through two buffers, so a process needs its slice plus that much.
+//
+// Results do not depend on the process count beyond rounding: reductions add
+// per-process partial sums in process order; sampling gives the single-process
+// counts for the same seed (the same uniforms, the same block sums in the same
+// order, scanned rank after rank).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "backends/cpu/statevector.h"
+#include "circuit/circuit.h"
+#include "comm/comm.h"
+#include "dist/plan.h"
+
+namespace qmlsim::dist {
+
+struct Options {
+  int threads = 1;  // per process
+  int fusion = 3;   // per segment, as in the single-process engine
+  std::size_t buffer_bytes = std::size_t{32} << 20;
+};
+
+// log2 of the process count; Error (one line) when it is not a power of two or
+// the slices would hold fewer than 2^kMinSliceQubits amplitudes.
+inline constexpr int kMinSliceQubits = 10;
+int slice_bits(int processes, int n);
+
+// Bytes one process needs for a state: its slice plus the exchange buffers.
+std::uint64_t process_bytes(int n, int processes, Precision p, std::size_t buffer_bytes);
+
+template <class R>
+class DistState {
+ public:
+  // |0...0> on n qubits over comm's processes.
+  DistState(int n, const comm::Comm& comm, const Options& options);
+
+  int num_qubits() const { return n_; }
+  int slice_qubits() const { return m_; }
+  const QubitMap& map() const { return map_; }
+  std::uint64_t slice() const { return slice_of_[static_cast<std::size_t>(comm_->rank())]; }
+  cpu::StateVector<R>& local() { return local_; }
+  const PlanStats& stats() const { return stats_; }  // exchanges and relabels so far
+
+  // Runs gates (logical qubits, canonical form) by plan.
+  void apply(const std::vector<BoundGate>& gates);
+  // Runs a plan made for this state's current map (plan(gates, n, g, map())).
+  void run(const DistPlan& p);
+
+  // <H_k> for each observable. Terms that flip slice qubits are grouped by those
+  // qubits; each group first brings them into the slices (one exchange).
+  std::vector<double> expvals(const std::vector<PauliSum>& observables);
+
+  // Moves the amplitudes into the identity layout: process r holds amplitudes
+  // r 2^m .. (r + 1) 2^m - 1 of the circuit's qubit order.
+  void canonicalize();
+  // Samples of all qubits (canonicalizes first); every process gets the counts.
+  std::map<index_t, std::int64_t> sample(std::int64_t shots, std::uint64_t seed);
+  // The whole state on every process (canonicalizes first). For tests and small n.
+  std::vector<cplx> gather();
+
+  // Adjoint gradient of <H> for the circuit at theta, this state being the
+  // circuit's final state (consumed). Returns d<H>/d(slot) for every slot and
+  // writes <H> to *value.
+  std::vector<double> gradient(const Circuit& c, std::span<const double> theta, const PauliSum& h,
+                               double* value);
+
+  void copy_from(const DistState& other);
+
+ private:
+  // Swaps physical pairs (local, slice) in every given state (same layout).
+  void exchange(const std::vector<std::pair<int, int>>& pairs,
+                const std::vector<cpu::StateVector<R>*>& states);
+  void relabel(int control, int target);
+  // Runs a plan on several states in step (the adjoint's two vectors); `on_gates`
+  // runs each kGates step on them.
+  template <class Fn>
+  void run_steps(const DistPlan& p, const std::vector<cpu::StateVector<R>*>& states, Fn&& on_gates);
+  // Terms of h on this process's slice: after grouping, every term's slice bits are Z.
+  PauliSum local_terms(const std::vector<PauliTerm>& terms) const;
+  // Brings the slice qubits in `xmask` (physical) into the slices of `states`.
+  void bring_in(index_t xmask, const std::vector<cpu::StateVector<R>*>& states);
+  std::vector<std::pair<index_t, std::vector<PauliTerm>>> group_by_slice_flips(
+      const PauliSum& h) const;
+
+  int n_, g_, m_;
+  const comm::Comm* comm_;
+  Options options_;
+  cpu::StateVector<R> local_;
+  QubitMap map_;
+  std::vector<std::uint64_t> slice_of_;  // by process
+  std::vector<int> process_of_;          // by slice
+  std::vector<R> send_, recv_;           // exchange buffers
+  PlanStats stats_;
+};
+
+extern template class DistState<float>;
+extern template class DistState<double>;
+
+}  // namespace qmlsim::dist
