@@ -65,8 +65,8 @@ struct Outcome {
   std::size_t gates_after_fusion = 0;
   // --distributed: the layout and its traffic (this process's; the same on every process).
   int processes = 1, slice_qubits = 0;
-  dist::PlanStats stats;
-  std::uint64_t peak_bytes = 0;  // the largest peak resident memory among the processes
+  dist::RunStats forward, total;  // after the forward pass; after everything
+  std::uint64_t peak_bytes = 0;   // the largest peak resident memory among the processes
 };
 
 // The same outcome from a state distributed over every process of the launch.
@@ -78,6 +78,7 @@ Outcome simulate_distributed(const QasmProgram& prog, const std::vector<PauliSum
   Outcome out;
   dist::DistState<R> state(prog.circuit.num_qubits(), world, options);
   state.apply(bind_params(prog.circuit, prog.angles));
+  out.forward = state.stats();
   out.expvals = state.expvals(observables);
   if (gradient) {
     dist::DistState<R> work(prog.circuit.num_qubits(), world, options);
@@ -90,7 +91,7 @@ Outcome simulate_distributed(const QasmProgram& prog, const std::vector<PauliSum
   if (shots > 0) out.counts = state.sample(shots, seed);
   out.processes = world.size();
   out.slice_qubits = state.slice_qubits();
-  out.stats = state.stats();
+  out.total = state.stats();
   const std::vector<double> peaks =
       world.allgather(std::vector<double>{static_cast<double>(peak_resident_bytes())});
   out.peak_bytes = static_cast<std::uint64_t>(*std::max_element(peaks.begin(), peaks.end()));
@@ -299,11 +300,15 @@ int run_command(const std::vector<std::string>& argv) {
       w.key("processes").value(out.processes).key("slice_qubits").value(out.slice_qubits);
       w.key("slice_bytes").value(static_cast<double>(cpu::state_bytes(out.slice_qubits, prec)));
       w.key("peak_resident_bytes").value(static_cast<double>(out.peak_bytes));
-      w.key("exchanges").value(out.stats.exchanges);
-      w.key("slices_moved").value(out.stats.slices_moved);
-      w.key("relabels").value(out.stats.relabels);
-      w.key("per_gate_exchanges").value(out.stats.naive_exchanges);
-      w.key("per_gate_slices_moved").value(out.stats.naive_slices_moved);
+      for (const auto& [name, st] : {std::pair{"forward", &out.forward}, {"total", &out.total}}) {
+        w.key(name).begin_object();
+        w.key("exchanges").value(st->exchanges).key("slices_moved").value(st->slices_moved);
+        w.key("bytes_sent").value(st->bytes_sent).key("relabels").value(st->relabels);
+        w.key("per_gate_exchanges").value(st->per_gate_exchanges);
+        w.key("per_gate_slices_moved").value(st->per_gate_slices_moved);
+        w.key("exchange_s").value(st->exchange_s).key("compute_s").value(st->compute_s);
+        w.end_object();
+      }
       w.end_object();
     }
     w.key("kernels").value(engine.backend == Backend::cpu ? cpu::best_kernels().name : "cuda");
@@ -343,9 +348,10 @@ int run_command(const std::vector<std::string>& argv) {
   }
   if (distributed) {
     std::cout << "distributed: " << out.processes << " processes, slices of 2^" << out.slice_qubits
-              << " amplitudes; " << out.stats.exchanges << " exchanges ("
-              << out.stats.naive_exchanges << " gate by gate), " << out.stats.relabels
-              << " relabels; peak memory per process " << format_gib(out.peak_bytes) << "\n";
+              << " amplitudes; circuit: " << out.forward.exchanges << " exchanges ("
+              << out.forward.per_gate_exchanges << " gate by gate), " << out.forward.relabels
+              << " relabels; in all " << out.total.exchanges
+              << " exchanges; peak memory per process " << format_gib(out.peak_bytes) << "\n";
   }
   std::cout << "time: parse " << parse_s << " s, simulate " << sim_s << " s\n";
   return 0;

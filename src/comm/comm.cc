@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "core/error.h"
@@ -38,6 +39,39 @@ int launcher_world_size() {
 
 namespace {
 Comm* g_world = nullptr;
+}
+
+#ifdef QMLSIM_WITH_MPI
+// A group's MPI communicator (the world's is MPI_COMM_WORLD, held by no handle).
+struct Comm::Handle {
+  MPI_Comm comm;
+};
+namespace {
+MPI_Comm comm_of(const std::unique_ptr<Comm::Handle>& h) { return h ? h->comm : MPI_COMM_WORLD; }
+}  // namespace
+#else
+struct Comm::Handle {};
+#endif
+
+Comm::Comm(Group) : group_(true) {}
+
+std::unique_ptr<Comm> Comm::split(int color) const {
+  std::unique_ptr<Comm> g(new Comm(Group{}));
+  g->local_size_ = local_size_;
+  g->local_rank_ = local_rank_;
+  g->mpi_ = mpi_;
+#ifdef QMLSIM_WITH_MPI
+  if (mpi_ && size_ > 1) {
+    MPI_Comm c;
+    MPI_Comm_split(comm_of(handle_), color, rank_, &c);
+    g->handle_ = std::make_unique<Handle>(Handle{c});
+    MPI_Comm_rank(c, &g->rank_);
+    MPI_Comm_size(c, &g->size_);
+    return g;
+  }
+#endif
+  (void)color;
+  return g;
 }
 
 Comm& Comm::world() {
@@ -79,7 +113,13 @@ Comm::Comm() {
 
 Comm::~Comm() {
 #ifdef QMLSIM_WITH_MPI
-  if (mpi_) {
+  if (handle_) {
+    int done = 0;
+    MPI_Finalized(&done);
+    if (!done) MPI_Comm_free(&handle_->comm);
+    return;
+  }
+  if (mpi_ && !group_) {
     int done = 0;
     MPI_Finalized(&done);
     if (!done) MPI_Finalize();
@@ -92,7 +132,7 @@ std::vector<double> Comm::allgather(std::span<const double> mine) const {
 #ifdef QMLSIM_WITH_MPI
   int count = static_cast<int>(mine.size());
   std::vector<int> counts(static_cast<std::size_t>(size_)), displs(counts.size());
-  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_of(handle_));
   int total = 0;
   for (std::size_t r = 0; r < counts.size(); ++r) {
     displs[r] = total;
@@ -100,7 +140,7 @@ std::vector<double> Comm::allgather(std::span<const double> mine) const {
   }
   std::vector<double> all(static_cast<std::size_t>(total));
   MPI_Allgatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(),
-                 MPI_DOUBLE, MPI_COMM_WORLD);
+                 MPI_DOUBLE, comm_of(handle_));
   return all;
 #else
   return {mine.begin(), mine.end()};
@@ -112,7 +152,7 @@ std::vector<std::string> Comm::gather_to_root(const std::string& mine) const {
 #ifdef QMLSIM_WITH_MPI
   int count = static_cast<int>(mine.size());
   std::vector<int> counts(static_cast<std::size_t>(size_)), displs(counts.size());
-  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm_of(handle_));
   int total = 0;
   for (std::size_t r = 0; r < counts.size(); ++r) {
     displs[r] = total;
@@ -120,7 +160,7 @@ std::vector<std::string> Comm::gather_to_root(const std::string& mine) const {
   }
   std::string all(static_cast<std::size_t>(root() ? total : 0), '\0');
   MPI_Gatherv(mine.data(), count, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, 0,
-              MPI_COMM_WORLD);
+              comm_of(handle_));
   std::vector<std::string> out;
   if (root())
     for (std::size_t r = 0; r < counts.size(); ++r)
@@ -136,9 +176,9 @@ void Comm::broadcast(std::vector<double>& data, int root) const {
   if (size_ == 1) return;
 #ifdef QMLSIM_WITH_MPI
   long long n = static_cast<long long>(data.size());
-  MPI_Bcast(&n, 1, MPI_LONG_LONG, root, MPI_COMM_WORLD);
+  MPI_Bcast(&n, 1, MPI_LONG_LONG, root, comm_of(handle_));
   data.resize(static_cast<std::size_t>(n));
-  MPI_Bcast(data.data(), static_cast<int>(n), MPI_DOUBLE, root, MPI_COMM_WORLD);
+  MPI_Bcast(data.data(), static_cast<int>(n), MPI_DOUBLE, root, comm_of(handle_));
 #else
   (void)data;
   (void)root;
@@ -149,9 +189,9 @@ void Comm::broadcast(std::string& text, int root) const {
   if (size_ == 1) return;
 #ifdef QMLSIM_WITH_MPI
   long long n = static_cast<long long>(text.size());
-  MPI_Bcast(&n, 1, MPI_LONG_LONG, root, MPI_COMM_WORLD);
+  MPI_Bcast(&n, 1, MPI_LONG_LONG, root, comm_of(handle_));
   text.resize(static_cast<std::size_t>(n));
-  MPI_Bcast(text.data(), static_cast<int>(n), MPI_CHAR, root, MPI_COMM_WORLD);
+  MPI_Bcast(text.data(), static_cast<int>(n), MPI_CHAR, root, comm_of(handle_));
 #else
   (void)text;
   (void)root;
@@ -170,7 +210,7 @@ void Comm::sendrecv(const void* send, void* recv, std::size_t bytes, int dest, i
   for (std::size_t done = 0; done < bytes; done += kPiece) {
     const int count = static_cast<int>(std::min(kPiece, bytes - done));
     MPI_Sendrecv(s + done, count, MPI_BYTE, dest, 7, r + done, count, MPI_BYTE, source, 7,
-                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                 comm_of(handle_), MPI_STATUS_IGNORE);
   }
 #else
   (void)dest;
@@ -184,7 +224,7 @@ void Comm::send(const void* data, std::size_t bytes, int dest) const {
   constexpr std::size_t kPiece = std::size_t{1} << 30;
   for (std::size_t done = 0; done < bytes; done += kPiece)
     MPI_Send(static_cast<const char*>(data) + done,
-             static_cast<int>(std::min(kPiece, bytes - done)), MPI_BYTE, dest, 8, MPI_COMM_WORLD);
+             static_cast<int>(std::min(kPiece, bytes - done)), MPI_BYTE, dest, 8, comm_of(handle_));
 #else
   (void)data;
   (void)bytes;
@@ -198,7 +238,7 @@ void Comm::recv(void* data, std::size_t bytes, int source) const {
   constexpr std::size_t kPiece = std::size_t{1} << 30;
   for (std::size_t done = 0; done < bytes; done += kPiece)
     MPI_Recv(static_cast<char*>(data) + done, static_cast<int>(std::min(kPiece, bytes - done)),
-             MPI_BYTE, source, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+             MPI_BYTE, source, 8, comm_of(handle_), MPI_STATUS_IGNORE);
 #else
   (void)data;
   (void)bytes;
@@ -208,13 +248,13 @@ void Comm::recv(void* data, std::size_t bytes, int source) const {
 
 void Comm::barrier() const {
 #ifdef QMLSIM_WITH_MPI
-  if (size_ > 1) MPI_Barrier(MPI_COMM_WORLD);
+  if (size_ > 1) MPI_Barrier(comm_of(handle_));
 #endif
 }
 
 void Comm::abort(int status) const {
 #ifdef QMLSIM_WITH_MPI
-  if (mpi_ && size_ > 1) MPI_Abort(MPI_COMM_WORLD, status);
+  if (mpi_ && size_ > 1) MPI_Abort(comm_of(handle_), status);
 #endif
   std::exit(status);
 }

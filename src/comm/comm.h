@@ -7,12 +7,14 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace qmlsim::comm {
 
+// The world, or a group split from it.
 class Comm {
  public:
   // The world, initialised on first use. Throws Error when the environment
@@ -50,14 +52,23 @@ class Comm {
   // Ends every rank of the job at once (MPI_Abort); a plain exit when alone.
   [[noreturn]] void abort(int status) const;
 
+  // The processes of this group with the same `color`, ranked as here (MPI_Comm_split;
+  // collective over this group). Must be destroyed before the world.
+  std::unique_ptr<Comm> split(int color) const;
+
   ~Comm();
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
+  struct Handle;
 
  private:
   Comm();
+  struct Group {};
+  explicit Comm(Group);
   int rank_ = 0, size_ = 1, local_size_ = 1, local_rank_ = 0;
   bool mpi_ = false;
+  bool group_ = false;              // made by split()
+  std::unique_ptr<Handle> handle_;  // a group's communicator; none for the world
 };
 
 // True when the build includes MPI.

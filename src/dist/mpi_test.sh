@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The distributed state vector under mpirun: ./mpi_test.sh QMLSIM EXAMPLES TESTDATA CASE
-# CASE: equal | errors. Each case prints what it checks and exits non-zero on the first failure.
+# CASE: equal | train | errors. Each case prints what it checks and exits non-zero on the first failure.
 set -uo pipefail
 qmlsim=$1
 examples=$2
@@ -35,12 +35,58 @@ dg = max(abs(x - y) for ra, rb in zip(a["gradient"], b["gradient"]) for x, y in 
 assert len(a["gradient"][0]) == len(b["gradient"][0]) > 0
 print(f"  {b['distributed']['processes']} processes: expvals within {de:.1e}, "
       f"gradients within {dg:.1e}, counts equal: {a['counts'] == b['counts']}; "
-      f"{b['distributed']['exchanges']} exchanges")
+      f"{b['distributed']['total']['exchanges']} exchanges")
 sys.exit(0 if de <= 1e-12 and dg <= 1e-12 and a["counts"] == b["counts"] else 1)
 PY
     done
     echo "$(basename "$circuit"): 1-8 processes give the single-process results"
   done
+  ;;
+
+train)
+  # Training with each example's state held by a group of ranks (job.state_ranks):
+  # the losses and predictions of one process, for 1 to 4 groups of 2 or 4 ranks.
+  close() {  # close FILE_A FILE_B TOLERANCE: every number of two files agrees
+    python3 - "$1" "$2" "$3" <<'PY'
+import re, sys
+num = re.compile(r"-?\d+\.?\d*(?:e[-+]?\d+)?")
+a, b = ([float(x) for x in num.findall(open(p).read())] for p in sys.argv[1:3])
+tol = float(sys.argv[3])
+sys.exit(0 if len(a) == len(b) > 0 and all(abs(x - y) <= tol for x, y in zip(a, b)) else 1)
+PY
+  }
+  epoch_losses() { grep '"type":"epoch"' "$1/metrics.jsonl" | grep -o '"val_loss":[^,]*\|"loss":[^,]*'; }
+  qcnn=(--set data.qubits=12 --set data.rounds=2 --set train.epochs=2 --set train.batch_size=8
+    --set job.precision=c128 --quiet)
+  sonar=(--set model.wires=12 --set data.rows=24 --set data.test_fraction=0.25 --set train.epochs=2
+    --set train.batch_size=6 --quiet)
+  for job in qcnn sonar; do
+    case $job in
+    qcnn) cfg=$examples/qcnn.toml sets=("${qcnn[@]}") ;;
+    sonar) cfg=$examples/sonar_dressed.toml sets=("${sonar[@]}") ;;
+    esac
+    "$qmlsim" train "$cfg" "${sets[@]}" --run-dir "$work/$job-1" || fail "$job: one process"
+    "$qmlsim" infer "$work/$job-1" >"$work/$job-1.infer" || fail "$job: infer"
+    epoch_losses "$work/$job-1" >"$work/$job-1.loss"
+    for layout in "2 2" "4 2" "8 4"; do
+      set -- $layout
+      d="$work/$job-$1-$2"
+      "${mpi[@]}" -np "$1" "$qmlsim" train "$cfg" "${sets[@]}" --set job.state_ranks="$2" \
+        --run-dir "$d" || fail "$job: $1 ranks in states of $2"
+      epoch_losses "$d" >"$d.loss"
+      close "$work/$job-1.loss" "$d.loss" 1e-12 || fail "$job: losses differ at $1/$2"
+      "$qmlsim" infer "$d" >"$d.infer" || fail "$job: infer $d"
+      close "$work/$job-1.infer" "$d.infer" 1e-9 || fail "$job: predictions differ at $1/$2"
+      echo "$job: $1 ranks, states over $2: the losses and predictions of one process"
+    done
+  done
+  "$qmlsim" train "$examples/qaoa_maxcut.toml" --set train.steps=3 --run-dir "$work/qaoa-1" --quiet ||
+    fail "qaoa: one process"
+  "${mpi[@]}" -np 2 "$qmlsim" train "$examples/qaoa_maxcut.toml" --set train.steps=3 \
+    --set job.state_ranks=2 --run-dir "$work/qaoa-2" --quiet || fail "qaoa: one state over 2 ranks"
+  for f in qaoa-1 qaoa-2; do grep -o '"cost":[^,]*\|"params":\[[^]]*' "$work/$f/result.json" >"$work/$f.r"; done
+  close "$work/qaoa-1.r" "$work/qaoa-2.r" 1e-10 || fail "qaoa: results differ"
+  echo "qaoa: one state over 2 ranks gives the cost and parameters of one process"
   ;;
 
 errors)
@@ -53,6 +99,12 @@ errors)
   out=$("$qmlsim" run "$testdata/random_16.qasm" --observable Z0 --exchange-mib 4 2>&1) &&
     fail "--exchange-mib without --distributed exited 0"
   grep -q "exchange-mib: needs --distributed" <<<"$out" || fail "message: $out"
+  out=$("${mpi[@]}" -np 4 "$qmlsim" train "$examples/qcnn.toml" --set data.qubits=12 \
+    --set job.state_ranks=3 --run-dir "$work/bad" 2>&1) && fail "state_ranks 3 of 4 exited 0"
+  grep -q "3 ranks per state do not divide the job's 4 ranks" <<<"$out" || fail "message: $out"
+  out=$("${mpi[@]}" -np 2 "$qmlsim" train "$examples/qcnn.toml" --set data.qubits=8 \
+    --set job.state_ranks=2 --run-dir "$work/bad2" 2>&1) && fail "8 qubits over 2 exited 0"
+  grep -q "each needs at least 2^10" <<<"$out" || fail "message: $out"
   echo "bad layouts are one-line errors with a non-zero status"
   ;;
 

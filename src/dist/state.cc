@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstring>
 #include <random>
 
@@ -79,6 +80,7 @@ template <class R>
 void DistState<R>::exchange(const std::vector<std::pair<int, int>>& pairs_in,
                             const std::vector<cpu::StateVector<R>*>& states) {
   if (pairs_in.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::pair<int, int>> pairs = pairs_in;
   std::sort(pairs.begin(), pairs.end());
   const int k = static_cast<int>(pairs.size());
@@ -115,6 +117,7 @@ void DistState<R>::exchange(const std::vector<std::pair<int, int>>& pairs_in,
         });
         comm_->sendrecv(send_.data(), recv_.data(), 2 * (end - begin) * sizeof(R), partner,
                         partner);
+        stats_.bytes_sent += static_cast<double>(2 * (end - begin) * sizeof(R));
         for_runs(begin, end, l, pattern, [&](index_t x, index_t at, index_t len) {
           std::memcpy(a + 2 * x, &recv_[2 * at], 2 * len * sizeof(R));
         });
@@ -124,6 +127,7 @@ void DistState<R>::exchange(const std::vector<std::pair<int, int>>& pairs_in,
   for (const auto& [a, b] : pairs) map_.swap_physical(a, b);
   ++stats_.exchanges;
   stats_.slices_moved += 1.0 - 1.0 / static_cast<double>(std::uint64_t{1} << k);
+  stats_.exchange_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 template <class R>
@@ -147,15 +151,19 @@ void DistState<R>::run_steps(const DistPlan& p, const std::vector<cpu::StateVect
       case Step::Kind::kRelabel:
         relabel(s.control, s.target);
         break;
-      case Step::Kind::kGates:
+      case Step::Kind::kGates: {
+        const auto t0 = std::chrono::steady_clock::now();
         on_gates(s);
+        stats_.compute_s +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         break;
+      }
     }
   }
   // SWAP relabels are in the plan's final map only.
   map_ = p.final_map;
-  stats_.naive_exchanges += p.stats.naive_exchanges;
-  stats_.naive_slices_moved += p.stats.naive_slices_moved;
+  stats_.per_gate_exchanges += p.stats.naive_exchanges;
+  stats_.per_gate_slices_moved += p.stats.naive_slices_moved;
   stats_.relabels += p.stats.relabels;
 }
 
@@ -400,6 +408,28 @@ std::map<index_t, std::int64_t> DistState<R>::sample(std::int64_t shots, std::ui
   for (std::size_t i = 0; i + 1 < all.size(); i += 2)
     merged[static_cast<index_t>(all[i])] += static_cast<std::int64_t>(all[i + 1]);
   return merged;
+}
+
+template <class R>
+index_t DistState<R>::most_probable() {
+  canonicalize();
+  const R* a = local_.data();
+  index_t best = 0;
+  double best_p = -1;
+  for (index_t i = 0; i < local_.size(); ++i) {
+    const double p =
+        static_cast<double>(a[2 * i]) * a[2 * i] + static_cast<double>(a[2 * i + 1]) * a[2 * i + 1];
+    if (p > best_p) {
+      best_p = p;
+      best = i;
+    }
+  }
+  const std::vector<double> all = comm_->allgather(std::vector<double>{
+      best_p, static_cast<double>((static_cast<index_t>(comm_->rank()) << m_) + best)});
+  std::size_t pick = 0;
+  for (std::size_t p = 2; p < all.size(); p += 2)
+    if (all[p] > all[pick]) pick = p;
+  return static_cast<index_t>(all[pick + 1]);
 }
 
 template <class R>

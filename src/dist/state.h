@@ -37,6 +37,17 @@ int slice_bits(int processes, int n);
 // Bytes one process needs for a state: its slice plus the exchange buffers.
 std::uint64_t process_bytes(int n, int processes, Precision p, std::size_t buffer_bytes);
 
+// What a state's runs cost this process so far.
+struct RunStats {
+  int exchanges = 0;        // exchange rounds
+  double slices_moved = 0;  // in slices: sum over rounds of 1 - 2^-k
+  double bytes_sent = 0;    // by this process, all vectors
+  int relabels = 0;
+  int per_gate_exchanges = 0;  // the per-gate scheme's count for the same gates (PlanStats)
+  double per_gate_slices_moved = 0;
+  double exchange_s = 0, compute_s = 0;  // wall time in exchanges and in gate steps
+};
+
 template <class R>
 class DistState {
  public:
@@ -48,7 +59,7 @@ class DistState {
   const QubitMap& map() const { return map_; }
   std::uint64_t slice() const { return slice_of_[static_cast<std::size_t>(comm_->rank())]; }
   cpu::StateVector<R>& local() { return local_; }
-  const PlanStats& stats() const { return stats_; }  // exchanges and relabels so far
+  const RunStats& stats() const { return stats_; }
 
   // Runs gates (logical qubits, canonical form) by plan.
   void apply(const std::vector<BoundGate>& gates);
@@ -64,6 +75,8 @@ class DistState {
   void canonicalize();
   // Samples of all qubits (canonicalizes first); every process gets the counts.
   std::map<index_t, std::int64_t> sample(std::int64_t shots, std::uint64_t seed);
+  // The basis state of highest probability, the lowest of equals (canonicalizes first).
+  index_t most_probable();
   // The whole state on every process (canonicalizes first). For tests and small n.
   std::vector<cplx> gather();
 
@@ -99,7 +112,7 @@ class DistState {
   std::vector<std::uint64_t> slice_of_;  // by process
   std::vector<int> process_of_;          // by slice
   std::vector<R> send_, recv_;           // exchange buffers
-  PlanStats stats_;
+  RunStats stats_;
 };
 
 extern template class DistState<float>;

@@ -2,6 +2,7 @@
 
 #include "backends/cuda/small_batch.h"
 #include "core/trace.h"
+#include "dist/simulate.h"
 #include "grad/adjoint.h"
 #include "grad/simulate.h"
 
@@ -42,7 +43,11 @@ void HybridModel::predict_one(std::span<const double> params, std::span<const do
                               std::span<double> predictions, const EvalOptions& options) const {
   SimulateRequest req;
   req.observables = readouts_;
-  const SimulateResult r = simulate<R>(circuit(x), slots(theta(params, x)), req, engine(options));
+  const std::vector<double> t = slots(theta(params, x));
+  const SimulateResult r =
+      options.distributed()
+          ? dist::simulate<R>(circuit(x), t, req, dist_engine(options), *options.state_group)
+          : simulate<R>(circuit(x), t, req, engine(options));
   head(params, r.expvals, predictions);
 }
 
@@ -75,7 +80,10 @@ void HybridModel::gradient_one(std::span<const double> params, std::span<const d
     if (tracer) t_forward = Tracer::Clock::now();
     return head_and_loss(params, e, label, loss, row);
   };
-  const AdjointResult r = adjoint_vjp<R>(c, slots(t), readouts_, weights, engine(options));
+  const AdjointResult r = options.distributed()
+                              ? dist::adjoint_vjp<R>(c, slots(t), readouts_, weights,
+                                                     dist_engine(options), *options.state_group)
+                              : adjoint_vjp<R>(c, slots(t), readouts_, weights, engine(options));
   if (tracer) {  // one span per half of the adjoint pass
     tracer->add("forward", "circuit", t_begin, t_forward);
     tracer->add("backward", "circuit", t_forward, Tracer::Clock::now());
@@ -87,7 +95,7 @@ void HybridModel::gradient_one(std::span<const double> params, std::span<const d
 }
 
 bool HybridModel::batched_on_gpu(const EvalOptions& options) const {
-  return options.backend == Backend::cuda &&
+  return options.backend == Backend::cuda && !options.distributed() &&
          cuda::small_batch_fits(num_qubits_, options.precision, readouts_.size());
 }
 
@@ -149,18 +157,18 @@ std::vector<double> HybridModel::predict(std::span<const double> params, const m
                ? predict_batch<float>(params, data, index, options)
                : predict_batch<double>(params, data, index, options);
   std::vector<double> out(index.size() * num_outputs_);
-  for_each_example(
-      index.size(), one_example_per_thread(index.size(), options.threads, options.backend),
-      options.threads, [&](std::size_t i, int threads) {
-        EvalOptions o = options;
-        o.threads = threads;
-        const std::vector<double>& x = data.x[index[i]];
-        const std::span<double> p = std::span<double>(out).subspan(i * num_outputs_, num_outputs_);
-        if (options.precision == Precision::c64)
-          predict_one<float>(params, x, p, o);
-        else
-          predict_one<double>(params, x, p, o);
-      });
+  for_each_example(index.size(), one_example_per_thread(index.size(), options), options.threads,
+                   [&](std::size_t i, int threads) {
+                     EvalOptions o = options;
+                     o.threads = threads;
+                     const std::vector<double>& x = data.x[index[i]];
+                     const std::span<double> p =
+                         std::span<double>(out).subspan(i * num_outputs_, num_outputs_);
+                     if (options.precision == Precision::c64)
+                       predict_one<float>(params, x, p, o);
+                     else
+                       predict_one<double>(params, x, p, o);
+                   });
   return out;
 }
 

@@ -16,8 +16,10 @@
 
 #include "circuit/circuit.h"
 #include "circuit/observable.h"
+#include "comm/comm.h"
 #include "core/rng.h"
 #include "core/types.h"
+#include "dist/state.h"
 #include "grad/adjoint.h"
 #include "ml/datasets.h"
 #include "ml/loss.h"
@@ -30,7 +32,21 @@ struct EvalOptions {
   int threads = 1;
   int fusion = 3;
   Backend backend = Backend::cpu;
+  // A group of 2^g processes that hold each example's state together
+  // (dist/simulate.h); null or one process: each process holds whole states.
+  const comm::Comm* state_group = nullptr;
+  std::size_t exchange_bytes = std::size_t{32} << 20;  // per process, for the group's exchanges
+  bool distributed() const { return state_group && state_group->size() > 1; }
 };
+
+// The distributed engine's options these evaluation options stand for.
+inline dist::Options dist_engine(const EvalOptions& o) {
+  dist::Options d;
+  d.threads = o.threads;
+  d.fusion = o.fusion;
+  d.buffer_bytes = o.exchange_bytes;
+  return d;
+}
 
 // The engine options (grad/adjoint.h) these evaluation options stand for.
 inline AdjointOptions engine(const EvalOptions& o) {
@@ -56,6 +72,9 @@ class HybridModel {
                               Backend backend = Backend::cpu) const {
     return backend == Backend::cpu && num_qubits_ <= 18 &&
            count >= static_cast<std::size_t>(threads);
+  }
+  bool one_example_per_thread(std::size_t count, const EvalOptions& o) const {
+    return !o.distributed() && one_example_per_thread(count, o.threads, o.backend);
   }
   const std::vector<PauliSum>& readouts() const { return readouts_; }
   // Predictions per example.

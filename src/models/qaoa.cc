@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include "core/error.h"
+#include "dist/simulate.h"
 #include "grad/adjoint.h"
 #include "grad/simulate.h"
 
@@ -37,13 +38,20 @@ double cost_impl(const Circuit& c, const PauliSum& h, std::span<const double> pa
                  std::span<double> grad, const EvalOptions& o) {
   if (!grad.empty()) {
     const double w[1] = {1.0};
-    const AdjointResult r = adjoint_vjp<R>(c, params, {h}, w, engine(o));
+    const AdjointResult r =
+        o.distributed()
+            ? dist::adjoint_vjp<R>(
+                  c, params, {h}, [](std::span<const double>) { return std::vector<double>{1.0}; },
+                  dist_engine(o), *o.state_group)
+            : adjoint_vjp<R>(c, params, {h}, w, engine(o));
     std::copy(r.gradient.begin(), r.gradient.end(), grad.begin());
     return r.expvals[0];
   }
   SimulateRequest req;
   req.observables = {h};
-  return simulate<R>(c, params, req, engine(o)).expvals[0];
+  return o.distributed()
+             ? dist::simulate<R>(c, params, req, dist_engine(o), *o.state_group).expvals[0]
+             : simulate<R>(c, params, req, engine(o)).expvals[0];
 }
 
 template <class R>
@@ -53,7 +61,9 @@ QaoaMaxCut::Readout readout_impl(const QaoaMaxCut& m, std::span<const double> pa
   req.shots = shots;
   req.seed = seed;
   req.most_probable = true;
-  const SimulateResult s = simulate<R>(m.circuit(), params, req, engine(o));
+  const SimulateResult s =
+      o.distributed() ? dist::simulate<R>(m.circuit(), params, req, dist_engine(o), *o.state_group)
+                      : simulate<R>(m.circuit(), params, req, engine(o));
   QaoaMaxCut::Readout r;
   r.most_probable.assignment = s.most_probable;
   r.most_probable.size = m.cut_size(r.most_probable.assignment);

@@ -118,7 +118,8 @@ std::string job_defaults(const std::string& kind) {
            "   # c64 (complex64) or c128 (complex128)\n"
            "threads = 0          # 0: every core\n"
            "fusion = 3           # largest fused gate, in qubits (0: no fusion)\n"
-           "backend = \"cpu\"      # cpu, or cuda: one NVIDIA GPU per rank\n" +
+           "backend = \"cpu\"      # cpu, or cuda: one NVIDIA GPU per rank\n"
+           "state_ranks = 1      # ranks that hold one state together (a power of two; mpirun)\n" +
            k.sections + "\n[train]\noptimizer = " + q + k.optimizer + q +
            "   # sgd or adam\nlearning_rate = " + k.learning_rate + "\nlr_decay = " + k.lr_decay +
            "   # multiplies the learning rate every lr_decay_epochs epochs\n"

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "core/trace.h"
+#include "dist/state.h"
 #include "io/checkpoint.h"
 #include "io/svg.h"
 #include "ml/optimizer.h"
@@ -135,10 +137,41 @@ void share_state(const comm::Comm& world, io::TrainingState& s, bool& resumed) {
   s.sums = b.get_vector();
 }
 
-// This rank's contiguous share [begin, end) of n items.
-std::pair<std::size_t, std::size_t> my_share(const comm::Comm& world, std::size_t n) {
-  const auto r = static_cast<std::size_t>(world.rank()), p = static_cast<std::size_t>(world.size());
+// The world as data-parallel groups of `state_ranks` consecutive ranks, each
+// group holding one example's state at a time (job.state_ranks; 1: every rank
+// is its own group and holds whole states).
+struct Groups {
+  int count = 1, index = 0;
+  std::unique_ptr<comm::Comm> state;  // this rank's state group, when state_ranks > 1
+  bool leader = true;                 // rank 0 of its state group: contributes the rows
+};
+
+Groups make_groups(const comm::Comm& world, const io::Config& config) {
+  const auto ranks = static_cast<int>(config.get_int("job.state_ranks", 1, 1 << 20));
+  if (world.size() % ranks != 0)
+    config.fail("job.state_ranks", std::to_string(ranks) +
+                                       " ranks per state do not divide the job's " +
+                                       std::to_string(world.size()) + " ranks");
+  Groups g;
+  g.count = world.size() / ranks;
+  g.index = world.rank() / ranks;
+  if (ranks > 1) {
+    g.state = world.split(g.index);
+    g.leader = g.state->root();
+  }
+  return g;
+}
+
+// This group's contiguous share [begin, end) of n items.
+std::pair<std::size_t, std::size_t> my_share(const Groups& groups, std::size_t n) {
+  const auto r = static_cast<std::size_t>(groups.index), p = static_cast<std::size_t>(groups.count);
   return {n * r / p, n * (r + 1) / p};
+}
+
+// Every group's values in group order, gathered from the group leaders.
+std::vector<double> gather_groups(const comm::Comm& world, const Groups& groups,
+                                  const std::vector<double>& mine) {
+  return world.allgather(groups.leader ? std::span<const double>(mine) : std::span<const double>());
 }
 
 void save(const RunDir& dir, const io::Config& config, const ml::ParamLayout& layout,
@@ -155,8 +188,14 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
   const SupervisedJob job = make_supervised_job(config);
   const models::HybridModel& model = *job.model;
   const ml::ParamLayout& layout = model.layout();
-  const models::EvalOptions eval = eval_options(config, world.local_size());
+  models::EvalOptions eval = eval_options(config, world.local_size());
   use_backend(eval, world.local_rank());
+  const Groups groups = make_groups(world, config);
+  if (groups.state) {
+    if (eval.backend != Backend::cpu) config.fail("job.state_ranks", "needs backend = \"cpu\"");
+    dist::slice_bits(groups.state->size(), model.num_qubits());  // a layout that works
+    eval.state_group = groups.state.get();
+  }
   const auto seed = static_cast<std::uint64_t>(config.get_int("job.seed", 0, INT64_MAX));
   const auto epochs = static_cast<int>(config.get_int("train.epochs", 1, 1000000));
   const auto batch = static_cast<std::size_t>(config.get_int("train.batch_size", 1, 1 << 30));
@@ -194,6 +233,9 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     out << config.kind() << ": " << layout.size() << " parameters, " << model.num_qubits()
         << " qubits, " << job.train.size() << " training and " << job.test.size()
         << " test examples, " << world.size() << (world.size() == 1 ? " rank, " : " ranks, ")
+        << (groups.state ? std::to_string(groups.count) + " state groups of " +
+                               std::to_string(groups.state->size()) + ", "
+                         : std::string())
         << eval.threads << " threads" << (world.size() == 1 ? ", " : " per rank, ")
         << precision_name(eval.precision) << "\n";
 
@@ -230,7 +272,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
       const std::size_t m = std::min(n, b0 + batch) - b0;
       {
         const TraceSpan span("data");
-        const auto [mine_begin, mine_end] = my_share(world, m);
+        const auto [mine_begin, mine_end] = my_share(groups, m);
         mine.assign(order.begin() + static_cast<std::ptrdiff_t>(b0 + mine_begin),
                     order.begin() + static_cast<std::ptrdiff_t>(b0 + mine_end));
       }
@@ -243,7 +285,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
       std::vector<double> rows;
       {
         const TraceSpan span("allreduce");
-        rows = world.allgather(my_rows);
+        rows = gather_groups(world, groups, my_rows);
       }
       const double comm_s = seconds_since(t_comm);
       double loss = 0, correct = 0;
@@ -290,10 +332,11 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
                                                            {"accuracy", s.sums[1] / s.sums[2]}};
     if (job.test.size() > 0) {
       const TraceSpan span("evaluation");
-      const auto [v0, v1] = my_share(world, job.test.size());
+      const auto [v0, v1] = my_share(groups, job.test.size());
       std::vector<std::size_t> mine(v1 - v0);
       std::iota(mine.begin(), mine.end(), v0);
-      const std::vector<double> p = world.allgather(model.predict(s.params, job.test, mine, eval));
+      const std::vector<double> p =
+          gather_groups(world, groups, model.predict(s.params, job.test, mine, eval));
       double vl = 0, va = 0;
       for (std::size_t i = 0; i < job.test.size(); ++i) {
         const std::span<const double> pi(&p[i * num_outputs], num_outputs);
@@ -384,18 +427,31 @@ index_t report_qaoa(const models::QaoaMaxCut& m, const io::Config& config,
   return best.assignment;
 }
 
+// The parameters of restart r in the gathered [cost, params...] rows.
+std::vector<double> all_params_of(const std::vector<double>& all, std::size_t width,
+                                  std::size_t r) {
+  return {all.begin() + static_cast<std::ptrdiff_t>(r * width + 1),
+          all.begin() + static_cast<std::ptrdiff_t>((r + 1) * width)};
+}
+
 // QAOA on several ranks runs independent restarts (seed + rank), each in
 // RUN_DIR/restart-<rank>/ with its own checkpoints; rank 0 reports and saves
 // the restart with the lowest final cost in RUN_DIR.
 int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostream& out) {
   const comm::Comm& world = comm::Comm::world();
-  const bool restarts = world.size() > 1;
   const auto model = make_qaoa_job(config);
   const ml::ParamLayout& layout = model->layout();
-  const models::EvalOptions eval = eval_options(config, world.local_size());
+  models::EvalOptions eval = eval_options(config, world.local_size());
   use_backend(eval, world.local_rank());
+  const Groups groups = make_groups(world, config);  // one restart per state group
+  if (groups.state) {
+    if (eval.backend != Backend::cpu) config.fail("job.state_ranks", "needs backend = \"cpu\"");
+    dist::slice_bits(groups.state->size(), model->graph().nodes);
+    eval.state_group = groups.state.get();
+  }
+  const bool restarts = groups.count > 1;
   const auto seed = static_cast<std::uint64_t>(config.get_int("job.seed", 0, INT64_MAX)) +
-                    static_cast<std::uint64_t>(world.rank());
+                    static_cast<std::uint64_t>(groups.index);
   const std::int64_t steps = config.get_int("train.steps", 0, 1000000000);
   const double lr = config.get_double("train.learning_rate", 0, 1e6);
   const std::int64_t every = config.get_int("train.checkpoint_every", 0, INT64_MAX);
@@ -404,7 +460,7 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   ml::Optimizer opt(optimizer_config(config), layout.size(), "train.optimizer");
 
   const bool quiet = options.quiet || !world.root();
-  const RunDir dir(restarts ? options.run_dir + "/restart-" + std::to_string(world.rank())
+  const RunDir dir(restarts ? options.run_dir + "/restart-" + std::to_string(groups.index)
                             : options.run_dir);
   bool resumed = false;
   std::ostringstream silent;
@@ -417,20 +473,23 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
     model->init(s.params, rng, scale);
     s.rng = rng.state();
   }
-  dir.write_text("config.toml", config.to_toml());
-  RunOutputs outputs(world, &dir, resumed, s.step, 0, options.trace);
+  // A state group's leader writes its restart's files; the others compute with it.
+  const bool writer = groups.leader;
+  if (writer) dir.write_text("config.toml", config.to_toml());
+  RunOutputs outputs(world, writer ? &dir : nullptr, resumed, s.step, 0, options.trace);
   if (!quiet && !resumed)
     out << "qaoa: " << model->graph().nodes << " nodes, " << model->graph().edges.size()
         << " edges, p = " << layout.tensors()[0].shape[1] << ", " << eval.threads << " threads, "
         << precision_name(eval.precision)
-        << (restarts ? ", " + std::to_string(world.size()) + " restarts (rank 0 shown)" : "")
+        << (groups.state ? ", states over " + std::to_string(groups.state->size()) + " ranks" : "")
+        << (restarts ? ", " + std::to_string(groups.count) + " restarts (the first shown)" : "")
         << "\n";
   std::vector<double> grad(layout.size());
   std::int64_t steps_here = 0;
   const auto t_start = Clock::now();
   for (; s.step < steps; ++s.step, ++steps_here) {
     if (options.max_steps >= 0 && steps_here >= options.max_steps) {
-      save(dir, config, layout, s, opt, keep);
+      if (writer) save(dir, config, layout, s, opt, keep);
       outputs.finish();
       if (!quiet) out << "Stopped after " << steps_here << " steps (--max-steps)\n";
       return 0;
@@ -461,26 +520,32 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
       const TraceSpan span("checkpoint");
       io::TrainingState next = s;
       ++next.step;
-      save(dir, config, layout, next, opt, keep);
+      if (writer) save(dir, config, layout, next, opt, keep);
     }
   }
   const double my_cost = model->cost(s.params, {}, eval);
-  io::save_weights(dir.file("weights.h5"), config.kind(), layout, s.params);
+  if (writer) io::save_weights(dir.file("weights.h5"), config.kind(), layout, s.params);
   outputs.finish();
 
   // Every restart's final cost and parameters; the best (lowest cost, then lowest rank) wins.
   std::vector<double> mine = {my_cost};
   mine.insert(mine.end(), s.params.begin(), s.params.end());
-  const std::vector<double> all = world.allgather(mine);
-  if (!world.root()) return 0;
+  const std::vector<double> all = gather_groups(world, groups, mine);
+  if (groups.index != 0) return 0;  // rank 0's state group reads the best restart out
   const std::size_t width = mine.size();
   std::size_t best_rank = 0;
   for (std::size_t r = 1; r < all.size() / width; ++r)
     if (all[r * width] < all[best_rank * width]) best_rank = r;
   const double cost = all[best_rank * width];
-  const std::vector<double> params(
-      all.begin() + static_cast<std::ptrdiff_t>(best_rank * width + 1),
-      all.begin() + static_cast<std::ptrdiff_t>((best_rank + 1) * width));
+  const std::vector<double> params = all_params_of(all, width, best_rank);
+  if (!world.root()) {  // the other ranks of rank 0's state group: the readout's collectives
+    std::ostringstream ignored;
+    JsonWriter w(ignored);
+    w.begin_object();
+    report_qaoa(*model, config, all_params_of(all, width, best_rank), eval, all[best_rank * width],
+                w, ignored, true);
+    return 0;
+  }
   const RunDir top(options.run_dir);
   if (!quiet) {
     out << "Final cost: " << my_cost << "\n";
@@ -495,7 +560,7 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   std::ostringstream os;
   JsonWriter w(os);
   w.begin_object().key("job").value("qaoa").key("steps").value(static_cast<long long>(s.step));
-  w.key("restarts").value(world.size()).key("best_restart").value(static_cast<int>(best_rank));
+  w.key("restarts").value(groups.count).key("best_restart").value(static_cast<int>(best_rank));
   w.key("params").value(params);
   const index_t best = report_qaoa(*model, config, params, eval, cost, w, out, quiet);
   w.key("train_time_s").value(seconds_since(t_start));

@@ -1,0 +1,31 @@
+// Circuits on a state distributed over a group of processes (dist/state.h),
+// with the single-process engine's interfaces (grad/adjoint.h,
+// grad/simulate.h): every process of the group calls with the same arguments
+// and gets the same results. The models use these for examples whose state is
+// split over a state group (EvalOptions::state_group).
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "comm/comm.h"
+#include "dist/state.h"
+#include "grad/adjoint.h"
+#include "grad/simulate.h"
+
+namespace qmlsim::dist {
+
+// As qmlsim::simulate: expectation values, seeded samples (the single-process
+// counts), the most probable basis state. No initial state: |0...0>.
+template <class R>
+SimulateResult simulate(const Circuit& c, std::span<const double> theta, const SimulateRequest& req,
+                        const Options& options, const comm::Comm& group);
+
+// As qmlsim::adjoint_vjp with a WeightsFn: one forward pass, the weights from
+// the expectation values, one backward pass on the distributed vectors.
+template <class R>
+AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
+                          const std::vector<PauliSum>& observables, const WeightsFn& weights,
+                          const Options& options, const comm::Comm& group);
+
+}  // namespace qmlsim::dist
