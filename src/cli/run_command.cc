@@ -36,6 +36,9 @@ const std::vector<OptionSpec> kSpecs = {
      "one state vector over all processes of an MPI launch (mpirun -np 2^g): each holds 2^(n-g) "
      "amplitudes"},
     {"--exchange-mib", "N", "with --distributed: exchange buffer per process (default 32)"},
+    {"--plan-processes", "P",
+     "print the distributed layout for P processes (memory per process, exchanges) without "
+     "running"},
     {"--max-gates", "N", "refuse circuits that expand to more gates (default 5000000)"},
     {"--max-file-mib", "N", "refuse circuit files larger than N MiB (default 256)"},
     {"--json", "", "print exactly one JSON object on stdout"},
@@ -45,7 +48,8 @@ const std::vector<OptionSpec> kSpecs = {
 constexpr const char* kUsage =
     "qmlsim run CIRCUIT.qasm --observable \"PAULI SUM\" [--observable ...] "
     "[--precision c64|c128] [--threads N] [--fusion K] [--backend cpu|cuda] [--shots N --seed S] "
-    "[--input NAME=V[,V...] ...] [--gradient] [--distributed [--exchange-mib N]] [--json] "
+    "[--input NAME=V[,V...] ...] [--gradient] [--distributed [--exchange-mib N]] "
+    "[--plan-processes P] [--json] "
     "[--max-gates N] [--max-file-mib N]\n\n"
     "With --gradient, every angle of every parametric gate (after expanding user gates)\n"
     "is one parameter, in program order; an OpenQASM 3 circuit's inputs get their own\n"
@@ -225,6 +229,26 @@ int run_command(const std::vector<std::string>& argv) {
   dopts.fusion = fusion;
   dopts.buffer_bytes = static_cast<std::size_t>(args.get_int("--exchange-mib", 32, 1, 1 << 20))
                        << 20;
+  if (args.has("--plan-processes")) {
+    const auto procs = static_cast<int>(args.get_int("--plan-processes", 1, 1, 1 << 30));
+    const int g = dist::slice_bits(procs, n);
+    const dist::DistPlan p =
+        dist::plan(bind_params(prog.circuit, prog.angles), n, g, dist::QubitMap::identity(n));
+    const std::uint64_t slice = cpu::state_bytes(n - g, prec);
+    JsonWriter w(std::cout);
+    w.begin_object().key("num_qubits").value(n).key("processes").value(procs);
+    w.key("slice_qubits").value(n - g).key("precision").value(precision);
+    w.key("slice_bytes").value(static_cast<double>(slice));
+    w.key("process_bytes").value(static_cast<double>(states * slice + dopts.buffer_bytes));
+    w.key("exchanges").value(p.stats.exchanges).key("slices_moved").value(p.stats.slices_moved);
+    w.key("relabels").value(p.stats.relabels);
+    w.key("per_gate_exchanges").value(p.stats.naive_exchanges);
+    w.key("per_gate_slices_moved").value(p.stats.naive_slices_moved);
+    w.key("num_gates").value(static_cast<long long>(prog.circuit.ops().size()));
+    w.end_object();
+    std::cout << "\n";
+    return 0;
+  }
   const comm::Comm* world = nullptr;
   if (distributed) {
     if (engine.backend != Backend::cpu) throw Error("--distributed: runs on the cpu backend");
@@ -293,7 +317,8 @@ int run_command(const std::vector<std::string>& argv) {
     }
     w.key("num_qubits").value(n).key("precision").value(precision);
     w.key("num_gates").value(static_cast<long long>(prog.circuit.ops().size()));
-    w.key("num_gates_fused").value(static_cast<long long>(out.gates_after_fusion));
+    if (!distributed)
+      w.key("num_gates_fused").value(static_cast<long long>(out.gates_after_fusion));
     w.key("threads").value(threads).key("backend").value(backend_name(engine.backend));
     if (distributed) {
       w.key("distributed").begin_object();

@@ -13,6 +13,7 @@
 #include "backends/cuda/statevector.h"
 #include "core/error.h"
 #include "core/json.h"
+#include "dist/state.h"
 #include "train/jobs.h"
 
 namespace qmlsim::train {
@@ -91,15 +92,34 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
   p.machine_bytes = eval.backend == Backend::cuda
                         ? static_cast<std::uint64_t>(cuda::device_status().memory_gib * (1 << 30))
                         : machine_memory();
-  // Memory first: calibration runs only when a rank's working set fits here.
+  // States over job.state_ranks ranks: a rank holds slices; data parallelism is over groups.
+  p.state_ranks = static_cast<int>(c.get_int("job.state_ranks", 1, 1 << 20));
+  if (options.ranks % p.state_ranks != 0)
+    c.fail("job.state_ranks", std::to_string(p.state_ranks) +
+                                  " ranks per state do not divide --ranks " +
+                                  std::to_string(options.ranks));
+  const int groups = options.ranks / p.state_ranks;
+  // Memory first: calibration runs only when a rank's working set fits here. With
+  // states over several ranks it runs on whole states in one process (when they fit)
+  // and divides the per-example time by the ranks of a state: exchanges are not
+  // modelled (bench/distributed measures them).
   auto sizes = [&](int qubits, int states) {
     p.qubits = qubits;
     p.states_at_once = states;
-    p.state_bytes = cpu::state_bytes(qubits, eval.precision);
-    p.rank_bytes = p.state_bytes * static_cast<std::uint64_t>(states);
+    if (p.state_ranks > 1) {
+      const int g = dist::slice_bits(p.state_ranks, qubits);
+      p.state_bytes = cpu::state_bytes(qubits - g, eval.precision);
+      p.rank_bytes = p.state_bytes * static_cast<std::uint64_t>(states) + eval.exchange_bytes;
+    } else {
+      p.state_bytes = cpu::state_bytes(qubits, eval.precision);
+      p.rank_bytes = p.state_bytes * static_cast<std::uint64_t>(states);
+    }
     p.fits = p.rank_bytes * static_cast<std::uint64_t>(options.ranks_per_node) <
              p.machine_bytes * 9 / 10;
-    return p.fits;
+    const bool whole_fits =
+        cpu::state_bytes(qubits, eval.precision) * static_cast<std::uint64_t>(states) <
+        p.machine_bytes * 9 / 10;
+    return p.fits && whole_fits;
   };
   const auto t0 = Clock::now();
   if (c.kind() == "qaoa") {
@@ -115,8 +135,9 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
     const models::HybridModel& model = *job.model;
     const auto batch = c.get_int("train.batch_size", 1, 1 << 30);
     const auto n = static_cast<std::int64_t>(job.train.size());
-    const std::int64_t share = ceil_div(std::min(batch, n), options.ranks);
+    const std::int64_t share = ceil_div(std::min(batch, n), groups);
     const bool per_thread =
+        p.state_ranks == 1 &&
         model.one_example_per_thread(static_cast<std::size_t>(share), p.threads, eval.backend);
     p.steps_per_epoch = ceil_div(n, batch);
     p.epochs = c.get_int("train.epochs", 1, 1000000);
@@ -124,10 +145,11 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
       p.step_s = share_time(model, job.train, share, job.loss, eval, true);
       const auto test = static_cast<std::int64_t>(job.test.size());
       if (test > 0)
-        p.eval_s =
-            share_time(model, job.test, ceil_div(test, options.ranks), job.loss, eval, false);
+        p.eval_s = share_time(model, job.test, ceil_div(test, groups), job.loss, eval, false);
     }
   }
+  p.step_s /= p.state_ranks;
+  p.eval_s /= p.state_ranks;
   p.calibration_s = std::chrono::duration<double>(Clock::now() - t0).count();
   p.epoch_s = static_cast<double>(p.steps_per_epoch) * p.step_s + p.eval_s;
   p.run_s = static_cast<double>(p.epochs) * p.epoch_s;
@@ -165,7 +187,9 @@ std::string duration(double s) {
 
 void print_plan(const Plan& p, const PlanOptions& o, std::ostream& out) {
   out << "qubits: " << p.qubits << ", " << p.precision << ", backend " << p.backend << "\n"
-      << "one state vector: " << bytes(p.state_bytes) << "\n"
+      << (p.state_ranks > 1 ? "states over " + std::to_string(p.state_ranks) + " ranks; one slice: "
+                            : std::string("one state vector: "))
+      << bytes(p.state_bytes) << "\n"
       << "per rank: " << p.states_at_once << " state vectors at once ("
       << (p.states_at_once > 2 ? "state + adjoint state for each of " +
                                      std::to_string(p.states_at_once / 2) + " threads"
@@ -178,7 +202,11 @@ void print_plan(const Plan& p, const PlanOptions& o, std::ostream& out) {
     out << "no time estimate: the calibration run would not fit in this machine's memory\n";
     return;
   }
-  out << "calibrated in " << duration(p.calibration_s) << " on this machine\n"
+  out << "calibrated in " << duration(p.calibration_s) << " on this machine"
+      << (p.state_ranks > 1 ? " (whole states; time divided by the ranks of a state, "
+                              "exchanges not modelled)"
+                            : "")
+      << "\n"
       << "step: " << duration(p.step_s) << "; " << p.steps_per_epoch << " steps per epoch";
   if (p.eval_s > 0) out << " + validation " << duration(p.eval_s);
   out << "\nepoch: " << duration(p.epoch_s) << "; " << p.epochs
@@ -195,6 +223,7 @@ void print_plan_json(const Plan& p, std::ostream& out) {
   w.begin_object().key("qubits").value(p.qubits).key("precision").value(p.precision);
   w.key("backend").value(p.backend);
   w.key("state_bytes").value(static_cast<double>(p.state_bytes));
+  w.key("state_ranks").value(p.state_ranks);
   w.key("states_at_once").value(p.states_at_once);
   w.key("rank_bytes").value(static_cast<double>(p.rank_bytes));
   w.key("machine_bytes").value(static_cast<double>(p.machine_bytes)).key("fits").value(p.fits);

@@ -23,7 +23,8 @@ struct Plan {
   int qubits = 0;
   std::string precision;
   std::string backend;
-  std::uint64_t state_bytes = 0;    // one state vector
+  std::uint64_t state_bytes = 0;    // one state vector (with job.state_ranks > 1: one slice)
+  int state_ranks = 1;              // ranks holding one state (job.state_ranks)
   int states_at_once = 0;           // per rank: 2 per example in flight (state + adjoint)
   std::uint64_t rank_bytes = 0;     // state_bytes * states_at_once
   std::uint64_t machine_bytes = 0;  // this machine's memory (cuda: the GPU's)

@@ -47,5 +47,21 @@ TEST(Plan, StatesWhatDoesNotFit) {
                Error);
 }
 
+TEST(Plan, StatesOverSeveralRanksNeedTheirSlices) {
+  // 34 qubits over 64 ranks: a rank holds 2 slices of 2^28 amplitudes and the exchange
+  // buffer (32 MiB), and the groups of 64 do not divide 96 ranks.
+  const io::Config c = load_job_config(std::string(QMLSIM_EXAMPLES) + "/qaoa_maxcut.toml",
+                                       {"data.nodes=34", "train.steps=1", "job.state_ranks=64"});
+  PlanOptions o;
+  o.ranks = 128;
+  const Plan p = make_plan(c, o);
+  EXPECT_EQ(p.state_ranks, 64);
+  EXPECT_EQ(p.state_bytes, std::uint64_t{16} << 28);
+  EXPECT_EQ(p.rank_bytes, 2 * (std::uint64_t{16} << 28) + (std::uint64_t{32} << 20));
+  EXPECT_EQ(p.step_s, 0.0);  // whole states (256 GiB) do not fit here: no calibration
+  o.ranks = 96;
+  EXPECT_THROW(make_plan(c, o), Error);
+}
+
 }  // namespace
 }  // namespace qmlsim::train
