@@ -11,6 +11,8 @@ against one process first (expectation value to 1e-6 in complex64).
 
   bench/distributed/bench_distributed.py [--qmlsim build/release/qmlsim]
       [--qubits 20,22,24,26] [--processes 2,4,8] [--precision c64]
+  bench/distributed/bench_distributed.py --emit random|qaoa|qft --qubits N [--depth D]
+      (prints the circuit: random has D layers, default 10)
 """
 import argparse
 import json
@@ -79,7 +81,14 @@ def main():
     ap.add_argument("--qubits", default="20,22,24,26")
     ap.add_argument("--processes", default="2,4,8")
     ap.add_argument("--precision", default="c64")
+    ap.add_argument("--emit", choices=["random", "qaoa", "qft"])
+    ap.add_argument("--depth", type=int, default=10)
     a = ap.parse_args()
+    if a.emit:
+        n = int(a.qubits)
+        print({"random": lambda: random_circuit(n, a.depth, n), "qaoa": lambda: qaoa_circuit(n, 2, n),
+               "qft": lambda: qft_circuit(n)}[a.emit](), end="")
+        return
     mpirun = ["mpirun", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "tcp,self,vader"]
     print("| circuit | qubits | gates | processes | exchanges | per-gate scheme | "
           "MiB sent per process | per-gate MiB | compute s | exchange s |")

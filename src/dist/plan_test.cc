@@ -128,7 +128,7 @@ TEST(DistPlan, SwapsAndSliceXRelabelDiagonalsAndControlsStayPut) {
             1e-12);
 }
 
-TEST(DistPlan, ALayerOnEveryQubitNeedsOneExchangeNotOnePerGate) {
+TEST(DistPlan, ExchangesBringSeveralQubitsInAtOnce) {
   // Hadamard layers over 12 qubits, 8 slices: exchanges bring 3 qubits in at once;
   // the per-gate scheme exchanges once per gate on a slice qubit.
   const int n = 12, g = 3;

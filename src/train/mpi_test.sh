@@ -153,6 +153,22 @@ AGENT
     --run-dir "$work/two-hosts" --quiet --expect-ranks 2 || fail "two-host run"
   same_weights "$work/one" "$work/two-hosts"
   echo "two hosts (network namespaces ${net}1 and ${net}2, OpenMPI over TCP): weights of one process"
+  # One state vector split over the two hosts: the single-process values and gradients.
+  circuit=$examples/circuits/qaoa_maxcut_18.qasm
+  run=(run "$circuit" --observable "Z0 Z1 + 0.5*X17 Y16" --gradient --json --threads 1)
+  "$qmlsim" "${run[@]}" >"$work/one.json" || fail "single-process run"
+  timeout 120 ip netns exec $ns_a mpirun --mca plm_rsh_agent "$work/agent.sh" \
+    --host ${net}1:1,${net}2:1 -np 2 --mca btl tcp,self --mca btl_tcp_if_include ${net}0/24 \
+    --mca oob_tcp_if_include ${net}0/24 "$qmlsim" "${run[@]}" --distributed \
+    >"$work/two.json" || fail "two-host distributed run"
+  /usr/bin/python3 - "$work/one.json" "$work/two.json" <<'PY' || fail "two-host state differs"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert b["distributed"]["processes"] == 2
+d = max(abs(x - y) for x, y in zip(a["expval"] + a["gradient"][0], b["expval"] + b["gradient"][0]))
+sys.exit(0 if d <= 1e-12 else 1)
+PY
+  echo "two hosts holding one 18-qubit state: the values and gradients of one process"
   ;;
 
 trace)
