@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iostream>
 #include <sstream>
+#include <type_traits>
 
 #include "backends/cpu/statevector.h"
 #include "circuit/qasm.h"
@@ -16,6 +17,8 @@
 #include "dist/state.h"
 #include "grad/adjoint.h"
 #include "grad/simulate.h"
+#include "io/state_file.h"
+#include "passes/fusion.h"
 
 namespace qmlsim::cli {
 namespace {
@@ -36,6 +39,9 @@ const std::vector<OptionSpec> kSpecs = {
      "one state vector over all processes of an MPI launch (mpirun -np 2^g): each holds 2^(n-g) "
      "amplitudes"},
     {"--exchange-mib", "N", "with --distributed: exchange buffer per process (default 32)"},
+    {"--state-out", "FILE.h5",
+     "write the final state to an HDF5 file (dataset state: 2^n rows of re, im); with "
+     "--distributed, slice by slice in process order"},
     {"--plan-processes", "P",
      "print the distributed layout for P processes (memory per process, exchanges) without "
      "running"},
@@ -49,7 +55,7 @@ constexpr const char* kUsage =
     "qmlsim run CIRCUIT.qasm --observable \"PAULI SUM\" [--observable ...] "
     "[--precision c64|c128] [--threads N] [--fusion K] [--backend cpu|cuda] [--shots N --seed S] "
     "[--input NAME=V[,V...] ...] [--gradient] [--distributed [--exchange-mib N]] "
-    "[--plan-processes P] [--json] "
+    "[--plan-processes P] [--state-out FILE.h5] [--json] "
     "[--max-gates N] [--max-file-mib N]\n\n"
     "With --gradient, every angle of every parametric gate (after expanding user gates)\n"
     "is one parameter, in program order; an OpenQASM 3 circuit's inputs get their own\n"
@@ -74,10 +80,21 @@ struct Outcome {
 };
 
 // The same outcome from a state distributed over every process of the launch.
+// The final state into an HDF5 file, computed once more on the CPU (one process).
+template <class R>
+void write_state(const QasmProgram& prog, int threads, int fusion, const std::string& path) {
+  const int n = prog.circuit.num_qubits();
+  cpu::StateVector<R> sv(n, threads);
+  const std::vector<BoundGate> gates = bind_params(prog.circuit, prog.angles);
+  sv.apply(fusion > 0 ? fuse(gates, {fusion, std::max(10, fusion)}) : gates);
+  io::create_state_file(path, n, std::is_same_v<R, float>);
+  io::write_state_rows(path, 0, sv.size(), sv.data());
+}
+
 template <class R>
 Outcome simulate_distributed(const QasmProgram& prog, const std::vector<PauliSum>& observables,
                              const dist::Options& options, std::int64_t shots, std::uint64_t seed,
-                             bool gradient) {
+                             bool gradient, const std::string& state_out) {
   const comm::Comm& world = comm::Comm::world();
   Outcome out;
   dist::DistState<R> state(prog.circuit.num_qubits(), world, options);
@@ -93,6 +110,18 @@ Outcome simulate_distributed(const QasmProgram& prog, const std::vector<PauliSum
     }
   }
   if (shots > 0) out.counts = state.sample(shots, seed);
+  if (!state_out.empty()) {  // slice by slice into one file, in process order
+    state.canonicalize();
+    const std::uint64_t rows = state.local().size();
+    for (int r = 0; r < world.size(); ++r) {
+      if (r == world.rank()) {
+        if (r == 0) io::create_state_file(state_out, state.num_qubits(), std::is_same_v<R, float>);
+        io::write_state_rows(state_out, rows * static_cast<std::uint64_t>(r), rows,
+                             state.local().data());
+      }
+      world.barrier();
+    }
+  }
   out.processes = world.size();
   out.slice_qubits = state.slice_qubits();
   out.total = state.stats();
@@ -222,6 +251,7 @@ int run_command(const std::vector<std::string>& argv) {
   engine.backend = select_backend(args);
   const int states = gradient ? 3 : 1;  // the adjoint Jacobian keeps three
   const bool distributed = args.has("--distributed");
+  const std::string state_out = args.get("--state-out").value_or("");
   if (args.has("--exchange-mib") && !distributed)
     throw Error("--exchange-mib: needs --distributed");
   dist::Options dopts;
@@ -271,12 +301,19 @@ int run_command(const std::vector<std::string>& argv) {
   const auto t1 = Clock::now();
   const Outcome out =
       distributed
-          ? (prec == Precision::c64
-                 ? simulate_distributed<float>(prog, observables, dopts, shots, seed, gradient)
-                 : simulate_distributed<double>(prog, observables, dopts, shots, seed, gradient))
+          ? (prec == Precision::c64 ? simulate_distributed<float>(prog, observables, dopts, shots,
+                                                                  seed, gradient, state_out)
+                                    : simulate_distributed<double>(prog, observables, dopts, shots,
+                                                                   seed, gradient, state_out))
       : prec == Precision::c64
           ? simulate_program<float>(prog, observables, engine, shots, seed, gradient)
           : simulate_program<double>(prog, observables, engine, shots, seed, gradient);
+  if (!state_out.empty() && !distributed) {
+    if (prec == Precision::c64)
+      write_state<float>(prog, threads, fusion, state_out);
+    else
+      write_state<double>(prog, threads, fusion, state_out);
+  }
   if (world && !world->root()) return 0;  // rank 0 reports
   const double sim_s = seconds_since(t1);
   const double total_s = seconds_since(t0);

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The distributed state vector under mpirun: ./mpi_test.sh QMLSIM EXAMPLES TESTDATA CASE
+# The distributed state vector under mpirun: ./mpi_test.sh QMLSIM EXAMPLES TESTDATA PYTHON CASE
+# (PYTHON: build/pyenv's, with h5py, for reading state files)
 # CASE: equal | train | errors. Each case prints what it checks and exits non-zero on the first failure.
 set -uo pipefail
 qmlsim=$1
 examples=$2
 testdata=$3
-case_name=$4
+python=$4
+case_name=$5
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi=(timeout 300 mpirun --oversubscribe --bind-to none --mca btl tcp,self,vader)
 work=$(mktemp -d /tmp/qmlsim_dist_test.XXXXXX)
@@ -17,23 +19,32 @@ fail() {
 
 case "$case_name" in
 equal)
-  # Expectation values, adjoint gradients (every angle) and seeded samples of one
-  # process, against 1, 2, 4 and 8 processes holding one state. The observables
+  # Expectation values, adjoint gradients (every angle), seeded samples and the
+  # state written by --state-out of one process, against 1, 2, 4 and 8 processes
+  # holding one state. The observables
   # put X, Y and Z on the top qubits (the slice qubits).
   for circuit in "$testdata/random_16.qasm" "$examples/circuits/qaoa_maxcut_18.qasm"; do
     args=(--observable "Z0 Z1 + 0.5*X15 Y14 - 0.25*Y13 X2 + X15 + 0.1"
       --observable "Z15 - 2*X14 X13 Z12" --gradient --shots 3000 --seed 7 --json --threads 1)
-    "$qmlsim" run "$circuit" "${args[@]}" >"$work/one.json" || fail "single process: $circuit"
+    "$qmlsim" run "$circuit" "${args[@]}" --state-out "$work/one.h5" >"$work/one.json" ||
+      fail "single process: $circuit"
     for np in 1 2 4 8; do
       "${mpi[@]}" -np $np "$qmlsim" run "$circuit" "${args[@]}" --distributed \
-        --exchange-mib 1 >"$work/d$np.json" || fail "$np processes: $circuit"
+        --exchange-mib 1 --state-out "$work/d$np.h5" >"$work/d$np.json" || fail "$np processes: $circuit"
+      "$python" - "$work/one.h5" "$work/d$np.h5" <<'PY' || fail "$np processes: state files differ"
+import sys
+import h5py
+import numpy as np
+a, b = (h5py.File(p, "r")["state"][:] for p in sys.argv[1:3])
+sys.exit(0 if a.shape == b.shape and np.abs(a - b).max() <= 1e-12 else 1)
+PY
       python3 - "$work/one.json" "$work/d$np.json" <<'PY' || fail "$np processes differ: $circuit"
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 de = max(abs(x - y) for x, y in zip(a["expval"], b["expval"]))
 dg = max(abs(x - y) for ra, rb in zip(a["gradient"], b["gradient"]) for x, y in zip(ra, rb))
 assert len(a["gradient"][0]) == len(b["gradient"][0]) > 0
-print(f"  {b['distributed']['processes']} processes: expvals within {de:.1e}, "
+print(f"  {b['distributed']['processes']} processes: state file equal, expvals within {de:.1e}, "
       f"gradients within {dg:.1e}, counts equal: {a['counts'] == b['counts']}; "
       f"{b['distributed']['total']['exchanges']} exchanges")
 sys.exit(0 if de <= 1e-12 and dg <= 1e-12 and a["counts"] == b["counts"] else 1)
