@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The distributed state vector under mpirun: ./mpi_test.sh QMLSIM EXAMPLES TESTDATA PYTHON CASE
 # (PYTHON: build/pyenv's, with h5py, for reading state files)
-# CASE: equal | train | errors. Each case prints what it checks and exits non-zero on the first failure.
+# CASE: equal | train | memory | errors. Each case prints what it checks and exits non-zero on the first failure.
 set -uo pipefail
 qmlsim=$1
 examples=$2
@@ -98,6 +98,23 @@ PY
   for f in qaoa-1 qaoa-2; do grep -o '"cost":[^,]*\|"params":\[[^]]*' "$work/$f/result.json" >"$work/$f.r"; done
   close "$work/qaoa-1.r" "$work/qaoa-2.r" 1e-10 || fail "qaoa: results differ"
   echo "qaoa: one state over 2 ranks gives the cost and parameters of one process"
+  ;;
+
+memory)
+  # Peak resident memory per process (VmHWM, measured) against its slice: 27 qubits in
+  # complex64 over 2 processes, 512 MiB slices. Not run under the sanitizers (their
+  # shadow memory is not qmlsim's).
+  python3 "$(dirname "$0")/../../bench/distributed/bench_distributed.py" --emit random \
+    --qubits 27 --depth 1 >"$work/c27.qasm" || fail "circuit"
+  "${mpi[@]}" -np 2 "$qmlsim" run "$work/c27.qasm" --precision c64 --observable "Z0 + X26" \
+    --distributed --exchange-mib 8 --threads 1 --json >"$work/m.json" || fail "27 qubits on 2"
+  python3 - "$work/m.json" <<'PY' || fail "memory above 1.1 x the slice"
+import json, sys
+d = json.load(open(sys.argv[1]))["distributed"]
+ratio = d["peak_resident_bytes"] / d["slice_bytes"]
+print(f"peak resident memory per process: {ratio:.3f} x its {d['slice_bytes'] / 2**20:.0f} MiB slice")
+sys.exit(0 if ratio <= 1.1 else 1)
+PY
   ;;
 
 errors)
