@@ -275,7 +275,9 @@ TEST_F(Training, HybridConfigsReproduceTheBuiltInJobs) {
   const std::vector<double> wa = weights(builtin, dir("qcnn"));
   const std::vector<double> wb = weights(hybrid, dir("hybrid_qcnn"));
   ASSERT_EQ(wa.size(), wb.size());  // the same tensors in the same order
-  for (std::size_t i = 0; i < wa.size(); ++i) EXPECT_NEAR(wa[i], wb[i], 1e-10) << "weight " << i;
+  // Adam's steps amplify rounding (its second moments are tiny): agreement to 1e-9.
+  for (std::size_t i = 0; i < wa.size(); ++i)
+    EXPECT_NEAR(wa[i], wb[i], 1e-9 * std::max(1.0, std::abs(wa[i]))) << "weight " << i;
 
   // Job 3: examples/hybrid_sonar.toml's model, started from the built-in dressed
   // classifier's initial weights (tensor by tensor), gives its losses, gradients
