@@ -1,4 +1,9 @@
 // A heap buffer aligned for the widest SIMD loads (64 bytes). Move-only.
+// Buffers of 2 MiB or more are aligned to 2 MiB and asked to use transparent
+// huge pages (madvise MADV_HUGEPAGE; Debian's default THP mode is "madvise"):
+// a gate on a high qubit walks two streams up to 2^(n-1) amplitudes apart, and
+// with 4 KiB pages every step of each stream is a TLB miss. QMLSIM_HUGEPAGES=0
+// turns this off (for A/B measurement).
 // Every live buffer's bytes are counted (buffer_bytes_live / _peak): state
 // vectors and their chunk buffers are AlignedBuffers, so this is the memory
 // the simulation itself holds, whatever the allocator keeps around.
@@ -12,6 +17,10 @@
 #include <utility>
 
 #include "core/error.h"
+
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 namespace qmlsim {
 
@@ -31,6 +40,17 @@ inline std::size_t buffer_bytes_live() { return detail::buffer_live.load(); }
 inline std::size_t buffer_bytes_peak() { return detail::buffer_peak.load(); }
 inline void reset_buffer_peak() { detail::buffer_peak.store(detail::buffer_live.load()); }
 
+namespace detail {
+inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
+inline bool huge_pages_wanted() {
+  static const bool wanted = [] {
+    const char* v = std::getenv("QMLSIM_HUGEPAGES");
+    return !(v && v[0] == '0');
+  }();
+  return wanted;
+}
+}  // namespace detail
+
 template <class T>
 class AlignedBuffer {
  public:
@@ -39,21 +59,28 @@ class AlignedBuffer {
   AlignedBuffer() = default;
   explicit AlignedBuffer(std::size_t n) : size_(n) {
     if (n == 0) return;
-    std::size_t bytes = n * sizeof(T);
-    bytes = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    data_ = static_cast<T*>(std::aligned_alloc(kAlignment, bytes));
+    const bool huge = n * sizeof(T) >= detail::kHugePage && detail::huge_pages_wanted();
+    const std::size_t align = huge ? detail::kHugePage : kAlignment;
+    bytes_ = (n * sizeof(T) + align - 1) / align * align;
+    data_ = static_cast<T*>(std::aligned_alloc(align, bytes_));
     if (data_ == nullptr) {
-      throw Error("out of memory: could not allocate " + std::to_string(bytes) + " bytes");
+      throw Error("out of memory: could not allocate " + std::to_string(bytes_) + " bytes");
     }
-    detail::count_buffer(bytes);
+#ifdef MADV_HUGEPAGE
+    if (huge) madvise(data_, bytes_, MADV_HUGEPAGE);  // advice only: failure changes nothing
+#endif
+    detail::count_buffer(bytes_);
   }
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
   AlignedBuffer(AlignedBuffer&& o) noexcept
-      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+      : data_(std::exchange(o.data_, nullptr)),
+        size_(std::exchange(o.size_, 0)),
+        bytes_(std::exchange(o.bytes_, 0)) {}
   AlignedBuffer& operator=(AlignedBuffer&& o) noexcept {
     std::swap(data_, o.data_);
     std::swap(size_, o.size_);
+    std::swap(bytes_, o.bytes_);
     return *this;
   }
   ~AlignedBuffer() {
@@ -66,15 +93,14 @@ class AlignedBuffer {
   const T* data() const { return data_; }
   std::size_t size() const { return size_; }
   // Bytes allocated (size rounded up to the alignment).
-  std::size_t bytes() const {
-    return (size_ * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
-  }
+  std::size_t bytes() const { return bytes_; }
   T& operator[](std::size_t i) { return data_[i]; }
   const T& operator[](std::size_t i) const { return data_[i]; }
 
  private:
   T* data_ = nullptr;
   std::size_t size_ = 0;
+  std::size_t bytes_ = 0;
 };
 
 }  // namespace qmlsim
