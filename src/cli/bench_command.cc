@@ -34,11 +34,12 @@ const std::vector<OptionSpec> kSpecs = {
     {"--circuit-qubits", "LIST", "sizes for the random-circuit fusion benchmark (default 20,24)"},
     {"--circuit-gates", "N", "gates in the random circuit (default 200)"},
     {"--gradient", "",
-     "instead: adjoint-gradient time / forward time and peak memory, for "
-     "layers of Rot on every wire and a CNOT ring (default qubits 20,24)"},
+     "instead: adjoint-gradient time / forward time and peak memory, for five circuit "
+     "families (Rot + CNOT ring, u3 + CNOT rings of strides 1 and 2, brickwork, QAOA-like, "
+     "QCNN-like; default qubits 20,24)"},
     {"--layers", "N",
-     "with --gradient: Rot + CNOT-ring layers (default: enough for >= 100 "
-     "parameters)"},
+     "with --gradient: layers of the layered families (default: Rot enough for >= 100 "
+     "parameters, brickwork 4, QAOA 3)"},
     {"--backend", "cpu|cuda",
      "cuda: the GPU kernels (against the GPU's own bandwidth pass) and, with --gradient, "
      "the GPU adjoint (default cpu)"},
@@ -303,55 +304,112 @@ std::uint64_t peak_rss_bytes() {
   return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;
 }
 
-// The gradient benchmark of issue 3: forward (simulate + one expectation value)
-// against forward + adjoint backward, alternately, in one run. Sizes run in
-// increasing order, so the peak memory after each size is that size's peak.
+// Parameterised circuit families for the gradient benchmark: every angle is its
+// own slot unless the family shares them (QAOA). `slots` receives the count.
+Circuit gradient_family(const std::string& family, int n, int layers, int* slots) {
+  Circuit c(n);
+  int slot = 0;
+  auto p = [&] { return ParamExpr::ref(slot++); };
+  if (family == "Rot + CNOT ring") {  // the original benchmark
+    if (layers <= 0) layers = (100 + 3 * n - 1) / (3 * n);
+    for (int l = 0; l < layers; ++l) {
+      for (int q = 0; q < n; ++q) c.add(GateId::Rot, {q}, std::vector<ParamExpr>{p(), p(), p()});
+      for (int q = 0; q < n; ++q) c.add(GateId::CNOT, {q, (q + 1) % n});
+    }
+  } else if (family == "u3 + CNOT rings 1, 2") {  // issue 18's example: two layers, strides 1 and 2
+    for (int stride : {1, 2}) {
+      for (int q = 0; q < n; ++q) c.add(GateId::U3, {q}, std::vector<ParamExpr>{p(), p(), p()});
+      for (int q = 0; q < n; ++q) c.add(GateId::CNOT, {q, (q + stride) % n});
+    }
+  } else if (family == "brickwork RY RZ + CZ") {
+    for (int l = 0; l < (layers > 0 ? layers : 4); ++l) {
+      for (int q = 0; q < n; ++q) {
+        c.add(GateId::RY, {q}, std::vector<ParamExpr>{p()});
+        c.add(GateId::RZ, {q}, std::vector<ParamExpr>{p()});
+      }
+      for (int q = l % 2; q + 1 < n; q += 2) c.add(GateId::CZ, {q, q + 1});
+    }
+  } else if (family == "QAOA-like") {  // shared gamma and beta per layer, ring + chords
+    for (int q = 0; q < n; ++q) c.add(GateId::H, {q});
+    for (int l = 0; l < (layers > 0 ? layers : 3); ++l) {
+      const int gamma = slot++, beta = slot++;
+      for (int q = 0; q < n; ++q) {
+        c.add(GateId::IsingZZ, {q, (q + 1) % n}, std::vector<ParamExpr>{ParamExpr::ref(gamma)});
+        if (q % 3 == 0) {
+          c.add(GateId::IsingZZ, {q, (q + n / 2) % n},
+                std::vector<ParamExpr>{ParamExpr::ref(gamma)});
+        }
+      }
+      for (int q = 0; q < n; ++q)
+        c.add(GateId::RX, {q}, std::vector<ParamExpr>{ParamExpr::ref(beta)});
+    }
+  } else {  // "QCNN-like": convolution blocks on neighbouring pairs, then pooling CNOTs
+    for (int q = 0; q < n; ++q) c.add(GateId::H, {q});
+    for (int q = 0; q < n; ++q) c.add(GateId::CZ, {q, (q + 1) % n});
+    for (int offset : {0, 1}) {
+      for (int a = offset; a + 1 < n; a += 2) {
+        for (int t : {a, a + 1}) {
+          c.add(GateId::RX, {t}, std::vector<ParamExpr>{p()});
+          c.add(GateId::RY, {t}, std::vector<ParamExpr>{p()});
+          c.add(GateId::RZ, {t}, std::vector<ParamExpr>{p()});
+        }
+        c.add(GateId::IsingZZ, {a, a + 1}, std::vector<ParamExpr>{p()});
+        c.add(GateId::IsingYY, {a, a + 1}, std::vector<ParamExpr>{p()});
+        c.add(GateId::IsingXX, {a, a + 1}, std::vector<ParamExpr>{p()});
+      }
+    }
+    for (int a = 0; a + n / 2 < n; ++a) c.add(GateId::CNOT, {a, a + n / 2});
+  }
+  *slots = slot;
+  return c;
+}
+
+const char* const kGradientFamilies[] = {"Rot + CNOT ring", "u3 + CNOT rings 1, 2",
+                                         "brickwork RY RZ + CZ", "QAOA-like", "QCNN-like"};
+
+// The gradient benchmark: forward (simulate + one expectation value) against
+// forward + adjoint backward, alternately, in one run, for each circuit family.
+// Sizes run in increasing order, so the peak memory after each size is that size's peak.
 template <class R>
 void bench_gradient(int n, int threads, int layers, int reps, Backend backend,
                     std::vector<Row>& rows) {
   const std::string prec = sizeof(R) == 4 ? "c64" : "c128";
-  if (layers <= 0) layers = (100 + 3 * n - 1) / (3 * n);
-  Circuit c(n);
-  int slot = 0;
-  for (int l = 0; l < layers; ++l) {
-    for (int q = 0; q < n; ++q) {
-      c.add(GateId::Rot, {q},
-            std::vector<ParamExpr>{ParamExpr::ref(slot), ParamExpr::ref(slot + 1),
-                                   ParamExpr::ref(slot + 2)});
-      slot += 3;
-    }
-    for (int q = 0; q < n; ++q) c.add(GateId::CNOT, {q, (q + 1) % n});
+  for (const std::string family : kGradientFamilies) {
+    int slots = 0;
+    const Circuit c = gradient_family(family, n, layers, &slots);
+    std::mt19937_64 rng(3);
+    std::uniform_real_distribution<double> u(-3, 3);
+    std::vector<double> theta(static_cast<std::size_t>(slots));
+    for (double& t : theta) t = u(rng);
+    const std::vector<PauliSum> obs = {parse_pauli_sum("Z0 Z1 + 0.5*X2", "bench")};
+    const double w[] = {1.0};
+    const std::uint64_t before = peak_rss_bytes();
+    reset_buffer_peak();
+    AdjointOptions engine;
+    engine.threads = threads;
+    engine.backend = backend;
+    SimulateRequest req;
+    req.observables = obs;
+    auto forward = [&] { return simulate<R>(c, theta, req, engine).expvals[0]; };
+    auto gradient = [&] { adjoint_vjp<R>(c, theta, obs, w, engine); };
+    const Timing t = measure(reps, gradient, forward);
+    const double state =
+        static_cast<double>(cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128));
+    const double peak = static_cast<double>(peak_rss_bytes());
+    const double buffers = static_cast<double>(buffer_bytes_peak());
+    std::printf(
+        "  %-22s n=%2d %-4s %s threads=%d gates=%4zu params=%4d: gradient %8.1f ms = %5.2f x "
+        "forward; peak host buffers %.2f states (process peak RSS %.2f, before: %.2f)\n",
+        family.c_str(), n, prec.c_str(), backend_name(backend), threads, c.ops().size(), slots,
+        t.seconds * 1e3, t.ratio, buffers / state, peak / state,
+        static_cast<double>(before) / state);
+    std::fflush(stdout);
+    rows.push_back({n, prec, threads,
+                    std::string(backend == Backend::cuda ? "cuda " : "") +
+                        "adjoint gradient / forward, " + family + ", " + std::to_string(slots) +
+                        " params",
+                    t.seconds, t.ratio});
   }
-  std::mt19937_64 rng(3);
-  std::uniform_real_distribution<double> u(-3, 3);
-  std::vector<double> theta(static_cast<std::size_t>(slot));
-  for (double& t : theta) t = u(rng);
-  const std::vector<PauliSum> obs = {parse_pauli_sum("Z0 Z1 + 0.5*X2", "bench")};
-  const double w[] = {1.0};
-  const std::uint64_t before = peak_rss_bytes();
-  reset_buffer_peak();
-  AdjointOptions engine;
-  engine.threads = threads;
-  engine.backend = backend;
-  SimulateRequest req;
-  req.observables = obs;
-  auto forward = [&] { return simulate<R>(c, theta, req, engine).expvals[0]; };
-  auto gradient = [&] { adjoint_vjp<R>(c, theta, obs, w, engine); };
-  const Timing t = measure(reps, gradient, forward);
-  const double state =
-      static_cast<double>(cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128));
-  const double peak = static_cast<double>(peak_rss_bytes());
-  const double buffers = static_cast<double>(buffer_bytes_peak());
-  std::printf(
-      "  n=%2d %-4s %s threads=%d params=%4d: gradient %8.1f ms = %5.2f x forward; "
-      "peak host buffers %.2f state vectors (process peak RSS %.2f, before: %.2f)\n",
-      n, prec.c_str(), backend_name(backend), threads, slot, t.seconds * 1e3, t.ratio,
-      buffers / state, peak / state, static_cast<double>(before) / state);
-  std::fflush(stdout);
-  rows.push_back({n, prec, threads,
-                  std::string(backend == Backend::cuda ? "cuda " : "") +
-                      "adjoint gradient / forward, " + std::to_string(slot) + " params",
-                  t.seconds, t.ratio});
 }
 
 }  // namespace
@@ -398,7 +456,7 @@ int bench_command(const std::vector<std::string>& argv) {
   if (gradient_mode) {
     std::vector<int> sizes = args.get_int_list("--qubits", {20, 24}, 4, kMaxQubits);
     std::sort(sizes.begin(), sizes.end());
-    std::printf("adjoint gradient vs forward (Rot layers + CNOT ring; forward = simulate + <H>)\n");
+    std::printf("adjoint gradient vs forward, per circuit family (forward = simulate + <H>)\n");
     for (int n : sizes)
       for (const std::string& prec : precs)
         for (int t : threads) {

@@ -4,6 +4,12 @@
 // a gate on a high qubit walks two streams up to 2^(n-1) amplitudes apart, and
 // with 4 KiB pages every step of each stream is a TLB miss. QMLSIM_HUGEPAGES=0
 // turns this off (for A/B measurement).
+//
+// Freed buffers of 2 MiB or more are kept (up to kCachedBuffers of them) and
+// handed to the next request of the same size: fresh memory costs a page fault
+// and the kernel's zeroing on first touch (measured on this VM: over half of a
+// 22-qubit gradient's time), and training allocates the same states for every
+// example. QMLSIM_BUFFER_CACHE=0 turns this off.
 // Every live buffer's bytes are counted (buffer_bytes_live / _peak): state
 // vectors and their chunk buffers are AlignedBuffers, so this is the memory
 // the simulation itself holds, whatever the allocator keeps around.
@@ -12,9 +18,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
+#include <mutex>
 #include <new>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/error.h"
 
@@ -42,6 +50,59 @@ inline void reset_buffer_peak() { detail::buffer_peak.store(detail::buffer_live.
 
 namespace detail {
 inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
+inline constexpr std::size_t kCachedBuffers = 4;
+
+// Freed large buffers, most recent last.
+struct BufferCache {
+  std::mutex lock;
+  std::vector<std::pair<std::size_t, void*>> free;  // bytes, pointer
+  ~BufferCache() {
+    for (auto& [bytes, p] : free) std::free(p);
+  }
+};
+inline BufferCache& buffer_cache() {
+  static BufferCache c;
+  return c;
+}
+inline bool cache_wanted() {
+  static const bool wanted = [] {
+    const char* v = std::getenv("QMLSIM_BUFFER_CACHE");
+    return !(v && v[0] == '0');
+  }();
+  return wanted;
+}
+// A cached buffer of exactly `bytes`, or null.
+inline void* take_cached(std::size_t bytes) {
+  if (!cache_wanted()) return nullptr;
+  BufferCache& c = buffer_cache();
+  std::lock_guard<std::mutex> guard(c.lock);
+  for (auto it = c.free.rbegin(); it != c.free.rend(); ++it) {
+    if (it->first != bytes) continue;
+    void* p = it->second;
+    c.free.erase(std::next(it).base());
+    return p;
+  }
+  return nullptr;
+}
+// Keeps a freed large buffer (evicting the oldest beyond kCachedBuffers).
+inline void give_back(std::size_t bytes, void* p) {
+  if (!cache_wanted()) {
+    std::free(p);
+    return;
+  }
+  BufferCache& c = buffer_cache();
+  void* evicted = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(c.lock);
+    c.free.push_back({bytes, p});
+    if (c.free.size() > kCachedBuffers) {
+      evicted = c.free.front().second;
+      c.free.erase(c.free.begin());
+    }
+  }
+  std::free(evicted);
+}
+
 inline bool huge_pages_wanted() {
   static const bool wanted = [] {
     const char* v = std::getenv("QMLSIM_HUGEPAGES");
@@ -62,13 +123,16 @@ class AlignedBuffer {
     const bool huge = n * sizeof(T) >= detail::kHugePage && detail::huge_pages_wanted();
     const std::size_t align = huge ? detail::kHugePage : kAlignment;
     bytes_ = (n * sizeof(T) + align - 1) / align * align;
-    data_ = static_cast<T*>(std::aligned_alloc(align, bytes_));
+    if (huge) data_ = static_cast<T*>(detail::take_cached(bytes_));
     if (data_ == nullptr) {
-      throw Error("out of memory: could not allocate " + std::to_string(bytes_) + " bytes");
-    }
+      data_ = static_cast<T*>(std::aligned_alloc(align, bytes_));
+      if (data_ == nullptr) {
+        throw Error("out of memory: could not allocate " + std::to_string(bytes_) + " bytes");
+      }
 #ifdef MADV_HUGEPAGE
-    if (huge) madvise(data_, bytes_, MADV_HUGEPAGE);  // advice only: failure changes nothing
+      if (huge) madvise(data_, bytes_, MADV_HUGEPAGE);  // advice only: failure changes nothing
 #endif
+    }
     detail::count_buffer(bytes_);
   }
   AlignedBuffer(const AlignedBuffer&) = delete;
@@ -86,7 +150,10 @@ class AlignedBuffer {
   ~AlignedBuffer() {
     if (data_ == nullptr) return;
     detail::buffer_live.fetch_sub(bytes());
-    std::free(data_);
+    if (bytes_ >= detail::kHugePage && detail::huge_pages_wanted())
+      detail::give_back(bytes_, data_);
+    else
+      std::free(data_);
   }
 
   T* data() { return data_; }

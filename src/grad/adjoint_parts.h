@@ -13,12 +13,26 @@
 
 namespace qmlsim {
 
-// The tape with runs of fixed steps fused; parametric steps stay as they are.
-struct Segmented {
-  std::vector<BoundGate> gates;       // forward order
-  std::vector<const TapeStep*> step;  // parametric step for gates[i], or null
+// A trainable step inside a gate of the sweep. When the gate is a block of
+// several steps: `later` is the product of the block's gates after this step
+// (dense over the block's targets, or its diagonal for a diagonal block), and
+// `targets` / `controls` are the step's wires as bit positions in the block.
+// A step that is its gate by itself has `later` empty.
+struct BlockStep {
+  const TapeStep* step = nullptr;
+  Matrix later;
+  std::vector<int> targets, controls;
 };
-// `fusion`: the largest fused block in qubits (0: none). The steps point into `tape`.
+
+// The tape cut for the sweep: consecutive steps on at most `fusion` qubits form
+// one gate (one measurement and one undo per vector for the whole block, its
+// trainable steps' cross matrices derived from the block's: accumulate);
+// blocks without trainable steps are fused cost-aware as in the forward pass.
+struct Segmented {
+  std::vector<BoundGate> gates;               // forward order
+  std::vector<std::vector<BlockStep>> steps;  // the trainable steps inside gates[i]
+};
+// `fusion`: the largest block in qubits (0: every step alone). The steps point into `tape`.
 Segmented segment(const std::vector<TapeStep>& tape, int fusion);
 
 // The forward pass needs only the final state: fused across parametric gates too.
@@ -27,13 +41,14 @@ std::vector<BoundGate> forward_gates(const std::vector<TapeStep>& tape, int fusi
 // sum_k w[k] obs[k].
 PauliSum weighted_sum(const std::vector<PauliSum>& obs, std::span<const double> w);
 
-// The inverse of every gate of s (forward order) and whether it is measured (parametric).
+// The inverse of every gate of s (forward order) and whether it is measured (holds
+// trainable steps).
 void inverse_gates(const Segmented& s, std::vector<BoundGate>& inverse, std::vector<char>& measure);
 
 // Adds every angle's dL/da to grad, from the sweep's anti-Hermitian cross
 // matrices m (StateVector::adjoint_sweep; m[i] is dim x dim over gate i's targets):
-// with U the gate at its angles, dL/da = 2 Re <lambda| dU/da |phi_before>
-// = 2 sum_ab (dU/da U^dagger)_ab m_ab.
+// with U a step's gate at its angles and m its own cross matrix (derived from
+// its block's), dL/da = 2 Re <lambda| dU/da |phi_before> = 2 sum_ab (dU/da U^dagger)_ab m_ab.
 void accumulate(const Segmented& s, const std::vector<Matrix>& m, std::vector<double>& grad);
 
 }  // namespace qmlsim
