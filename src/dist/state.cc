@@ -361,7 +361,6 @@ std::map<index_t, std::int64_t> DistState<R>::sample(std::int64_t shots, std::ui
     my_blocks[static_cast<std::size_t>(b)] = s;
   }
   const std::vector<double> block = comm_->allgather(my_blocks);
-  const auto nblocks = static_cast<std::int64_t>(block.size());
   double total = 0;
   for (double s : block) total += s;
   const int me = comm_->rank(), procs = comm_->size();
@@ -376,23 +375,8 @@ std::map<index_t, std::int64_t> DistState<R>::sample(std::int64_t shots, std::ui
     if (me > 0) comm_->recv(token, sizeof token, me - 1);
     auto k = static_cast<std::size_t>(token[0]);
     double before = token[1];
-    for (std::int64_t b = first; b < first + mine && k < u.size(); ++b) {
-      if (u[k] >= before + block[static_cast<std::size_t>(b)] && b + 1 < nblocks) {
-        before += block[static_cast<std::size_t>(b)];
-        continue;
-      }
-      for (index_t i = 0; i < bsize && k < u.size(); ++i) {
-        const index_t j = (static_cast<index_t>(b - first) << kBlockBits) + i;
-        before += prob(j);
-        const bool last = b + 1 == nblocks && i + 1 == bsize;
-        std::int64_t hits = 0;
-        while (k < u.size() && (u[k] < before || last)) {
-          ++hits;
-          ++k;
-        }
-        if (hits) counts[(static_cast<index_t>(me) << m_) + j] += hits;
-      }
-    }
+    cpu::sample_scan(block, first, mine, kBlockBits, u, k, before, prob,
+                     static_cast<index_t>(me) << m_, counts);
     token[0] = static_cast<double>(k);
     token[1] = before;
     if (me + 1 < procs) comm_->send(token, sizeof token, me + 1);

@@ -640,6 +640,18 @@ Matrix cross_matrix_diagonal(const R* bra, const R* ket, int n, const BoundGate&
   return sum;
 }
 
+// The sum, block by block in order, of per-block partial sums laid out as
+// `entries` real parts then `entries` imaginary parts.
+Matrix sum_block_partials(const std::vector<double>& partial, std::int64_t nblocks,
+                          std::size_t entries) {
+  Matrix sum(entries, 0.0);
+  for (std::int64_t blk = 0; blk < nblocks; ++blk) {
+    const double* p = &partial[static_cast<std::size_t>(blk) * 2 * entries];
+    for (std::size_t e = 0; e < entries; ++e) sum[e] += cplx{p[e], p[entries + e]};
+  }
+  return sum;
+}
+
 // The dense cross matrix for a fixed dimension: real and imaginary sums in
 // separate arrays of known size, so the inner loops vectorise (the generic
 // version below accumulates std::complex entry by entry). Blocks of groups are
@@ -678,12 +690,7 @@ Matrix cross_matrix_fixed(const R* bra, const R* ket, int n, const BoundGate& g,
     std::copy(mr, mr + kEntries, out);
     std::copy(mi, mi + kEntries, out + kEntries);
   });
-  Matrix sum(kEntries, 0.0);
-  for (std::int64_t blk = 0; blk < nblocks; ++blk) {
-    const double* p = &partial[static_cast<std::size_t>(blk) * 2 * kEntries];
-    for (std::size_t e = 0; e < kEntries; ++e) sum[e] += cplx{p[e], p[kEntries + e]};
-  }
-  return sum;
+  return sum_block_partials(partial, nblocks, kEntries);
 }
 
 // The dense cross matrix when the lowest target or control is at bit 3 or above:
@@ -730,12 +737,7 @@ Matrix cross_matrix_runs(const R* bra, const R* ket, int n, const BoundGate& g, 
       }
     }
   });
-  Matrix sum(kEntries, 0.0);
-  for (std::int64_t blk = 0; blk < nblocks; ++blk) {
-    const double* p = &partial[static_cast<std::size_t>(blk) * 2 * kEntries];
-    for (std::size_t e = 0; e < kEntries; ++e) sum[e] += cplx{p[e], p[kEntries + e]};
-  }
-  return sum;
+  return sum_block_partials(partial, nblocks, kEntries);
 }
 
 template <class R>
@@ -1078,23 +1080,7 @@ std::map<index_t, std::int64_t> StateVector<R>::sample(std::int64_t shots, std::
     std::sort(u.begin(), u.end());
     std::size_t k = 0;
     double before = 0;  // probability mass of all earlier amplitudes
-    for (std::int64_t b = 0; b < nblocks && k < u.size(); ++b) {
-      if (u[k] >= before + block[b] && b + 1 < nblocks) {
-        before += block[b];
-        continue;
-      }
-      for (index_t i = 0; i < bsize && k < u.size(); ++i) {
-        const index_t j = (static_cast<index_t>(b) << lb) + i;
-        before += prob(j);
-        const bool last = b + 1 == nblocks && i + 1 == bsize;
-        std::int64_t hits = 0;
-        while (k < u.size() && (u[k] < before || last)) {
-          ++hits;
-          ++k;
-        }
-        if (hits) counts[j] += hits;
-      }
-    }
+    sample_scan(block, 0, nblocks, lb, u, k, before, prob, 0, counts);
   }
   return counts;
 }

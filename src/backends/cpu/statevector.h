@@ -107,6 +107,38 @@ class StateVector {
   AlignedBuffer<R> amps_;
 };
 
+// The scan of StateVector::sample over blocks [first, first + count) of a state
+// whose per-block probability masses (blocks of 2^block_bits amplitudes, the
+// whole state's, in order) are `block`: uniforms u (sorted) from index k, with
+// `before` the mass of every earlier amplitude, are assigned to amplitudes;
+// prob(j) is the probability of amplitude j counted from block `first`, and a
+// hit adds to counts[offset + j]. Advances k and before, so the scan can be
+// handed on (the distributed state scans slice after slice, dist/state.cc).
+template <class Prob>
+void sample_scan(const std::vector<double>& block, std::int64_t first, std::int64_t count,
+                 int block_bits, const std::vector<double>& u, std::size_t& k, double& before,
+                 Prob&& prob, index_t offset, std::map<index_t, std::int64_t>& counts) {
+  const auto nblocks = static_cast<std::int64_t>(block.size());
+  const index_t bsize = index_t{1} << block_bits;
+  for (std::int64_t b = first; b < first + count && k < u.size(); ++b) {
+    if (u[k] >= before + block[static_cast<std::size_t>(b)] && b + 1 < nblocks) {
+      before += block[static_cast<std::size_t>(b)];
+      continue;
+    }
+    for (index_t i = 0; i < bsize && k < u.size(); ++i) {
+      const index_t j = (static_cast<index_t>(b - first) << block_bits) + i;
+      before += prob(j);
+      const bool last = b + 1 == nblocks && i + 1 == bsize;
+      std::int64_t hits = 0;
+      while (k < u.size() && (u[k] < before || last)) {
+        ++hits;
+        ++k;
+      }
+      if (hits) counts[offset + j] += hits;
+    }
+  }
+}
+
 extern template class StateVector<float>;
 extern template class StateVector<double>;
 
