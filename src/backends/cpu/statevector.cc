@@ -594,6 +594,21 @@ struct GroupLayout {
   }
 };
 
+// Runs of contiguous amplitudes below a gate's lowest wire, on n qubits: each
+// group's rows are runs of `run` amplitudes; the 2^outer_bits runs per row are
+// split into `nblocks` blocks of 2^bb for the fixed-order partial sums.
+struct RunLayout {
+  int run_bits, outer_bits, bb;
+  index_t run;
+  std::int64_t nblocks;
+  RunLayout(const GroupLayout& lay, int n)
+      : run_bits(lay.pos[0]),
+        outer_bits(n - static_cast<int>(lay.pos.size()) - run_bits),
+        bb(std::min(outer_bits, kBlockBits)),
+        run(index_t{1} << run_bits),
+        nblocks(static_cast<std::int64_t>((index_t{1} << outer_bits) >> bb)) {}
+};
+
 // cross_matrix for a diagonal gate: the derivative of a diagonal gate is
 // diagonal, so only M_aa = sum conj(bra_a) ket_a is needed (zeros elsewhere).
 // Runs of contiguous amplitudes below the lowest target or control are summed
@@ -606,11 +621,10 @@ Matrix cross_matrix_diagonal(const R* bra, const R* ket, int n, const BoundGate&
   const std::vector<index_t>& off = lay.off;
   const index_t ones = lay.ones;
   const int npos = static_cast<int>(pos.size());
-  const int run_bits = pos[0];
-  const index_t run = index_t{1} << run_bits;
-  const int outer_bits = n - npos - run_bits;
-  const int bb = std::min(outer_bits, kBlockBits);
-  const std::int64_t nblocks = static_cast<std::int64_t>((index_t{1} << outer_bits) >> bb);
+  const RunLayout rl(lay, n);
+  const int run_bits = rl.run_bits, bb = rl.bb;
+  const index_t run = rl.run;
+  const std::int64_t nblocks = rl.nblocks;
   std::vector<double> partial(static_cast<std::size_t>(nblocks) * 2 * dim, 0.0);
   parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t blk) {
     double* acc = &partial[static_cast<std::size_t>(blk) * 2 * dim];
@@ -652,12 +666,14 @@ Matrix sum_block_partials(const std::vector<double>& partial, std::int64_t nbloc
   return sum;
 }
 
-// The dense cross matrix for a fixed dimension: real and imaginary sums in
-// separate arrays of known size, so the inner loops vectorise (the generic
-// version below accumulates std::complex entry by entry). Blocks of groups are
-// summed in order, as there.
+// The dense cross matrix group by group: real and imaginary sums in separate
+// arrays, with kDim (the gate's dimension) known at compile time for 2 and 3
+// targets so the inner loops vectorise; kDim 0: the dimension at run time.
+// Blocks of groups are summed in order.
 template <class R, std::size_t kDim>
-Matrix cross_matrix_fixed(const R* bra, const R* ket, int n, const BoundGate& g, int threads) {
+Matrix cross_matrix_groups(const R* bra, const R* ket, int n, const BoundGate& g, int threads) {
+  const std::size_t dim = kDim ? kDim : g.dim();
+  const std::size_t entries = dim * dim;
   const GroupLayout lay(g);
   const std::vector<int>& pos = lay.pos;
   const std::vector<index_t>& off = lay.off;
@@ -666,31 +682,32 @@ Matrix cross_matrix_fixed(const R* bra, const R* ket, int n, const BoundGate& g,
   const index_t groups = index_t{1} << (n - npos);
   const int bb = std::min(n - npos, kBlockBits);
   const std::int64_t nblocks = static_cast<std::int64_t>(groups >> bb);
-  constexpr std::size_t kEntries = kDim * kDim;
-  std::vector<double> partial(static_cast<std::size_t>(nblocks) * 2 * kEntries, 0.0);
+  std::vector<double> partial(static_cast<std::size_t>(nblocks) * 2 * entries, 0.0);
   parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t blk) {
-    double mr[kEntries] = {}, mi[kEntries] = {};
-    double ar[kDim], ai[kDim], kr[kDim], ki[kDim];
+    double* mr = &partial[static_cast<std::size_t>(blk) * 2 * entries];
+    double* mi = mr + entries;
+    std::vector<double> amps(4 * dim);
+    double* ar = amps.data();
+    double* ai = ar + dim;
+    double* kr = ai + dim;
+    double* ki = kr + dim;
     for (index_t i = static_cast<index_t>(blk) << bb; i < (static_cast<index_t>(blk) + 1) << bb;
          ++i) {
       const index_t base = insert_zero_bits(i, pos.data(), npos) | ones;
-      for (std::size_t r = 0; r < kDim; ++r) {
+      for (std::size_t r = 0; r < dim; ++r) {
         ar[r] = bra[2 * (base | off[r])];
         ai[r] = -bra[2 * (base | off[r]) + 1];
         kr[r] = ket[2 * (base | off[r])];
         ki[r] = ket[2 * (base | off[r]) + 1];
       }
-      for (std::size_t r = 0; r < kDim; ++r)
-        for (std::size_t c = 0; c < kDim; ++c) {
-          mr[r * kDim + c] += ar[r] * kr[c] - ai[r] * ki[c];
-          mi[r * kDim + c] += ar[r] * ki[c] + ai[r] * kr[c];
+      for (std::size_t r = 0; r < dim; ++r)
+        for (std::size_t c = 0; c < dim; ++c) {
+          mr[r * dim + c] += ar[r] * kr[c] - ai[r] * ki[c];
+          mi[r * dim + c] += ar[r] * ki[c] + ai[r] * kr[c];
         }
     }
-    double* out = &partial[static_cast<std::size_t>(blk) * 2 * kEntries];
-    std::copy(mr, mr + kEntries, out);
-    std::copy(mi, mi + kEntries, out + kEntries);
   });
-  return sum_block_partials(partial, nblocks, kEntries);
+  return sum_block_partials(partial, nblocks, entries);
 }
 
 // The dense cross matrix when the lowest target or control is at bit 3 or above:
@@ -705,12 +722,11 @@ Matrix cross_matrix_runs(const R* bra, const R* ket, int n, const BoundGate& g, 
   const std::vector<index_t>& off = lay.off;
   const index_t ones = lay.ones;
   const int npos = static_cast<int>(pos.size());
-  const int run_bits = pos[0];
-  const index_t run = index_t{1} << run_bits;
+  const RunLayout rl(lay, n);
+  const int run_bits = rl.run_bits, bb = rl.bb;
+  const index_t run = rl.run;
+  const std::int64_t nblocks = rl.nblocks;
   constexpr index_t kTile = 256;
-  const int outer_bits = n - npos - run_bits;
-  const int bb = std::min(outer_bits, kBlockBits);
-  const std::int64_t nblocks = static_cast<std::int64_t>((index_t{1} << outer_bits) >> bb);
   constexpr std::size_t kEntries = kDim * kDim;
   std::vector<double> partial(static_cast<std::size_t>(nblocks) * 2 * kEntries, 0.0);
   parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t blk) {
@@ -748,40 +764,11 @@ Matrix cross_matrix(const R* bra, const R* ket, int n, const BoundGate& g, int t
   const bool runs = lay.pos[0] >= 3;  // runs of at least 8 amplitudes
   if (g.num_targets() == 2)
     return runs ? cross_matrix_runs<R, 4>(bra, ket, n, g, threads)
-                : cross_matrix_fixed<R, 4>(bra, ket, n, g, threads);
+                : cross_matrix_groups<R, 4>(bra, ket, n, g, threads);
   if (g.num_targets() == 3)
     return runs ? cross_matrix_runs<R, 8>(bra, ket, n, g, threads)
-                : cross_matrix_fixed<R, 8>(bra, ket, n, g, threads);
-  const std::size_t dim = g.dim();
-  const std::vector<int>& pos = lay.pos;
-  const std::vector<index_t>& off = lay.off;
-  const index_t ones = lay.ones;
-  const int npos = static_cast<int>(pos.size());
-  const index_t groups = index_t{1} << (n - npos);
-  const int bb = std::min(n - npos, kBlockBits);
-  const std::int64_t nblocks = static_cast<std::int64_t>(groups >> bb);
-  std::vector<Matrix> partial(static_cast<std::size_t>(nblocks), Matrix(dim * dim, 0.0));
-  parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t blk) {
-    Matrix& m = partial[static_cast<std::size_t>(blk)];
-    std::vector<double> ar(dim), ai(dim), kr(dim), ki(dim);
-    for (index_t i = static_cast<index_t>(blk) << bb; i < (static_cast<index_t>(blk) + 1) << bb;
-         ++i) {
-      const index_t base = insert_zero_bits(i, pos.data(), npos) | ones;
-      for (std::size_t r = 0; r < dim; ++r) {
-        ar[r] = bra[2 * (base | off[r])];
-        ai[r] = -bra[2 * (base | off[r]) + 1];
-        kr[r] = ket[2 * (base | off[r])];
-        ki[r] = ket[2 * (base | off[r]) + 1];
-      }
-      for (std::size_t r = 0; r < dim; ++r)
-        for (std::size_t c = 0; c < dim; ++c)
-          m[r * dim + c] += cplx{ar[r] * kr[c] - ai[r] * ki[c], ar[r] * ki[c] + ai[r] * kr[c]};
-    }
-  });
-  Matrix sum(dim * dim, 0.0);
-  for (const Matrix& m : partial)
-    for (std::size_t e = 0; e < sum.size(); ++e) sum[e] += m[e];
-  return sum;
+                : cross_matrix_groups<R, 8>(bra, ket, n, g, threads);
+  return cross_matrix_groups<R, 0>(bra, ket, n, g, threads);
 }
 
 // The kernel set's fused adjoint step (kernels.h) into m; false if it does not apply.
