@@ -261,7 +261,7 @@ int run_command(const std::vector<std::string>& argv) {
                        << 20;
   if (args.has("--plan-processes")) {
     const auto procs = static_cast<int>(args.get_int("--plan-processes", 1, 1, 1 << 30));
-    const int g = dist::slice_bits(procs, n);
+    const int g = dist::slice_bits(procs, n, "--plan-processes");
     const dist::DistPlan p =
         dist::plan(bind_params(prog.circuit, prog.angles), n, g, dist::QubitMap::identity(n));
     const std::uint64_t slice = cpu::state_bytes(n - g, prec);

@@ -13,24 +13,19 @@
 
 namespace qmlsim::dist {
 
-int slice_bits(int processes, int n) {
+int slice_bits(int processes, int n, const std::string& what) {
   if (processes < 1 || !std::has_single_bit(static_cast<unsigned>(processes))) {
-    throw Error("--distributed: " + std::to_string(processes) +
+    throw Error(what + ": " + std::to_string(processes) +
                 " processes; a distributed state needs a power of two (1, 2, 4, 8, ...)");
   }
   const int g = std::countr_zero(static_cast<unsigned>(processes));
   if (n - g < kMinSliceQubits) {
-    throw Error("--distributed: " + std::to_string(n) + " qubits over " +
-                std::to_string(processes) + " processes leaves slices of 2^" +
-                std::to_string(n - g) + " amplitudes; each needs at least 2^" +
-                std::to_string(kMinSliceQubits) + " (use fewer processes)");
+    throw Error(what + ": " + std::to_string(n) + " qubits over " + std::to_string(processes) +
+                " processes leaves slices of 2^" + std::to_string(n - g) +
+                " amplitudes; each needs at least 2^" + std::to_string(kMinSliceQubits) +
+                " (use fewer processes)");
   }
   return g;
-}
-
-std::uint64_t process_bytes(int n, int processes, Precision p, std::size_t buffer_bytes) {
-  const int g = slice_bits(processes, n);
-  return cpu::state_bytes(n - g, p) + buffer_bytes;
 }
 
 namespace {

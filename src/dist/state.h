@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/statevector.h"
@@ -29,13 +30,11 @@ struct Options {
   std::size_t buffer_bytes = std::size_t{32} << 20;
 };
 
-// log2 of the process count; Error (one line) when it is not a power of two or
-// the slices would hold fewer than 2^kMinSliceQubits amplitudes.
+// log2 of the process count; Error (one line, naming `what`: the flag or key that
+// asked for the layout) when it is not a power of two or the slices would hold
+// fewer than 2^kMinSliceQubits amplitudes.
 inline constexpr int kMinSliceQubits = 10;
-int slice_bits(int processes, int n);
-
-// Bytes one process needs for a state: its slice plus the exchange buffers.
-std::uint64_t process_bytes(int n, int processes, Precision p, std::size_t buffer_bytes);
+int slice_bits(int processes, int n, const std::string& what = "--distributed");
 
 // What a state's runs cost this process so far.
 struct RunStats {
