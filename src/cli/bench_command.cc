@@ -265,45 +265,6 @@ std::vector<BoundGate> brickwork_circuit(int n, int gates, std::mt19937_64& rng)
   return bind_params(c, {});
 }
 
-template <class R>
-void bench_circuit(int n, int threads, int gates, int reps, std::vector<Row>& rows) {
-  const std::string prec = sizeof(R) == 4 ? "c64" : "c128";
-  cpu::StateVector<R> sv(n, threads);
-  std::mt19937_64 rng(1234);
-  auto pass = [&] { bandwidth_pass(sv.data(), 2 * sv.size(), threads); };
-  for (const std::string family : {"random pairs", "brickwork"}) {
-    const std::vector<BoundGate> circuit =
-        family == "brickwork" ? brickwork_circuit(n, gates, rng) : random_circuit(n, gates, rng);
-    std::printf(
-        "\n== %s circuit: n=%d %s threads=%d, %d gates; speedup = time of %d bandwidth "
-        "passes / time of the circuit\n",
-        family.c_str(), n, prec.c_str(), threads, gates, gates);
-    std::printf("  %-30s %8s %12s %10s\n", "setting", "blocks", "ms/circuit", "speedup");
-    for (int k : {0, 2, 3, 4}) {
-      for (bool blocking : {false, true}) {
-        const std::vector<BoundGate> fused = k == 0 ? circuit : fuse(circuit, {k, 10});
-        sv.set_chunk_qubits(blocking ? cpu::StateVector<R>::default_chunk_qubits() : 0);
-        const Timing t = measure(
-            reps, [&] { sv.apply(fused); }, pass, gates);
-        const std::string name =
-            (k == 0 ? std::string("no fusion") : "fusion " + std::to_string(k)) +
-            (blocking ? " + cache blocking" : "");
-        std::printf("  %-30s %8zu %12.1f %10.2f\n", name.c_str(), fused.size(), t.seconds * 1e3,
-                    1.0 / t.ratio);
-        rows.push_back({n, prec, threads, family + " " + std::to_string(gates) + " gates, " + name,
-                        t.seconds, t.ratio});
-      }
-    }
-  }
-}
-
-// Peak resident memory of this process so far, in bytes.
-std::uint64_t peak_rss_bytes() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;
-}
-
 // Parameterised circuit families for the gradient benchmark: every angle is its
 // own slot unless the family shares them (QAOA). `slots` receives the count.
 Circuit gradient_family(const std::string& family, int n, int layers, int* slots) {
@@ -366,6 +327,59 @@ Circuit gradient_family(const std::string& family, int n, int layers, int* slots
 
 const char* const kGradientFamilies[] = {"Rot + CNOT ring", "u3 + CNOT rings 1, 2",
                                          "brickwork RY RZ + CZ", "QAOA-like", "QCNN-like"};
+
+template <class R>
+void bench_circuit(int n, int threads, int gates, int reps, std::vector<Row>& rows) {
+  const std::string prec = sizeof(R) == 4 ? "c64" : "c128";
+  cpu::StateVector<R> sv(n, threads);
+  std::mt19937_64 rng(1234);
+  auto pass = [&] { bandwidth_pass(sv.data(), 2 * sv.size(), threads); };
+  std::vector<std::string> families = {"random pairs", "brickwork"};
+  families.insert(families.end(), std::begin(kGradientFamilies), std::end(kGradientFamilies));
+  for (const std::string& family : families) {
+    std::vector<BoundGate> circuit;
+    if (family == "brickwork") {
+      circuit = brickwork_circuit(n, gates, rng);
+    } else if (family == "random pairs") {
+      circuit = random_circuit(n, gates, rng);
+    } else {  // the gradient benchmark's families, at random angles
+      int slots = 0;
+      const Circuit c = gradient_family(family, n, 0, &slots);
+      std::uniform_real_distribution<double> u(-3, 3);
+      std::vector<double> theta(static_cast<std::size_t>(slots));
+      for (double& t : theta) t = u(rng);
+      circuit = bind_params(c, theta);
+    }
+    const int count = static_cast<int>(circuit.size());
+    std::printf(
+        "\n== %s circuit: n=%d %s threads=%d, %d gates; speedup = time of %d bandwidth "
+        "passes / time of the circuit\n",
+        family.c_str(), n, prec.c_str(), threads, count, count);
+    std::printf("  %-30s %8s %12s %10s\n", "setting", "blocks", "ms/circuit", "speedup");
+    for (int k : {0, 2, 3, 4}) {
+      for (bool blocking : {false, true}) {
+        const std::vector<BoundGate> fused = k == 0 ? circuit : fuse(circuit, {k, 10});
+        sv.set_chunk_qubits(blocking ? cpu::StateVector<R>::default_chunk_qubits() : 0);
+        const Timing t = measure(
+            reps, [&] { sv.apply(fused); }, pass, count);
+        const std::string name =
+            (k == 0 ? std::string("no fusion") : "fusion " + std::to_string(k)) +
+            (blocking ? " + cache blocking" : "");
+        std::printf("  %-30s %8zu %12.1f %10.2f\n", name.c_str(), fused.size(), t.seconds * 1e3,
+                    1.0 / t.ratio);
+        rows.push_back({n, prec, threads, family + " " + std::to_string(count) + " gates, " + name,
+                        t.seconds, t.ratio});
+      }
+    }
+  }
+}
+
+// Peak resident memory of this process so far, in bytes.
+std::uint64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;
+}
 
 // The gradient benchmark: forward (simulate + one expectation value) against
 // forward + adjoint backward, alternately, in one run, for each circuit family.
