@@ -72,6 +72,17 @@ void DistState<R>::copy_from(const DistState& other) {
 }
 
 template <class R>
+index_t DistState<R>::exchange_piece() {
+  if (send_.empty()) {  // half the buffer each way, at most a slice, at the first use
+    const std::size_t piece = std::max<std::size_t>(
+        1, std::min<std::size_t>(options_.buffer_bytes / 2 / (2 * sizeof(R)), local_.size()));
+    send_.resize(2 * piece);
+    recv_.resize(2 * piece);
+  }
+  return send_.size() / 2;
+}
+
+template <class R>
 void DistState<R>::exchange(const std::vector<std::pair<int, int>>& pairs_in,
                             const std::vector<cpu::StateVector<R>*>& states) {
   if (pairs_in.empty()) return;
@@ -85,13 +96,7 @@ void DistState<R>::exchange(const std::vector<std::pair<int, int>>& pairs_in,
   std::uint64_t own = 0;  // this slice's bits at the incoming slice qubits
   for (int t = 0; t < k; ++t) own |= ((v >> (pairs[t].second - m_)) & 1) << t;
   const index_t per_partner = index_t{1} << (m_ - k);
-  if (send_.empty()) {
-    const std::size_t piece = std::max<std::size_t>(
-        1, std::min<std::size_t>(options_.buffer_bytes / 2 / (2 * sizeof(R)), per_partner));
-    send_.resize(2 * piece);
-    recv_.resize(2 * piece);
-  }
-  const index_t piece = send_.size() / 2;
+  const index_t piece = exchange_piece();
   for (std::uint64_t d = 1; d < (std::uint64_t{1} << k); ++d) {
     const std::uint64_t s = own ^ d;  // the partner's bits; we send positions with l-bits = s
     std::uint64_t w = v;
@@ -215,7 +220,6 @@ template <class R>
 void DistState<R>::bring_in(index_t slice_flips, const std::vector<cpu::StateVector<R>*>& states) {
   if (slice_flips == 0) return;
   // Local qubits the group does not flip go out, the highest first.
-  (void)states;
   std::vector<std::pair<int, int>> pairs;
   int victim = m_ - 1;
   for (index_t f = slice_flips; f; f &= f - 1) {
@@ -304,12 +308,7 @@ void DistState<R>::canonicalize() {
       })) {
     const int dest = static_cast<int>(slice());
     const int source = process_of_[static_cast<std::size_t>(me)];
-    if (send_.empty()) {
-      send_.resize(
-          2 * std::min<std::size_t>(options_.buffer_bytes / 2 / (2 * sizeof(R)), local_.size()));
-      recv_.resize(send_.size());
-    }
-    const index_t piece = send_.size() / 2;
+    const index_t piece = exchange_piece();
     R* a = local_.data();
     for (index_t begin = 0; begin < local_.size(); begin += piece) {
       const index_t len = std::min(piece, local_.size() - begin);

@@ -92,6 +92,8 @@ class DistState {
   void exchange(const std::vector<std::pair<int, int>>& pairs,
                 const std::vector<cpu::StateVector<R>*>& states);
   void relabel(int control, int target);
+  // Amplitudes per piece of an exchange (the buffers are made at the first call).
+  index_t exchange_piece();
   // Runs a plan on several states in step (the adjoint's two vectors); `on_gates`
   // runs each kGates step on them.
   template <class Fn>
