@@ -9,7 +9,9 @@
 // handed to the next request of the same size: fresh memory costs a page fault
 // and the kernel's zeroing on first touch (measured on this VM: over half of a
 // 22-qubit gradient's time), and training allocates the same states for every
-// example. QMLSIM_BUFFER_CACHE=0 turns this off.
+// example. Cache-blocking chunk buffers (64 KiB to 2 MiB, one or two per thread
+// per segment) are kept the same way, up to kCachedChunks of them, in a cache
+// of their own so they never evict a state. QMLSIM_BUFFER_CACHE=0 turns both off.
 // Every live buffer's bytes are counted (buffer_bytes_live / _peak): state
 // vectors and their chunk buffers are AlignedBuffers, so this is the memory
 // the simulation itself holds, whatever the allocator keeps around.
@@ -51,6 +53,8 @@ inline void reset_buffer_peak() { detail::buffer_peak.store(detail::buffer_live.
 namespace detail {
 inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
 inline constexpr std::size_t kCachedBuffers = 4;
+inline constexpr std::size_t kSmallestCached = std::size_t{64} << 10;
+inline constexpr std::size_t kCachedChunks = 16;
 
 // Freed large buffers, most recent last.
 struct BufferCache {
@@ -60,10 +64,12 @@ struct BufferCache {
     for (auto& [bytes, p] : free) std::free(p);
   }
 };
-inline BufferCache& buffer_cache() {
-  static BufferCache c;
-  return c;
+// The cache for buffers of `bytes`: states (huge pages) or chunk buffers.
+inline BufferCache& buffer_cache(std::size_t bytes) {
+  static BufferCache states, chunks;
+  return bytes >= kHugePage ? states : chunks;
 }
+inline bool cacheable(std::size_t bytes) { return bytes >= kSmallestCached; }
 inline bool cache_wanted() {
   static const bool wanted = [] {
     const char* v = std::getenv("QMLSIM_BUFFER_CACHE");
@@ -74,7 +80,7 @@ inline bool cache_wanted() {
 // A cached buffer of exactly `bytes`, or null.
 inline void* take_cached(std::size_t bytes) {
   if (!cache_wanted()) return nullptr;
-  BufferCache& c = buffer_cache();
+  BufferCache& c = buffer_cache(bytes);
   std::lock_guard<std::mutex> guard(c.lock);
   for (auto it = c.free.rbegin(); it != c.free.rend(); ++it) {
     if (it->first != bytes) continue;
@@ -90,12 +96,12 @@ inline void give_back(std::size_t bytes, void* p) {
     std::free(p);
     return;
   }
-  BufferCache& c = buffer_cache();
+  BufferCache& c = buffer_cache(bytes);
   void* evicted = nullptr;
   {
     std::lock_guard<std::mutex> guard(c.lock);
     c.free.push_back({bytes, p});
-    if (c.free.size() > kCachedBuffers) {
+    if (c.free.size() > (bytes >= kHugePage ? kCachedBuffers : kCachedChunks)) {
       evicted = c.free.front().second;
       c.free.erase(c.free.begin());
     }
@@ -123,7 +129,7 @@ class AlignedBuffer {
     const bool huge = n * sizeof(T) >= detail::kHugePage && detail::huge_pages_wanted();
     const std::size_t align = huge ? detail::kHugePage : kAlignment;
     bytes_ = (n * sizeof(T) + align - 1) / align * align;
-    if (huge) data_ = static_cast<T*>(detail::take_cached(bytes_));
+    if (detail::cacheable(bytes_)) data_ = static_cast<T*>(detail::take_cached(bytes_));
     if (data_ == nullptr) {
       data_ = static_cast<T*>(std::aligned_alloc(align, bytes_));
       if (data_ == nullptr) {
@@ -150,7 +156,7 @@ class AlignedBuffer {
   ~AlignedBuffer() {
     if (data_ == nullptr) return;
     detail::buffer_live.fetch_sub(bytes());
-    if (bytes_ >= detail::kHugePage && detail::huge_pages_wanted())
+    if (detail::cacheable(bytes_))
       detail::give_back(bytes_, data_);
     else
       std::free(data_);

@@ -1,5 +1,9 @@
 #include "core/cpu_features.h"
 
+#include <unistd.h>
+
+#include <fstream>
+
 namespace qmlsim {
 
 CpuFeatures detect_cpu_features() {
@@ -10,6 +14,19 @@ CpuFeatures detect_cpu_features() {
   f.avx512f = f.avx2_fma && __builtin_cpu_supports("avx512f");
 #endif
   return f;
+}
+
+std::size_t l2_cache_bytes() {
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (v > 0) return static_cast<std::size_t>(v);
+#endif
+  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index2/size");  // e.g. "2048K"
+  std::size_t value = 0;
+  char unit = 'K';
+  if (!(f >> value) || value == 0) return 0;
+  f >> unit;
+  return unit == 'M' ? value << 20 : unit == 'K' ? value << 10 : value;
 }
 
 }  // namespace qmlsim

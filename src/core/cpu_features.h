@@ -1,6 +1,8 @@
 // Run-time CPU feature detection for kernel dispatch.
 #pragma once
 
+#include <cstddef>
+
 namespace qmlsim {
 
 struct CpuFeatures {
@@ -9,5 +11,9 @@ struct CpuFeatures {
 };
 
 CpuFeatures detect_cpu_features();
+
+// The L2 cache of one core in bytes, as the OS reports it (sysconf, then
+// /sys); 0 if unknown.
+std::size_t l2_cache_bytes();
 
 }  // namespace qmlsim
