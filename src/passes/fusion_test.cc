@@ -71,6 +71,34 @@ TEST(Fusion, OneQubitRunsMergeIntoTheirTwoQubitGate) {
   EXPECT_DOUBLE_EQ(gate_cost(fused[0]), 4.0);
 }
 
+TEST(Fusion, ADecomposedTwoQubitGateBecomesOneBlock) {
+  // Cirq's OpenQASM export of fSim(pi/2, pi/6) on a pair, in shape: CZ, then
+  // one-qubit gates on both wires, CZ, more one-qubit gates. Each CZ alone is
+  // cheaper than a dense pair, but the gates after it stay on the pair, so the
+  // pair's block takes them all (one-step lookahead); with blocks of at most
+  // two qubits, the gates on the other qubits stay apart.
+  Circuit c(4);
+  c.add(GateId::H, {2});
+  c.add(GateId::CZ, {0, 1});
+  c.add(GateId::RY, {0}, std::vector<double>{0.5});
+  c.add(GateId::RY, {1}, std::vector<double>{0.5});
+  c.add(GateId::S, {0});
+  c.add(GateId::CZ, {0, 1});
+  c.add(GateId::SX, {0});
+  c.add(GateId::RX, {1}, std::vector<double>{0.3});
+  c.add(GateId::CZ, {1, 2});
+  c.add(GateId::H, {3});
+  const std::vector<BoundGate> gates = bind_params(c, {});
+  const std::vector<BoundGate> fused = fuse(gates, {2, 10, 1.0});
+  int pair_blocks = 0;
+  for (const BoundGate& g : fused)
+    if (g.wire_mask() == 0b11) ++pair_blocks;
+  EXPECT_EQ(pair_blocks, 1);
+  std::mt19937_64 rng(3);
+  const State in = testing::random_state(4, rng);
+  EXPECT_LT(testing::max_abs_diff(apply_all(gates, in, 4), apply_all(fused, in, 4)), 1e-12);
+}
+
 TEST(Fusion, LongRunsOnFewQubitsFuseInLinearTimeAndMemory) {
   // Blocks multiply their gates in as they arrive: 100,000 gates on 3 qubits
   // are one 8x8 matrix (issue 20: 20,000 took 19 s and 1.1 GB when every
