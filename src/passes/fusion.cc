@@ -110,13 +110,37 @@ std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOpt
     b.product = BoundGate{};
     free_slots.push_back(slot);
   };
+  std::vector<int> last_out(64, -1);  // qubit -> the last gate in `out` on it
+  auto push_out = [&](BoundGate g) {
+    const index_t m = g.wire_mask();
+    for (int q = 0; q < 64; ++q)
+      if (m >> q & 1) last_out[q] = static_cast<int>(out.size());
+    out.push_back(std::move(g));
+  };
   auto emit = [&](int slot) {
     Block& b = blocks[slot];
     if (b.single >= 0)
-      out.push_back(gates[b.single]);  // keep controls and storage
+      push_out(gates[b.single]);  // keep controls and storage
     else
-      out.push_back(std::move(b.product));
+      push_out(std::move(b.product));
     release(slot);
+  };
+  // The gate in `out` that g can join at no cost, or -1: the last one on each
+  // of g's wires, the same for all of them, with no open block on them (so g
+  // commutes back past everything since), uncontrolled and covering g's wires,
+  // dense or, for a diagonal g, diagonal. (The last one-qubit gates of a
+  // circuit, say, join the block of the last two-qubit gate on their qubit.)
+  auto joinable = [&](const BoundGate& g) {
+    const index_t m = g.wire_mask();
+    int idx = -1;
+    for (int q = 0; q < 64; ++q) {
+      if (!(m >> q & 1)) continue;
+      if (open[q] >= 0 || last_out[q] < 0 || (idx >= 0 && last_out[q] != idx)) return -1;
+      idx = last_out[q];
+    }
+    const BoundGate& t = out[static_cast<std::size_t>(idx)];
+    if (!t.controls.empty() || (t.wire_mask() & m) != m || (t.diagonal && !g.diagonal)) return -1;
+    return idx;
   };
   auto open_block = [&](Block b) {
     int slot;
@@ -196,8 +220,12 @@ std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOpt
       continue;
     }
     for (int bi : touched) emit(bi);
+    if (const int idx = joinable(g); idx >= 0) {
+      fold(out[static_cast<std::size_t>(idx)], g);
+      continue;
+    }
     if (std::popcount(m) > (g.diagonal ? max_diag : max_dense)) {
-      out.push_back(g);  // too wide to fuse: pass through
+      push_out(g);  // too wide to fuse: pass through
       continue;
     }
     Block fresh;

@@ -99,6 +99,24 @@ TEST(Fusion, ADecomposedTwoQubitGateBecomesOneBlock) {
   EXPECT_LT(testing::max_abs_diff(apply_all(gates, in, 4), apply_all(fused, in, 4)), 1e-12);
 }
 
+TEST(Fusion, AGateJoinsTheLastBlockOnItsWiresWhenNothingSinceTouchedThem) {
+  // RX(0) comes after the block {0, 1} was closed by CX(1, 2); nothing since
+  // acts on qubit 0, so it joins that block at no cost instead of a pass alone.
+  Circuit c(3);
+  c.add(GateId::H, {0});
+  c.add(GateId::CNOT, {0, 1});
+  c.add(GateId::CNOT, {1, 2});
+  c.add(GateId::RX, {0}, std::vector<double>{0.3});
+  const std::vector<BoundGate> gates = bind_params(c, {});
+  const std::vector<BoundGate> fused = fuse(gates, {2, 10, 1.0});
+  ASSERT_EQ(fused.size(), 2u);
+  EXPECT_EQ(fused[0].wire_mask(), 0b011u);
+  EXPECT_EQ(fused[1].wire_mask(), 0b110u);
+  std::mt19937_64 rng(4);
+  const State in = testing::random_state(3, rng);
+  EXPECT_LT(testing::max_abs_diff(apply_all(gates, in, 3), apply_all(fused, in, 3)), 1e-12);
+}
+
 TEST(Fusion, LongRunsOnFewQubitsFuseInLinearTimeAndMemory) {
   // Blocks multiply their gates in as they arrive: 100,000 gates on 3 qubits
   // are one 8x8 matrix (issue 20: 20,000 took 19 s and 1.1 GB when every
