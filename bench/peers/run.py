@@ -6,7 +6,7 @@ gradients), then times both, alternating runs, and reports medians and the
 ratio peer / qmlsim (> 1: qmlsim is faster). Threads = 2 everywhere.
 
   bench/peers/run.sh [--quick]        (creates the virtual environment, then runs this)
-  python run.py --qmlsim build/release/qmlsim [--quick] [--json peers.json]
+  python run.py --qmlsim build/release/qmlsim [--quick] [--json peers.json] [--cases random,grid,...]
 """
 import argparse
 import json
@@ -152,38 +152,114 @@ def random_circuit(n, depth, seed):
     return ops
 
 
-def case_random(binary, sizes, reps, peers):
+def write_qasm(path, n, ops):
+    with open(path, "w") as f:
+        f.write(f'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[{n}];\n')
+        for g, w, a in ops:
+            args = ",".join(f"q[{x}]" for x in w)
+            f.write(f"{g}({a!r}) {args};\n" if a is not None else f"{g} {args};\n")
+
+
+def forward_rows(binary, case, size, n, qasm_path, reps, peers):
+    """Times `qmlsim run` on the file against each peer's prepared run(), <Z0> checked first.
+    peers: name -> (precision, run)."""
+    def ours(precision):
+        out = json.loads(qmlsim(["run", qasm_path, "--observable", "Z0", "--json", "--threads",
+                                 str(THREADS), "--precision", precision], binary))
+        return out["expval"][0], out["time_s"]["simulate"]
+
+    refs = {p: ours(p)[0] for p in ("c64", "c128")}
+    rows = []
+    for peer, (precision, run) in peers.items():
+        value = run()
+        err = check(f"{case} {size} {peer}", [refs[precision]], [value],
+                    1e-5 if precision == "c128" else 1e-4)
+        t_ours, t_peer = [], []
+        for _ in range(reps):  # alternate
+            t_ours.append(ours(precision)[1])
+            t_peer.append(median_time(run, 1))
+        rows.append(dict(case=case, size=size, peer=peer, precision=precision,
+                         qmlsim_s=statistics.median(t_ours), peer_s=statistics.median(t_peer),
+                         max_error=err))
+        report(rows[-1])
+    return rows
+
+
+# The peers that run at n qubits: at 28, only the fast ones (the others take minutes a run).
+def peers_at(n, peers):
+    return {k: v for k, v in peers.items() if n < 28 or k in ("qsim", "qiskit-aer (single)")}
+
+
+def case_random(binary, sizes, reps, builders):
     rows = []
     for n in sizes:
         ops = random_circuit(n, 20, 1000 + n)
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "c.qasm")
+            write_qasm(path, n, ops)
+            peers = {k: (p, b(n, ops)) for k, (p, b) in peers_at(n, builders).items()}
+            rows += forward_rows(binary, "random depth 20", f"{n} qubits", n, path, reps, peers)
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# Case 1b: qsim's own benchmark family: random circuits on a grid of qubits,
+# each cycle sqrt(X), sqrt(Y) or sqrt(W) on every qubit, then fSim(pi/2, pi/6)
+# (or CZ) on one of four coupler patterns (cirq's generator of the supremacy-style
+# circuits qsim is benchmarked on). qsim runs the Cirq circuit as it is; qmlsim
+# reads Cirq's own OpenQASM export of it; the other peers run that file
+# transpiled by Qiskit to rx, ry, rz, cx, cz.
+def grid_circuit(rows_, cols, depth, entangler, seed):
+    import cirq
+    qubits = cirq.GridQubit.rect(rows_, cols)
+    if entangler == "fsim":
+        def two(a, b, _):
+            return cirq.FSimGate(np.pi / 2, np.pi / 6)(a, b)
+    else:
+        def two(a, b, _):
+            return cirq.CZ(a, b)
+    c = cirq.experiments.random_rotations_between_grid_interaction_layers_circuit(
+        qubits, depth=depth, two_qubit_op_factory=two, seed=seed)
+    return qubits, c
+
+
+def qasm_to_ops(text):
+    """Cirq's export, transpiled by Qiskit to rx, ry, rz, cx, cz: (gate, wires, angle) ops."""
+    from qiskit import QuantumCircuit, transpile
+    qc = transpile(QuantumCircuit.from_qasm_str(text), basis_gates=["rx", "ry", "rz", "cx", "cz"],
+                   optimization_level=1)
+    ops = []
+    for inst in qc.data:
+        wires = tuple(qc.find_bit(q).index for q in inst.qubits)
+        angle = float(inst.operation.params[0]) if inst.operation.params else None
+        ops.append((inst.operation.name, wires, angle))
+    return ops
+
+
+def case_qsim_grid(binary, grids, reps, builders, with_qsim=True):
+    import cirq
+    import qsimcirq
+    rows = []
+    for (r, c), entangler in grids:
+        n = r * c
+        qubits, circuit = grid_circuit(r, c, 14, entangler, seed=n)
+        text = cirq.qasm(circuit)
+        peers = {}
+        sim = qsimcirq.QSimSimulator(qsim_options={"t": THREADS, "f": 3})
+        obs = [cirq.Z(qubits[0])]  # Cirq's export orders qubits as sorted: qubits[0] is q[0]
+        if with_qsim:
+            peers["qsim"] = ("c64", lambda: float(np.real(
+                sim.simulate_expectation_values(circuit, observables=obs)[0])))
+        ops = qasm_to_ops(text)
+        for k, (p, b) in peers_at(n, builders).items():
+            if k != "qsim":
+                peers[k] = (p, b(n, ops))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "c.qasm")
             with open(path, "w") as f:
-                f.write(f'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[{n}];\n')
-                for g, w, a in ops:
-                    args = ",".join(f"q[{x}]" for x in w)
-                    f.write(f"{g}({a!r}) {args};\n" if a is not None else f"{g} {args};\n")
-
-            def ours(precision):
-                out = json.loads(qmlsim(["run", path, "--observable", "Z0", "--json", "--threads",
-                                         str(THREADS), "--precision", precision], binary))
-                return out["expval"][0], out["time_s"]["simulate"]
-
-            ref64, _ = ours("c64")
-            ref128, _ = ours("c128")
-            for peer, (precision, build) in peers.items():
-                run = build(n, ops)
-                value = run()
-                ref = ref64 if precision == "c64" else ref128
-                err = check(f"random n={n} {peer}", [ref], [value], 1e-5 if precision == "c128" else 1e-4)
-                t_ours, t_peer = [], []
-                for _ in range(reps):  # alternate
-                    t_ours.append(ours(precision)[1])
-                    t_peer.append(median_time(run, 1))
-                rows.append(dict(case="random depth 20", size=f"{n} qubits", peer=peer,
-                                 precision=precision, qmlsim_s=statistics.median(t_ours),
-                                 peer_s=statistics.median(t_peer), max_error=err))
-                report(rows[-1])
+                f.write(text)
+            rows += forward_rows(binary, f"qsim-style grid, 14 cycles, {entangler}",
+                                 f"{n} qubits ({r}x{c})", n, path, reps, peers)
     return rows
 
 
@@ -665,7 +741,16 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", default="peers.json")
     ap.add_argument("--tfq-python", help="python of an environment with tensorflow-quantum")
+    ap.add_argument("--cases", default="random,grid,qaoa,sonar,qcnn",
+                    help="comma-separated subset of random,grid,qaoa,sonar,qcnn")
+    ap.add_argument("--peers", help="random and grid cases: only these peers (comma-separated "
+                    "names as in the table, e.g. qsim)")
+    ap.add_argument("--sizes", help="random and grid cases: only these qubit counts (e.g. 24,28)")
     args = ap.parse_args()
+    wanted = set(args.cases.split(","))
+    unknown = wanted - {"random", "grid", "qaoa", "sonar", "qcnn"}
+    if unknown:
+        ap.error(f"--cases: unknown case(s) {', '.join(sorted(unknown))}")
     quick = args.quick
     reps = 2 if quick else 3
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
@@ -676,15 +761,30 @@ def main():
     print("| case | size | peer | precision | qmlsim | peer | peer / qmlsim | max abs diff |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     rows, failures = [], []
+    grids = [((4, 4), "fsim"), ((4, 5), "fsim")] if quick else [
+        ((4, 4), "fsim"), ((4, 5), "fsim"), ((4, 6), "fsim"), ((4, 6), "cz"), ((4, 7), "fsim")]
+    random_sizes = [16, 20] if quick else [16, 20, 24, 28]
+    if args.sizes:
+        sizes = {int(x) for x in args.sizes.split(",")}
+        grids = [g for g in grids if g[0][0] * g[0][1] in sizes]
+        random_sizes = [n for n in random_sizes if n in sizes]
+
+    def builders():
+        b = peer_builders()
+        return {k: v for k, v in b.items() if not args.peers or k in args.peers.split(",")}
     cases = [
-        lambda: case_random(args.qmlsim, [16, 20] if quick else [16, 20, 24], reps, peer_builders()),
-        lambda: case_qaoa(args.qmlsim, [(18, "gnm_n18_m24_seed1967.edges", "qaoa_maxcut.toml")] +
+        ("random", lambda: case_random(args.qmlsim, random_sizes, reps, builders())),
+        ("grid", lambda: case_qsim_grid(args.qmlsim, grids, reps, builders(),
+                                        with_qsim=not args.peers or "qsim" in args.peers)),
+        ("qaoa", lambda: case_qaoa(args.qmlsim, [(18, "gnm_n18_m24_seed1967.edges", "qaoa_maxcut.toml")] +
                           ([] if quick else [(24, "gnm_n24_m36_seed1967.edges", "qaoa_maxcut_24.toml")]),
-                          reps, with_aer=not quick),
-        lambda: case_sonar(args.qmlsim, [10] if quick else [10, 16, 20], reps),
-        lambda: case_qcnn(args.qmlsim, [8] if quick else [8, 12], reps, args.tfq_python),
+                          reps, with_aer=not quick)),
+        ("sonar", lambda: case_sonar(args.qmlsim, [10] if quick else [10, 16, 20], reps)),
+        ("qcnn", lambda: case_qcnn(args.qmlsim, [8] if quick else [8, 12], reps, args.tfq_python)),
     ]
-    for case in cases:
+    for name, case in cases:
+        if name not in wanted:
+            continue
         try:
             rows += case()
         except Failure as e:
