@@ -8,8 +8,10 @@
 #include <random>
 
 #include "backends/cuda/statevector.h"
+#include "grad/adjoint_parts.h"
 #include "grad/shift.h"
 #include "grad/simulate.h"
+#include "grad/tape.h"
 #include "testing/dense_oracle.h"
 
 namespace qmlsim {
@@ -212,6 +214,43 @@ TEST(Adjoint, RotLayersWithCnotRingsBlockedEqualPlainAndParameterShift) {
       ASSERT_NEAR(d.gradient[s], ps[s], 1e-9) << "chunk " << chunk << " slot " << s;
       ASSERT_NEAR(f.gradient[s], ps[s], 1e-4) << "chunk " << chunk << " slot " << s;
     }
+  }
+}
+
+TEST(Adjoint, TwoQubitTrainableBlocksEqualParameterShift) {
+  // A QCNN's shape: trainable two-qubit unitaries with one-qubit rotations on
+  // the same pair, then the next pair. The sweep cuts each pair's steps into one
+  // two-qubit block (one measurement, every step's cross matrix derived from
+  // it); fixed CNOTs and one-qubit steps on other qubits stay out of it.
+  const int n = 6;
+  Circuit c(n);
+  int slot = 0;
+  auto ref = [&] { return std::vector<ParamExpr>{ParamExpr::ref(slot++)}; };
+  for (int layer = 0; layer < 2; ++layer)
+    for (int a = layer; a + 1 < n; a += 2) {
+      c.add(GateId::RY, {a}, ref());
+      c.add(GateId::IsingXX, {a, a + 1}, ref());
+      c.add(GateId::RZ, {a + 1}, ref());
+      c.add(GateId::IsingYY, {a, a + 1}, ref());
+      c.add(GateId::CRX, {a + 1, a}, ref());
+      c.add(GateId::CNOT, {a + 1, (a + 2) % n});
+    }
+  std::mt19937_64 rng(8);
+  std::uniform_real_distribution<double> u(-3, 3);
+  std::vector<double> theta(static_cast<std::size_t>(slot));
+  for (double& t : theta) t = u(rng);
+  const Segmented seg = segment(make_tape(c, theta), 3);
+  int pair_blocks = 0;
+  for (std::size_t i = 0; i < seg.gates.size(); ++i)
+    if (seg.gates[i].targets.size() == 2 && seg.steps[i].size() >= 4) ++pair_blocks;
+  EXPECT_GE(pair_blocks, 4);
+  const PauliSum h = parse_pauli_sum("Z0 Z1 + 0.5*X2 - 0.25*Y5", "test");
+  const double w[] = {1.0};
+  const std::vector<double> ps = parameter_shift_gradient<double>(c, theta, h);
+  for (int chunk : {0, 4}) {
+    const AdjointResult d = adjoint_vjp<double>(c, theta, {h}, w, {1, 3, chunk});
+    for (std::size_t s = 0; s < theta.size(); ++s)
+      ASSERT_NEAR(d.gradient[s], ps[s], 1e-9) << "chunk " << chunk << " slot " << s;
   }
 }
 
