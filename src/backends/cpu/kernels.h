@@ -43,9 +43,10 @@ struct KernelSet {
   // conj(bra_a) ket_b over G's targets (controls set) as the states are on entry
   // (dim x dim interleaved, at most kMaxAdjointDim^2 entries); then, with
   // write_back, ket = G ket and bra = G bra (without it neither state changes).
-  // `prepared` holds G alone. Applies to dense one-target gates and to diagonal
-  // gates of up to 4 targets, at most 2 of them above the SIMD lanes (only the
-  // diagonal of P is formed); false, with nothing done, for others (and for
+  // `prepared` holds G alone. Applies to dense one-target gates, dense
+  // two-target gates with both targets and every control above the SIMD lanes,
+  // and diagonal gates of up to 4 targets, at most 2 of them above the lanes
+  // (only the diagonal of P is formed); false, with nothing done, for others (and for
   // states smaller than a vector). Serial; the sums depend only on the states
   // and the gate.
   bool (*adjoint_step_f32)(const void* prepared, float* bra, float* ket, double* out,

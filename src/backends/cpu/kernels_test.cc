@@ -190,7 +190,7 @@ void check_adjoint_step(const KernelSet* ks) {
       std::iota(q.begin(), q.end(), 0);
       std::shuffle(q.begin(), q.end(), rng);
       const bool diag = trial % 2 == 1;
-      const int k = diag ? 1 + trial % 3 : 1 + (trial % 7 == 0), nc = trial % 3 == 0;
+      const int k = diag ? 1 + trial % 3 : 1 + (trial % 4 == 0), nc = trial % 3 == 0;
       Operation op;
       op.wires.assign(q.begin(), q.begin() + k);
       op.controls.assign(q.begin() + k, q.begin() + k + nc);
@@ -231,12 +231,18 @@ void check_adjoint_step(const KernelSet* ks) {
         ASSERT_EQ(pb.to_vector(), bra0.to_vector());
         for (std::size_t e = 0; e < 2 * dim * dim; ++e) ASSERT_EQ(peek[e], out[e]) << e;
       }
-      // Applies to dense one-target gates and to diagonal gates with at most two
-      // targets above the L lane qubits, once the state fills a vector.
+      // Applies to dense one-target gates, dense two-target gates with targets
+      // and controls above the L lane qubits, and diagonal gates with at most two
+      // targets above the lanes, once the state fills a vector.
       const int lanes = std::countr_zero(ks->vector_bytes / (2 * sizeof(R)));
       const int hi = static_cast<int>(
           std::count_if(g.targets.begin(), g.targets.end(), [&](int t) { return t >= lanes; }));
-      const bool expected = n >= lanes && (diag ? hi <= 2 : g.num_targets() == 1);
+      const bool lane_control =
+          std::any_of(g.controls.begin(), g.controls.end(), [&](int c) { return c < lanes; });
+      const bool expected =
+          n >= lanes &&
+          (diag ? hi <= 2
+                : g.num_targets() == 1 || (g.num_targets() == 2 && hi == 2 && !lane_control));
       ASSERT_EQ(done, expected) << ks->name << " " << describe(op);
       if (!done) continue;
       ++fused;
