@@ -156,8 +156,8 @@ std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOpt
       if (blocks[slot].mask >> q & 1) open[q] = slot;
   };
   auto by_first = [&](int a, int b) { return blocks[a].first < blocks[b].first; };
-  // next[gi]: for each gate, the index of the next gate on each of its wires
-  // (one-step lookahead), as a list of (qubit, gate) found by a backward scan.
+  // next_gates[gi]: the next gate on each of gi's wires (distinct indices), for
+  // the one-step lookahead; one backward scan.
   std::vector<int> next_on(64, -1);
   std::vector<std::vector<int>> next_gates(gates.size());
   for (int gi = static_cast<int>(gates.size()) - 1; gi >= 0; --gi) {

@@ -6,7 +6,10 @@
 // Merging is cost-aware: a k-qubit dense block costs 2^k complex multiply-adds
 // per amplitude, a diagonal one 1, and a gate with c controls 1/2^c of that;
 // each separate gate also costs one sweep over the state (`sweep_cost` in the
-// same unit). Blocks merge only when that does not raise the total.
+// same unit). Blocks merge only when that does not raise the total, counting
+// for a two-qubit block the sweeps of the next gates that stay on its pair
+// (one-step lookahead). A gate whose wires saw nothing since the last emitted
+// block on them, which covers them, joins that block at no cost.
 #pragma once
 
 #include <vector>

@@ -323,6 +323,7 @@ int StateVector<R>::default_chunk_qubits() {
 // Minimum contiguous run inside a chunk: 2^kRunQubits amplitudes (at most).
 constexpr int kRunQubits = 8;
 
+namespace {
 // The cache-blocking plan with the fewest segments (passes over memory) among
 // minimum runs of 2^8, 2^6 and 2^5 amplitudes; longer runs (cheaper gathers)
 // on ties. Shorter runs leave more of a chunk's qubits free for the gates:
@@ -335,6 +336,7 @@ SegmentPlan plan_blocks(const std::vector<BoundGate>& gates, int n, int chunk_qu
   }
   return best;
 }
+}  // namespace
 
 template <class R>
 bool StateVector<R>::blocking_pays(int gates) const {
