@@ -31,7 +31,7 @@ ROWS = [
     ("Sonar 20 wires: forward + gradient per row", "sonar_dressed.toml",
      ["model.wires=20", "train.batch_size=4"], 2, "example", 4, "-", False),
     ("Sonar 26 wires: forward + gradient per row", "sonar_dressed_26.toml",
-     ["train.batch_size=2"], 1, "example", 2, "~13 s (V100: 45 min per 208 rows)", True),
+     ["train.batch_size=2"], 3, "example", 2, "~13 s (V100: 45 min per 208 rows)", True),
 ]
 
 
@@ -55,7 +55,12 @@ def run_row(binary, row, backend):
     if unit == "epoch":
         times = [r["epoch_time_s"] for r in records if r["type"] == "epoch"]
     else:
-        times = [r["step_time_s"] / batch for r in records if r["type"] == "step"]
+        steps_ = [r for r in records if r["type"] == "step"]
+        # A step whose loss is exactly 0 (Sonar's margin loss on a batch ranked
+        # with margin) has no gradient to propagate and skips the backward pass:
+        # it is not a forward + gradient step, so it is left out when others ran.
+        active = [r for r in steps_ if r.get("loss", 1) != 0] or steps_
+        times = [r["step_time_s"] / batch for r in active]
     return label, fmt(statistics.median(times)), published, " ".join(["--set " + s for s in sets])
 
 
