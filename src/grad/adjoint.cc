@@ -57,6 +57,22 @@ Matrix product(const std::vector<BoundGate>& gates, int k, bool diagonal) {
   return m;
 }
 
+// a b for two dense matrices of one dimension (row-major), or the entrywise
+// product of two diagonals.
+Matrix times(const Matrix& a, const Matrix& b, bool diagonal) {
+  Matrix out(a.size(), cplx{0});
+  if (diagonal) {
+    for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i] * b[i];
+    return out;
+  }
+  std::size_t dim = 1;
+  while (dim * dim < a.size()) ++dim;
+  for (std::size_t r = 0; r < dim; ++r)
+    for (std::size_t j = 0; j < dim; ++j)
+      for (std::size_t c = 0; c < dim; ++c) out[r * dim + c] += a[r * dim + j] * b[j * dim + c];
+  return out;
+}
+
 }  // namespace
 
 Segmented segment(const std::vector<TapeStep>& tape, int fusion) {
@@ -100,17 +116,22 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion) {
       const int k = static_cast<int>(qubits.size());
       std::vector<BoundGate> local;
       for (const TapeStep* t : block) local.push_back(local_gate(t->gate, qubits));
+      // Suffix products, last gate first: later[i] = G_{m-1} ... G_{i+1}, and
+      // the block's matrix G_{m-1} ... G_0 at the end (linear in the steps).
+      std::vector<Matrix> later(block.size());
+      Matrix acc = product({}, k, all_diagonal);  // the identity
+      for (std::size_t i = block.size(); i-- > 0;) {
+        if (!block[i]->derivatives.empty()) later[i] = acc;
+        acc = times(acc, product({local[i]}, k, all_diagonal), all_diagonal);
+      }
       BoundGate g;
       g.targets = qubits;
       g.diagonal = all_diagonal;
-      g.matrix = product(local, k, all_diagonal);
+      g.matrix = std::move(acc);
       std::vector<BlockStep> steps;
       for (std::size_t i = 0; i < block.size(); ++i) {
         if (block[i]->derivatives.empty()) continue;
-        const std::vector<BoundGate> later(local.begin() + static_cast<std::ptrdiff_t>(i) + 1,
-                                           local.end());
-        steps.push_back(
-            {block[i], product(later, k, all_diagonal), local[i].targets, local[i].controls});
+        steps.push_back({block[i], std::move(later[i]), local[i].targets, local[i].controls});
       }
       s.gates.push_back(std::move(g));
       s.steps.push_back(std::move(steps));
