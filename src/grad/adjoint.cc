@@ -57,16 +57,14 @@ Matrix product(const std::vector<BoundGate>& gates, int k, bool diagonal) {
   return m;
 }
 
-// a b for two dense matrices of one dimension (row-major), or the entrywise
-// product of two diagonals.
-Matrix times(const Matrix& a, const Matrix& b, bool diagonal) {
+// a b for two dense dim x dim matrices (row-major), or the entrywise product of
+// two diagonals.
+Matrix times(const Matrix& a, const Matrix& b, std::size_t dim, bool diagonal) {
   Matrix out(a.size(), cplx{0});
   if (diagonal) {
     for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i] * b[i];
     return out;
   }
-  std::size_t dim = 1;
-  while (dim * dim < a.size()) ++dim;
   for (std::size_t r = 0; r < dim; ++r)
     for (std::size_t j = 0; j < dim; ++j)
       for (std::size_t c = 0; c < dim; ++c) out[r * dim + c] += a[r * dim + j] * b[j * dim + c];
@@ -122,7 +120,7 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion) {
       Matrix acc = product({}, k, all_diagonal);  // the identity
       for (std::size_t i = block.size(); i-- > 0;) {
         if (!block[i]->derivatives.empty()) later[i] = acc;
-        acc = times(acc, product({local[i]}, k, all_diagonal), all_diagonal);
+        acc = times(acc, product({local[i]}, k, all_diagonal), std::size_t{1} << k, all_diagonal);
       }
       BoundGate g;
       g.targets = qubits;

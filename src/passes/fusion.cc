@@ -1,6 +1,7 @@
 #include "passes/fusion.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cassert>
 
@@ -156,17 +157,18 @@ std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOpt
       if (blocks[slot].mask >> q & 1) open[q] = slot;
   };
   auto by_first = [&](int a, int b) { return blocks[a].first < blocks[b].first; };
-  // next_gates[gi]: the next gate on each of gi's wires (distinct indices), for
-  // the one-step lookahead; one backward scan.
+  // next2[gi]: the next gate on each of gi's wires, for the one-step lookahead
+  // (-1: none; one entry when both wires' next gate is the same). Only gates of
+  // at most two wires use it (a block on a pair), so two entries suffice.
   std::vector<int> next_on(64, -1);
-  std::vector<std::vector<int>> next_gates(gates.size());
+  std::vector<std::array<int, 2>> next2(gates.size(), {-1, -1});
   for (int gi = static_cast<int>(gates.size()) - 1; gi >= 0; --gi) {
     const index_t m = gates[gi].wire_mask();
+    int k = 0;
     for (int q = 0; q < 64; ++q) {
       if (!(m >> q & 1)) continue;
-      if (next_on[q] >= 0 && std::find(next_gates[gi].begin(), next_gates[gi].end(), next_on[q]) ==
-                                 next_gates[gi].end())
-        next_gates[gi].push_back(next_on[q]);
+      if (k < 2 && next_on[q] >= 0 && (k == 0 || next2[gi][0] != next_on[q]))
+        next2[gi][k++] = next_on[q];
       next_on[q] = gi;
     }
   }
@@ -196,8 +198,8 @@ std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOpt
     // count that sweep saved. (Not for wider blocks: measured, it made the
     // cache-blocking segments of random circuits worse.)
     if (std::popcount(u) == 2)
-      for (int nx : next_gates[gi])
-        if ((gates[nx].wire_mask() & ~u) == 0) separate += options.sweep_cost;
+      for (int nx : next2[gi])
+        if (nx >= 0 && (gates[nx].wire_mask() & ~u) == 0) separate += options.sweep_cost;
     const int limit = diag ? max_diag : max_dense;
     if (!touched.empty() && std::popcount(u) <= limit && block_cost(u, diag) <= separate) {
       Block& b0 = blocks[touched[0]];
