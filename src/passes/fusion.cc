@@ -248,4 +248,53 @@ std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOpt
   return out;
 }
 
+// The product of one-qubit gates a and b on different qubits, as one gate.
+BoundGate tensor_pair(const BoundGate& a, const BoundGate& b) {
+  const bool a_low = a.targets[0] < b.targets[0];
+  const BoundGate& lo = a_low ? a : b;  // bit 0 of the pair's index
+  const BoundGate& hi = a_low ? b : a;
+  BoundGate out;
+  out.targets = {lo.targets[0], hi.targets[0]};
+  out.diagonal = lo.diagonal && hi.diagonal;
+  if (out.diagonal) {
+    out.matrix.resize(4);
+    for (std::size_t r = 0; r < 4; ++r) out.matrix[r] = lo.matrix[r & 1] * hi.matrix[r >> 1];
+    return out;
+  }
+  out.matrix.resize(16);
+  for (std::size_t r = 0; r < 4; ++r)
+    for (std::size_t c = 0; c < 4; ++c)
+      out.matrix[r * 4 + c] = lo.at(r & 1, c & 1) * hi.at(r >> 1, c >> 1);
+  return out;
+}
+
+// Greedy, in order; the window bounds the search (64 gates ahead).
+void pair_single_qubit_gates(std::vector<BoundGate>& out) {
+  constexpr std::size_t kWindow = 64;  // gates searched ahead of each one
+  auto single = [](const BoundGate& g) { return g.targets.size() == 1 && g.controls.empty(); };
+  std::vector<char> moved(out.size(), 0);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (moved[i] || !single(out[i])) continue;
+    index_t between = out[i].wire_mask();  // wires of the gates from i on
+    for (std::size_t j = i + 1; j < out.size() && j <= i + kWindow; ++j) {
+      if (moved[j]) continue;
+      const index_t m = out[j].wire_mask();
+      if (single(out[j]) && (between & m) == 0) {
+        out[i] = tensor_pair(out[i], out[j]);
+        moved[j] = 1;
+        break;
+      }
+      between |= m;
+      if (std::popcount(between) >= 63) break;
+    }
+  }
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (moved[i]) continue;
+    if (kept != i) out[kept] = std::move(out[i]);
+    ++kept;
+  }
+  out.resize(kept);
+}
+
 }  // namespace qmlsim

@@ -117,6 +117,39 @@ TEST(Fusion, AGateJoinsTheLastBlockOnItsWiresWhenNothingSinceTouchedThem) {
   EXPECT_LT(testing::max_abs_diff(apply_all(gates, in, 3), apply_all(fused, in, 3)), 1e-12);
 }
 
+TEST(Fusion, PairedOneQubitGatesEqualTheOracle) {
+  std::mt19937_64 rng(31);
+  for (int n : {2, 3, 6}) {
+    for (int trial = 0; trial < 8; ++trial) {
+      const Circuit c = testing::random_circuit(n, 50, rng, true);
+      const State in = testing::random_state(n, rng);
+      const State want = testing::run_dense(c, {}, in);
+      std::vector<BoundGate> gates = bind_params(c, {});
+      pair_single_qubit_gates(gates);
+      EXPECT_LT(testing::max_abs_diff(want, apply_all(gates, in, n)), 1e-11) << "n=" << n;
+    }
+  }
+}
+
+TEST(Fusion, OneQubitGatesPairOnlyWhenTheLaterOneCanMoveBack) {
+  Circuit c(3);
+  c.add(GateId::RZ, {0}, std::vector<double>{0.1});
+  c.add(GateId::RZ, {1}, std::vector<double>{0.2});  // pairs with RZ(0): diagonal
+  c.add(GateId::H, {2});
+  c.add(GateId::CNOT, {0, 1});
+  c.add(GateId::RX, {1}, std::vector<double>{0.3});  // cannot move back past the CNOT
+  c.add(GateId::RY, {0}, std::vector<double>{0.4});  // nor can this: pairs with RX(1)
+  std::vector<BoundGate> gates = bind_params(c, {});
+  pair_single_qubit_gates(gates);
+  ASSERT_EQ(gates.size(), 4u);
+  EXPECT_EQ(gates[0].targets, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(gates[0].diagonal);
+  EXPECT_EQ(gates[1].targets, (std::vector<int>{2}));  // H(2) stays alone
+  EXPECT_EQ(gates[2].controls, (std::vector<int>{0}));
+  EXPECT_EQ(gates[3].targets, (std::vector<int>{0, 1}));  // RX(1) and RY(0)
+  EXPECT_FALSE(gates[3].diagonal);
+}
+
 TEST(Fusion, LongRunsOnFewQubitsFuseInLinearTimeAndMemory) {
   // Blocks multiply their gates in as they arrive: 100,000 gates on 3 qubits
   // are one 8x8 matrix (issue 20: 20,000 took 19 s and 1.1 GB when every
