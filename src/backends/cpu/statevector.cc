@@ -344,6 +344,33 @@ bool StateVector<R>::blocking_pays(int gates) const {
   return chunk_qubits_ > kRunQubits && n_ > chunk_qubits_ && gates >= 2;
 }
 
+namespace {
+
+// Moves each gate that is not a basis permutation back past the basis
+// permutations before it that share none of its wires (they commute), so the
+// permutations meet in runs that a segment applies as one map (PermutationRuns).
+// Fusion emits a Rot layer before a CNOT ring as Rot, CNOT, Rot, CNOT, ...: the
+// ring then costs one pass, not one per CNOT, and the Rots meet to be paired.
+void gather_permutations(std::vector<BoundGate>& gates, int n) {
+  std::vector<BoundGate> out;
+  std::vector<char> perm;  // out[i] is a basis permutation
+  out.reserve(gates.size());
+  for (BoundGate& g : gates) {
+    AffinePermutation probe(n);
+    const bool p = probe.append(g);
+    std::size_t at = out.size();
+    if (!p) {
+      const index_t m = g.wire_mask();
+      while (at > 0 && perm[at - 1] && (out[at - 1].wire_mask() & m) == 0) --at;
+    }
+    out.insert(out.begin() + static_cast<std::ptrdiff_t>(at), std::move(g));
+    perm.insert(perm.begin() + static_cast<std::ptrdiff_t>(at), p);
+  }
+  gates = std::move(out);
+}
+
+}  // namespace
+
 template <class R>
 void StateVector<R>::apply(const std::vector<BoundGate>& gates) {
   auto apply_direct_on = [&](const std::vector<BoundGate>& list, int begin, int end) {
@@ -371,6 +398,7 @@ void StateVector<R>::apply(const std::vector<BoundGate>& gates) {
     std::vector<BoundGate> segment;
     segment.reserve(static_cast<std::size_t>(s.end - s.begin));
     for (int j = s.begin; j < s.end; ++j) segment.push_back(gates[plan.order[j]]);
+    if (!s.qubits.empty()) gather_permutations(segment, n_);
     pair_single_qubit_gates(segment);
     const int len = static_cast<int>(segment.size());
     if (s.qubits.empty()) {
