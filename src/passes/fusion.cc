@@ -248,6 +248,8 @@ std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOpt
   return out;
 }
 
+namespace {
+
 // The product of one-qubit gates a and b on different qubits, as one gate.
 BoundGate tensor_pair(const BoundGate& a, const BoundGate& b) {
   const bool a_low = a.targets[0] < b.targets[0];
@@ -268,6 +270,8 @@ BoundGate tensor_pair(const BoundGate& a, const BoundGate& b) {
   return out;
 }
 
+}  // namespace
+
 // Greedy, in order; the window bounds the search (64 gates ahead).
 void pair_single_qubit_gates(std::vector<BoundGate>& out) {
   constexpr std::size_t kWindow = 64;  // gates searched ahead of each one
@@ -285,7 +289,6 @@ void pair_single_qubit_gates(std::vector<BoundGate>& out) {
         break;
       }
       between |= m;
-      if (std::popcount(between) >= 63) break;
     }
   }
   std::size_t kept = 0;
