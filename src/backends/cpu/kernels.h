@@ -44,7 +44,7 @@ struct KernelSet {
   // (dim x dim interleaved, at most kMaxAdjointDim^2 entries); then, with
   // write_back, ket = G ket and bra = G bra (without it neither state changes).
   // `prepared` holds G alone. Applies to dense one-target gates, dense
-  // two-target gates with both targets and every control above the SIMD lanes,
+  // two-target gates (with lane controls only when a target is a lane qubit),
   // and diagonal gates of up to 4 targets, at most 2 of them above the lanes
   // (only the diagonal of P is formed); false, with nothing done, for others (and for
   // states smaller than a vector). Serial; the sums depend only on the states
@@ -53,6 +53,16 @@ struct KernelSet {
                            bool write_back);
   bool (*adjoint_step_f64)(const void* prepared, double* bra, double* ket, double* out,
                            bool write_back);
+  // Two adjoint steps in one pass: A's and B's sums (out_a, out_b, each 2 x 2 as
+  // above) from the states on entry, then, with write_back, both states
+  // multiplied by A and by B. For dense one-target gates A and B on different
+  // qubits above the SIMD lanes, without controls (a layer of one-qubit gates;
+  // B's sums do not change under A, which acts on another qubit of both
+  // states); false, with nothing done, for others.
+  bool (*adjoint_pair_f32)(const void* prepared_a, const void* prepared_b, float* bra, float* ket,
+                           double* out_a, double* out_b, bool write_back);
+  bool (*adjoint_pair_f64)(const void* prepared_a, const void* prepared_b, double* bra, double* ket,
+                           double* out_a, double* out_b, bool write_back);
 };
 inline constexpr int kMaxAdjointDim = 16;
 
@@ -80,6 +90,14 @@ class PreparedGates {
       k_->run_f32(p_, amps, threads);
     else
       k_->run_f64(p_, amps, threads);
+  }
+  // KernelSet::adjoint_pair: this list's gate is A, other's B.
+  bool adjoint_pair(const PreparedGates& other, R* bra, R* ket, double* out_a, double* out_b,
+                    bool write_back = true) const {
+    if constexpr (sizeof(R) == 4)
+      return k_->adjoint_pair_f32(p_, other.p_, bra, ket, out_a, out_b, write_back);
+    else
+      return k_->adjoint_pair_f64(p_, other.p_, bra, ket, out_a, out_b, write_back);
   }
   // KernelSet::adjoint_step for a list of one gate.
   bool adjoint_step(R* bra, R* ket, double* out, bool write_back = true) const {
