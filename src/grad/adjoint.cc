@@ -71,6 +71,30 @@ Matrix times(const Matrix& a, const Matrix& b, std::size_t dim, bool diagonal) {
   return out;
 }
 
+bool one_qubit(const BoundGate& g) { return g.targets.size() == 1 && g.controls.empty(); }
+
+// The tape's steps in an equivalent order: each one-qubit step moves back past
+// the steps on other qubits (they commute) to meet the step before it on its
+// qubit, when that one is a one-qubit step too, so the two join one block (one
+// measurement and one undo for both): an encoding layer and the Rot layer after
+// it, say. Other steps keep their places. The search looks back `window` steps.
+std::vector<const TapeStep*> meet_one_qubit_steps(const std::vector<TapeStep>& tape) {
+  constexpr std::size_t window = 256;
+  std::vector<const TapeStep*> out;
+  out.reserve(tape.size());
+  for (const TapeStep& t : tape) {
+    std::size_t at = out.size();
+    if (one_qubit(t.gate)) {
+      const index_t m = t.gate.wire_mask();
+      std::size_t j = out.size();
+      while (j > 0 && out.size() - j < window && (out[j - 1]->gate.wire_mask() & m) == 0) --j;
+      if (j > 0 && (out[j - 1]->gate.wire_mask() & m) != 0 && one_qubit(out[j - 1]->gate)) at = j;
+    }
+    out.insert(out.begin() + static_cast<std::ptrdiff_t>(at), &t);
+  }
+  return out;
+}
+
 }  // namespace
 
 Segmented segment(const std::vector<TapeStep>& tape, int fusion) {
@@ -139,7 +163,10 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion) {
     all_diagonal = true;
     pair_block = false;
   };
-  for (const TapeStep& t : tape) {
+  const std::vector<const TapeStep*> order =
+      fusion > 0 ? meet_one_qubit_steps(tape) : std::vector<const TapeStep*>{};
+  for (std::size_t i = 0; i < tape.size(); ++i) {
+    const TapeStep& t = fusion > 0 ? *order[i] : tape[i];
     std::vector<int> wires = t.gate.targets;
     wires.insert(wires.end(), t.gate.controls.begin(), t.gate.controls.end());
     std::sort(wires.begin(), wires.end());

@@ -845,6 +845,12 @@ Matrix cross_matrix(const R* bra, const R* ket, int n, const BoundGate& g, int t
   return cross_matrix_groups<R, 0>(bra, ket, n, g, threads);
 }
 
+// dim x dim interleaved complex numbers as a Matrix.
+void to_matrix(const double* v, std::size_t dim, Matrix& m) {
+  m.resize(dim * dim);
+  for (std::size_t e = 0; e < dim * dim; ++e) m[e] = cplx{v[2 * e], v[2 * e + 1]};
+}
+
 // The kernel set's fused adjoint step (kernels.h) into m; false if it does not apply.
 template <class R>
 bool fused_step(const PreparedGates<R>& gate, R* bra, R* ket, std::size_t dim, Matrix& m,
@@ -852,8 +858,19 @@ bool fused_step(const PreparedGates<R>& gate, R* bra, R* ket, std::size_t dim, M
   if (dim > static_cast<std::size_t>(kMaxAdjointDim)) return false;
   double v[2 * kMaxAdjointDim * kMaxAdjointDim];
   if (!gate.adjoint_step(bra, ket, v, write_back)) return false;
-  m.resize(dim * dim);
-  for (std::size_t e = 0; e < dim * dim; ++e) m[e] = cplx{v[2 * e], v[2 * e + 1]};
+  to_matrix(v, dim, m);
+  return true;
+}
+
+// The kernel set's two adjoint steps in one pass (kernels.h) into ma and mb;
+// false if it does not apply.
+template <class R>
+bool fused_pair(const PreparedGates<R>& a, const PreparedGates<R>& b, R* bra, R* ket, Matrix& ma,
+                Matrix& mb, bool write_back) {
+  double va[8], vb[8];
+  if (!a.adjoint_pair(b, bra, ket, va, vb, write_back)) return false;
+  to_matrix(va, 2, ma);
+  to_matrix(vb, 2, mb);
   return true;
 }
 
@@ -966,6 +983,15 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
           }
           R* const ph = pc.cur;
           R* const la = lc.cur;
+          // Two measured one-qubit gates in a row on different qubits: one pass.
+          if (slot[j] >= 0 && j + 1 < len && slot[j + 1] >= 0 &&
+              fused_pair(*prepared[j], *prepared[j + 1], la, ph,
+                         partial[static_cast<std::size_t>(c * nmeasure + slot[j])],
+                         partial[static_cast<std::size_t>(c * nmeasure + slot[j + 1])],
+                         write[j] || write[j + 1])) {
+            ++j;
+            continue;
+          }
           if (slot[j] >= 0) {
             Matrix& m = partial[static_cast<std::size_t>(c * nmeasure + slot[j])];
             if (fused_step(*prepared[j], la, ph, local[j].dim(), m, write[j])) continue;
