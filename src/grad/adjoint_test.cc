@@ -254,6 +254,46 @@ TEST(Adjoint, TwoQubitTrainableBlocksEqualParameterShift) {
   }
 }
 
+TEST(Adjoint, EncodingLayerJoinsTheRotLayerAfterIt) {
+  // RX on every wire, then Rot on every wire and a CRot ring (the dressed
+  // classifier's shape): each RX moves back to meet its wire's Rot, one block of
+  // two steps per wire; the blocked sweep measures consecutive one-qubit blocks
+  // in pairs. Gradients against parameter shift, blocked and plain.
+  const int n = 9;
+  Circuit c(n);
+  int slot = 0;
+  auto ref = [&](int k) {
+    std::vector<ParamExpr> p;
+    for (int j = 0; j < k; ++j) p.push_back(ParamExpr::ref(slot++));
+    return p;
+  };
+  for (int q = 0; q < n; ++q) c.add(GateId::RX, {q}, ref(1));
+  for (int q = 0; q < n; ++q) c.add(GateId::Rot, {q}, ref(3));
+  for (int q = 0; q < n; ++q) c.add(GateId::CRot, {q, (q + n - 1) % n}, ref(3));
+  for (int q = 0; q < n; ++q) c.add(GateId::Rot, {q}, ref(3));
+  std::mt19937_64 rng(12);
+  std::uniform_real_distribution<double> u(-3, 3);
+  std::vector<double> theta(static_cast<std::size_t>(slot));
+  for (double& t : theta) t = u(rng);
+  const Segmented seg = segment(make_tape(c, theta), 3);
+  int joined = 0;  // blocks holding an RX step (one angle) and more
+  for (const std::vector<BlockStep>& steps : seg.steps)
+    for (const BlockStep& b : steps)
+      if (b.step->derivatives.size() == 1 && steps.size() >= 2) ++joined;
+  EXPECT_EQ(joined, n);
+  const PauliSum h = parse_pauli_sum("Z0 + 0.5*Z1 Z4 - 0.25*X8", "test");
+  const double w[] = {1.0};
+  const std::vector<double> ps = parameter_shift_gradient<double>(c, theta, h);
+  for (int chunk : {0, 6}) {
+    const AdjointResult d = adjoint_vjp<double>(c, theta, {h}, w, {1, 3, chunk});
+    for (std::size_t s = 0; s < theta.size(); ++s)
+      ASSERT_NEAR(d.gradient[s], ps[s], 1e-9) << "chunk " << chunk << " slot " << s;
+    const AdjointResult f = adjoint_vjp<float>(c, theta, {h}, w, {2, 3, chunk});
+    for (std::size_t s = 0; s < theta.size(); ++s)
+      ASSERT_NEAR(f.gradient[s], ps[s], 1e-4) << "c64 chunk " << chunk << " slot " << s;
+  }
+}
+
 TEST(Adjoint, CudaBackendEqualsCpu) {
   // Vector-Jacobian products and Jacobians on the GPU against the CPU's on random
   // circuits with every parametric gate; skipped where there is no GPU.
