@@ -311,12 +311,13 @@ void accumulate(const Segmented& s, const std::vector<Matrix>& m, std::vector<do
 namespace {
 
 // A state of the options' backend (threads and chunks apply to the CPU's),
-// holding the options' initial state when `initial` (the forward pass's start).
+// holding the options' initial state when `initial` (the forward pass's start);
+// otherwise its amplitudes are to be overwritten whole (on the CPU, left unset).
 template <class SV>
 SV make_state(int n, const AdjointOptions& o, bool initial = false) {
   SV sv = [&] {
     if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>) {
-      SV s(n, o.threads);
+      SV s = initial ? SV(n, o.threads) : SV(n, o.threads, typename SV::Unset{});
       if (o.chunk_qubits >= 0) s.set_chunk_qubits(o.chunk_qubits);
       return s;
     } else {

@@ -260,6 +260,14 @@ StateVector<R>::StateVector(int n, int threads, const KernelSet* kernels)
 }
 
 template <class R>
+StateVector<R>::StateVector(int n, int threads, Unset)
+    : n_(n),
+      threads_(threads < 1 ? 1 : threads),
+      kernels_(&best_kernels()),
+      chunk_qubits_(default_chunk_qubits()),
+      amps_(allocate_state<R>(n)) {}
+
+template <class R>
 void StateVector<R>::set_basis_state(index_t i) {
   assert(i < size());
   R* a = amps_.data();

@@ -28,6 +28,10 @@ class StateVector {
   // |0...0> on n qubits. Throws Error for n outside [0, kMaxQubits] or when the
   // memory cannot be allocated (the message states the size).
   explicit StateVector(int n, int threads = 1, const KernelSet* kernels = nullptr);
+  // A state whose amplitudes are left unset, for one that is overwritten
+  // whole before it is read (copy_from, assign_applied): saves a pass.
+  struct Unset {};
+  StateVector(int n, int threads, Unset);
 
   int num_qubits() const { return n_; }
   index_t size() const { return index_t{1} << n_; }
