@@ -951,7 +951,9 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
     std::vector<int> slot(static_cast<std::size_t>(len), -1);  // index into the partial sums
     std::vector<char> write(static_cast<std::size_t>(len), 0);
     int nmeasure = 0;
-    bool writes = false;  // false: only peeks, the chunks need not go back
+    // false: the chunks need not go back (only peeks; or the sweep's last
+    // segment, after which nothing reads either state unless undo_all).
+    bool writes = false;
     for (int j = 0; j < len; ++j) {
       const KernelGate kg = layout.local_gate(rev[s.begin + j], local[j]);
       prepared.push_back(std::make_unique<PreparedGates<R>>(*kernels_, &kg, 1, b));
@@ -959,6 +961,7 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
       write[j] = needed[orig(s.begin + j)];
       writes = writes || write[j];
     }
+    if (&s == &plan.segments.back() && !undo_all) writes = false;
     const PermutationRuns runs(local, b, [&](int j) { return slot[j] < 0; });  // unmeasured
     const std::int64_t nchunks = std::int64_t{1} << (n_ - b);
     std::vector<Matrix> partial(static_cast<std::size_t>(nchunks * nmeasure));
@@ -1018,7 +1021,7 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
             layout.scatter(pc.cur, phi_amps, base);
             layout.scatter(lc.cur, lam_amps, base);
           }
-        } else {
+        } else if (writes) {
           pc.settle(b);
           lc.settle(b);
         }
