@@ -275,7 +275,8 @@ TEST(Adjoint, EncodingLayerJoinsTheRotLayerAfterIt) {
   std::uniform_real_distribution<double> u(-3, 3);
   std::vector<double> theta(static_cast<std::size_t>(slot));
   for (double& t : theta) t = u(rng);
-  const Segmented seg = segment(make_tape(c, theta), 3);
+  const std::vector<TapeStep> tape = make_tape(c, theta);  // seg's steps point into it
+  const Segmented seg = segment(tape, 3);
   int joined = 0;  // blocks holding an RX step (one angle) and more
   for (const std::vector<BlockStep>& steps : seg.steps)
     for (const BlockStep& b : steps)
