@@ -328,6 +328,22 @@ SV make_state(int n, const AdjointOptions& o, bool initial = false) {
   return sv;
 }
 
+// The state after `gates` from the options' initial state, else from |0...0>
+// (on the CPU written by the forward pass itself: StateVector::apply_from_zero).
+template <class SV>
+SV forward_state(int n, const AdjointOptions& o, const std::vector<BoundGate>& gates) {
+  if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>) {
+    if (o.initial_state.empty()) {
+      SV sv = make_state<SV>(n, o);  // amplitudes unset
+      sv.apply_from_zero(gates);
+      return sv;
+    }
+  }
+  SV sv = make_state<SV>(n, o, true);
+  sv.apply(gates);
+  return sv;
+}
+
 // The sweep from phi (consumed) and lambda (at the end of the circuit). Adds to grad.
 template <class SV>
 void sweep(const Segmented& s, SV& phi, SV& lambda, std::vector<double>& grad) {
@@ -359,8 +375,7 @@ AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
                      const AdjointOptions& options) {
   const std::vector<TapeStep> tape = make_tape(c, theta);
   const Segmented s = segment(tape, options.fusion);
-  SV phi = make_state<SV>(c.num_qubits(), options, true);
-  phi.apply(forward_gates(tape, options.fusion));
+  SV phi = forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
   AdjointResult out;
   out.gradient.assign(theta.size(), 0.0);
   SV lambda = make_state<SV>(c.num_qubits(), options);
@@ -390,8 +405,7 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
                                              const AdjointOptions& options) {
   const std::vector<TapeStep> tape = make_tape(c, theta);
   const Segmented s = segment(tape, options.fusion);
-  SV final_state = make_state<SV>(c.num_qubits(), options, true);
-  final_state.apply(forward_gates(tape, options.fusion));
+  SV final_state = forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
   SV phi = make_state<SV>(c.num_qubits(), options);
   SV lambda = make_state<SV>(c.num_qubits(), options);
   std::vector<std::vector<double>> jac;

@@ -61,10 +61,14 @@ SimulateResult simulate(const Circuit& c, std::span<const double> theta, const S
     }
     return out;
   }
-  cpu::StateVector<R> sv(n, options.threads);
+  cpu::StateVector<R> sv(n, options.threads, typename cpu::StateVector<R>::Unset{});
   if (options.chunk_qubits >= 0) sv.set_chunk_qubits(options.chunk_qubits);
-  detail::set_initial_state(sv, options);
-  sv.apply(gates);
+  if (options.initial_state.empty()) {
+    sv.apply_from_zero(gates);  // the forward pass writes |0...0> itself
+  } else {
+    detail::set_initial_state(sv, options);
+    sv.apply(gates);
+  }
   read_out(sv, req, out);
   if (req.most_probable) {
     const R* a = sv.data();

@@ -381,6 +381,16 @@ void gather_permutations(std::vector<BoundGate>& gates, int n) {
 
 template <class R>
 void StateVector<R>::apply(const std::vector<BoundGate>& gates) {
+  apply_gates(gates, false);
+}
+
+template <class R>
+void StateVector<R>::apply_from_zero(const std::vector<BoundGate>& gates) {
+  apply_gates(gates, true);
+}
+
+template <class R>
+void StateVector<R>::apply_gates(const std::vector<BoundGate>& gates, bool from_zero) {
   auto apply_direct_on = [&](const std::vector<BoundGate>& list, int begin, int end) {
     std::vector<KernelGate> kg;
     for (int i = begin; i < end; ++i) kg.push_back(to_kernel_gate(list[i]));
@@ -392,6 +402,7 @@ void StateVector<R>::apply(const std::vector<BoundGate>& gates) {
   // copy and the pairing (QCNN, QAOA at 8 and 11 qubits: 2-8% slower).
   const int count = static_cast<int>(gates.size());
   if (!blocking_pays(count)) {
+    if (from_zero) set_basis_state(0);
     if ((index_t{1} << n_) < static_cast<index_t>(kMinParallelWork)) {
       apply_direct_on(gates, 0, count);
       return;
@@ -402,6 +413,11 @@ void StateVector<R>::apply(const std::vector<BoundGate>& gates) {
     return;
   }
   const SegmentPlan plan = plan_blocks(gates, n_, chunk_qubits_);
+  // Only a gathered first segment can start from |0...0>'s chunks.
+  const std::vector<int>& first = plan.segments.front().qubits;
+  const bool gathered = !first.empty() && first.back() != static_cast<int>(first.size()) - 1;
+  const bool fill = from_zero && gathered;
+  if (from_zero && !fill) set_basis_state(0);
   for (const Segment& s : plan.segments) {
     std::vector<BoundGate> segment;
     segment.reserve(static_cast<std::size_t>(s.end - s.begin));
@@ -412,7 +428,7 @@ void StateVector<R>::apply(const std::vector<BoundGate>& gates) {
     if (s.qubits.empty()) {
       apply_direct_on(segment, 0, len);
     } else {
-      apply_segment(segment, 0, len, s.qubits);
+      apply_segment(segment, 0, len, s.qubits, fill && &s == &plan.segments.front());
     }
   }
 }
@@ -516,7 +532,7 @@ struct ChunkBuffers {
 
 template <class R>
 void StateVector<R>::apply_segment(const std::vector<BoundGate>& gates, int begin, int end,
-                                   const std::vector<int>& w) {
+                                   const std::vector<int>& w, bool from_zero) {
   const ChunkLayout layout(w);
   const int b = layout.b;
   const int len = end - begin;
@@ -551,7 +567,12 @@ void StateVector<R>::apply_segment(const std::vector<BoundGate>& gates, int begi
       const index_t base = layout.base(c);
       ChunkBuffers<R> chunk{copy ? buf.data() : amps + 2 * base, spare.data(), nullptr};
       chunk.cur = chunk.home;
-      if (copy) layout.gather(chunk.cur, amps, base);
+      if (copy && from_zero) {
+        std::memset(static_cast<void*>(chunk.cur), 0, (std::size_t{2} << b) * sizeof(R));
+        if (base == 0) chunk.cur[0] = 1;  // amplitude 0 is the first of chunk 0
+      } else if (copy) {
+        layout.gather(chunk.cur, amps, base);
+      }
       for (int j = 0; j < len;) {
         if (runs.end[j] > j) {
           chunk.permute(*runs.start[j]);

@@ -52,6 +52,11 @@ class StateVector {
   // Applies a sequence with cache blocking (passes/cache_blocking.h) when the
   // state is larger than a chunk: each segment costs one pass over memory.
   void apply(const std::vector<BoundGate>& gates);
+  // set_basis_state(0), then apply(gates), without reading the amplitudes held
+  // before: where the first cache-blocked segment gathers its chunks, it fills
+  // them with |0...0>'s instead (saves the pass that zeroes the state and the
+  // one that reads it back).
+  void apply_from_zero(const std::vector<BoundGate>& gates);
 
   // The reverse sweep of adjoint differentiation. `inverse` holds the inverses of
   // a forward gate list, in forward order. For i from last to first, where
@@ -107,8 +112,10 @@ class StateVector {
   int threads_;
   // True when cache blocking is on and the state is larger than one chunk.
   bool blocking_pays(int gates) const;
+  void apply_gates(const std::vector<BoundGate>& gates, bool from_zero);
+  // from_zero: the chunks start as |0...0>'s, not read (REQUIRES a gathered layout).
   void apply_segment(const std::vector<BoundGate>& gates, int begin, int end,
-                     const std::vector<int>& qubits);
+                     const std::vector<int>& qubits, bool from_zero = false);
 
   const KernelSet* kernels_;
   int chunk_qubits_;

@@ -146,6 +146,35 @@ TEST(StateVector, SamplingIsSeededAndFollowsTheBornRule) {
   EXPECT_EQ(only.begin()->first, 0b101u);
 }
 
+// apply_from_zero: |0...0> then the gates, whatever the state held before, the
+// same amplitudes as set_basis_state(0) and apply(): with a gathered first
+// segment (which fills its chunks instead of reading them), a contiguous one,
+// and no blocking.
+template <class R>
+void check_apply_from_zero() {
+  std::mt19937_64 rng(78);
+  const int n = 14;
+  for (int trial = 0; trial < 6; ++trial) {
+    // Odd trials start on the low qubits only, so the first segment is contiguous.
+    const Circuit inner = testing::random_circuit(trial % 2 == 0 ? n : 8, 120, rng, true);
+    Circuit c(n);
+    for (const Operation& op : inner.ops()) c.add(op);
+    const std::vector<BoundGate> gates = fuse(bind_params(c, {}), {3, 10, 2.0});
+    for (int chunk : {0, 9}) {
+      StateVector<R> want(n, 2), got(n, 2);
+      want.set_chunk_qubits(chunk);
+      got.set_chunk_qubits(chunk);
+      want.apply(gates);
+      got.set_amplitudes(testing::random_state(n, rng));  // overwritten whole
+      got.apply_from_zero(gates);
+      ASSERT_EQ(got.to_vector(), want.to_vector()) << "trial " << trial << " chunk " << chunk;
+    }
+  }
+}
+
+TEST(StateVector, ApplyFromZeroEqualsBasisStateThenApplyC128) { check_apply_from_zero<double>(); }
+TEST(StateVector, ApplyFromZeroEqualsBasisStateThenApplyC64) { check_apply_from_zero<float>(); }
+
 template <class R>
 void check_cache_blocking(double tol) {
   std::mt19937_64 rng(77);
