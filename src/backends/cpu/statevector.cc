@@ -251,19 +251,15 @@ double real_group_pass(const TermGroup& g, const R* a, int n, int threads) {
 
 template <class R>
 StateVector<R>::StateVector(int n, int threads, const KernelSet* kernels)
-    : n_(n),
-      threads_(threads < 1 ? 1 : threads),
-      kernels_(kernels ? kernels : &best_kernels()),
-      chunk_qubits_(default_chunk_qubits()),
-      amps_(allocate_state<R>(n)) {
+    : StateVector(n, threads, Unset{}, kernels) {
   set_basis_state(0);
 }
 
 template <class R>
-StateVector<R>::StateVector(int n, int threads, Unset)
+StateVector<R>::StateVector(int n, int threads, Unset, const KernelSet* kernels)
     : n_(n),
       threads_(threads < 1 ? 1 : threads),
-      kernels_(&best_kernels()),
+      kernels_(kernels ? kernels : &best_kernels()),
       chunk_qubits_(default_chunk_qubits()),
       amps_(allocate_state<R>(n)) {}
 
@@ -413,11 +409,8 @@ void StateVector<R>::apply_gates(const std::vector<BoundGate>& gates, bool from_
     return;
   }
   const SegmentPlan plan = plan_blocks(gates, n_, chunk_qubits_);
-  // Only a gathered first segment can start from |0...0>'s chunks.
-  const std::vector<int>& first = plan.segments.front().qubits;
-  const bool gathered = !first.empty() && first.back() != static_cast<int>(first.size()) - 1;
-  const bool fill = from_zero && gathered;
-  if (from_zero && !fill) set_basis_state(0);
+  // A blocked first segment writes |0...0> into its chunks itself.
+  if (from_zero && plan.segments.front().qubits.empty()) set_basis_state(0);
   for (const Segment& s : plan.segments) {
     std::vector<BoundGate> segment;
     segment.reserve(static_cast<std::size_t>(s.end - s.begin));
@@ -428,7 +421,7 @@ void StateVector<R>::apply_gates(const std::vector<BoundGate>& gates, bool from_
     if (s.qubits.empty()) {
       apply_direct_on(segment, 0, len);
     } else {
-      apply_segment(segment, 0, len, s.qubits, fill && &s == &plan.segments.front());
+      apply_segment(segment, 0, len, s.qubits, from_zero && &s == &plan.segments.front());
     }
   }
 }
@@ -567,7 +560,7 @@ void StateVector<R>::apply_segment(const std::vector<BoundGate>& gates, int begi
       const index_t base = layout.base(c);
       ChunkBuffers<R> chunk{copy ? buf.data() : amps + 2 * base, spare.data(), nullptr};
       chunk.cur = chunk.home;
-      if (copy && from_zero) {
+      if (from_zero) {  // gathered or in place: the chunk is written, not read
         std::memset(static_cast<void*>(chunk.cur), 0, (std::size_t{2} << b) * sizeof(R));
         if (base == 0) chunk.cur[0] = 1;  // amplitude 0 is the first of chunk 0
       } else if (copy) {
@@ -874,11 +867,13 @@ Matrix cross_matrix(const R* bra, const R* ket, int n, const BoundGate& g, int t
   return cross_matrix_groups<R, 0>(bra, ket, n, g, threads);
 }
 
+namespace {
 // dim x dim interleaved complex numbers as a Matrix.
 void to_matrix(const double* v, std::size_t dim, Matrix& m) {
   m.resize(dim * dim);
   for (std::size_t e = 0; e < dim * dim; ++e) m[e] = cplx{v[2 * e], v[2 * e + 1]};
 }
+}  // namespace
 
 // The kernel set's fused adjoint step (kernels.h) into m; false if it does not apply.
 template <class R>

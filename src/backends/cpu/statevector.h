@@ -31,7 +31,7 @@ class StateVector {
   // A state whose amplitudes are left unset, for one that is overwritten
   // whole before it is read (copy_from, assign_applied): saves a pass.
   struct Unset {};
-  StateVector(int n, int threads, Unset);
+  StateVector(int n, int threads, Unset, const KernelSet* kernels = nullptr);
 
   int num_qubits() const { return n_; }
   index_t size() const { return index_t{1} << n_; }
@@ -53,9 +53,8 @@ class StateVector {
   // state is larger than a chunk: each segment costs one pass over memory.
   void apply(const std::vector<BoundGate>& gates);
   // set_basis_state(0), then apply(gates), without reading the amplitudes held
-  // before: where the first cache-blocked segment gathers its chunks, it fills
-  // them with |0...0>'s instead (saves the pass that zeroes the state and the
-  // one that reads it back).
+  // before: a cache-blocked first segment writes |0...0>'s chunks itself (saves
+  // the pass that zeroes the state and the one that reads it back).
   void apply_from_zero(const std::vector<BoundGate>& gates);
 
   // The reverse sweep of adjoint differentiation. `inverse` holds the inverses of
@@ -113,7 +112,7 @@ class StateVector {
   // True when cache blocking is on and the state is larger than one chunk.
   bool blocking_pays(int gates) const;
   void apply_gates(const std::vector<BoundGate>& gates, bool from_zero);
-  // from_zero: the chunks start as |0...0>'s, not read (REQUIRES a gathered layout).
+  // from_zero: the chunks start as |0...0>'s, not read.
   void apply_segment(const std::vector<BoundGate>& gates, int begin, int end,
                      const std::vector<int>& qubits, bool from_zero = false);
 
