@@ -97,7 +97,7 @@ std::vector<const TapeStep*> meet_one_qubit_steps(const std::vector<TapeStep>& t
 
 }  // namespace
 
-Segmented segment(const std::vector<TapeStep>& tape, int fusion) {
+Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qubits) {
   Segmented s;
   // Blocks of consecutive steps on one qubit, diagonal ones on up to 2 qubits,
   // or dense ones on the pair of a trainable dense two-qubit step: one cross
@@ -106,8 +106,9 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion) {
   // QCNN-like family 1.6x faster (9.1 -> 5.7 forwards); built around any
   // two-qubit gate or from one-qubit steps on two qubits they made the others
   // 1.2-2.8x slower (the one-qubit blocks' fused measure-and-undo kernel is
-  // lost). A diagonal block over 3-6 qubits costs more than the passes it
-  // saves (QAOA-like: 2.66x forward with 2, 2.74 with 3, 3.15 with 4, 3.86 with 6).
+  // lost). Diagonal blocks grow to `diagonal_qubits`: the CPU's measures one of
+  // up to 8 qubits in one pass and places it in any chunk (QAOA-like, 24
+  // qubits: 2.48 forwards with 4, 2.35 with 6, against 3.09 with 2).
   // Blocks without trainable steps join the run of fixed gates, fused cost-aware
   // as in the forward pass. fusion 0: every step alone.
   std::vector<BoundGate> fixed;
@@ -182,7 +183,7 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion) {
     // slower otherwise: `qmlsim bench --gradient`, README).
     const bool pair_step = wires.size() == 2 && !t.gate.diagonal && !t.derivatives.empty();
     const bool pair = fusion >= 2 && ((pair_block && joined == qubits) || pair_step);
-    const int limit = fusion <= 0 ? 0 : diagonal || pair ? 2 : 1;
+    const int limit = fusion <= 0 ? 0 : diagonal ? diagonal_qubits : pair ? 2 : 1;
     if (!block.empty() && static_cast<int>(joined.size()) > limit) {
       flush();
       joined = wires;
@@ -310,6 +311,14 @@ void accumulate(const Segmented& s, const std::vector<Matrix>& m, std::vector<do
 
 namespace {
 
+// The widest diagonal block of the tape cut for a backend: the CPU's fused
+// step measures diagonals of up to 8 qubits in one pass (kernels.h) and its
+// cache blocking places them in any chunk; the GPU's batch kernels take up to 5.
+template <class SV>
+constexpr int diagonal_block_qubits() {
+  return std::is_same_v<SV, cpu::StateVector<typename SV::real_type>> ? 6 : 2;
+}
+
 // A state of the options' backend (threads and chunks apply to the CPU's),
 // holding the options' initial state when `initial` (the forward pass's start);
 // otherwise its amplitudes are to be overwritten whole (on the CPU, left unset).
@@ -374,7 +383,7 @@ AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
                      const std::vector<PauliSum>& observables, const WeightsFn& weights,
                      const AdjointOptions& options) {
   const std::vector<TapeStep> tape = make_tape(c, theta);
-  const Segmented s = segment(tape, options.fusion);
+  const Segmented s = segment(tape, options.fusion, diagonal_block_qubits<SV>());
   SV phi = forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
   AdjointResult out;
   out.gradient.assign(theta.size(), 0.0);
@@ -404,7 +413,7 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
                                              const std::vector<PauliSum>& observables,
                                              const AdjointOptions& options) {
   const std::vector<TapeStep> tape = make_tape(c, theta);
-  const Segmented s = segment(tape, options.fusion);
+  const Segmented s = segment(tape, options.fusion, diagonal_block_qubits<SV>());
   SV final_state = forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
   SV phi = make_state<SV>(c.num_qubits(), options);
   SV lambda = make_state<SV>(c.num_qubits(), options);

@@ -32,8 +32,9 @@ struct Segmented {
   std::vector<BoundGate> gates;               // forward order
   std::vector<std::vector<BlockStep>> steps;  // the trainable steps inside gates[i]
 };
-// `fusion`: the largest block in qubits (0: every step alone). The steps point into `tape`.
-Segmented segment(const std::vector<TapeStep>& tape, int fusion);
+// `fusion`: the largest block in qubits (0: every step alone); a block of
+// diagonal steps may grow to `diagonal_qubits`. The steps point into `tape`.
+Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qubits = 2);
 
 // The forward pass needs only the final state: fused across parametric gates too.
 std::vector<BoundGate> forward_gates(const std::vector<TapeStep>& tape, int fusion);

@@ -7,11 +7,15 @@
 namespace qmlsim {
 
 SegmentPlan plan_segments(const std::vector<BoundGate>& gates, int n, int chunk_qubits,
-                          int run_qubits) {
+                          int run_qubits, int diagonal_wires) {
   const index_t runs = bit(run_qubits) - 1;
   const index_t all = n >= 64 ? ~index_t{0} : bit(n) - 1;
   std::vector<index_t> mask(gates.size());
-  for (std::size_t i = 0; i < gates.size(); ++i) mask[i] = gates[i].wire_mask();
+  std::vector<char> anywhere(gates.size());  // fits any W
+  for (std::size_t i = 0; i < gates.size(); ++i) {
+    mask[i] = gates[i].wire_mask();
+    anywhere[i] = gates[i].diagonal && std::popcount(mask[i]) <= diagonal_wires;
+  }
   SegmentPlan plan;
   std::vector<int> pending(gates.size());
   for (std::size_t i = 0; i < gates.size(); ++i) pending[i] = static_cast<int>(i);
@@ -24,9 +28,9 @@ SegmentPlan plan_segments(const std::vector<BoundGate>& gates, int n, int chunk_
         rest.insert(rest.end(), pending.begin() + static_cast<std::ptrdiff_t>(k), pending.end());
         break;
       }
-      const bool fits = std::popcount(used | mask[i]) <= chunk_qubits;
+      const bool fits = anywhere[i] || std::popcount(used | mask[i]) <= chunk_qubits;
       if ((mask[i] & blocked) == 0 && fits) {
-        used |= mask[i];
+        if (!anywhere[i]) used |= mask[i];
         taken.push_back(i);
       } else {
         blocked |= mask[i];

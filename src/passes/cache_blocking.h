@@ -28,8 +28,12 @@ struct SegmentPlan {
 // filled up with the lowest remaining qubits, so a chunk is made of contiguous
 // runs of at least 2^run_qubits amplitudes. Segments of one gate, and gates
 // wider than the chunk, are marked for direct application.
+// A diagonal gate on at most `diagonal_wires` wires fits any segment: its wires
+// need not be in W (the bits outside W are fixed within a chunk, where the gate
+// is the diagonal restricted to them), so a layer of ZZ or CZ gates adds no
+// segment. 0: every gate's wires are in W.
 // REQUIRES run_qubits < chunk_qubits < n.
 SegmentPlan plan_segments(const std::vector<BoundGate>& gates, int n, int chunk_qubits,
-                          int run_qubits);
+                          int run_qubits, int diagonal_wires = 0);
 
 }  // namespace qmlsim

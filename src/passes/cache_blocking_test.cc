@@ -65,6 +65,46 @@ TEST(CacheBlocking, LookaheadTakesGatesPastOnesOnOtherQubits) {
             std::find(plan.order.begin(), plan.order.end(), 3) - plan.order.begin());
 }
 
+TEST(CacheBlocking, DiagonalGatesFitAnyChunk) {
+  // QAOA-like layers: ZZ on a ring and on chords, then RX on every qubit. The
+  // RX layers need every qubit in some chunk; the ZZ gates, with
+  // diagonal_wires, need none, so they add no segment of their own.
+  const int n = 12;
+  Circuit c(n);
+  for (int layer = 0; layer < 3; ++layer) {
+    for (int q = 0; q < n; ++q) {
+      c.add(GateId::IsingZZ, {q, (q + 1) % n}, std::vector<double>{0.3});
+      if (q % 3 == 0) c.add(GateId::IsingZZ, {q, (q + n / 2) % n}, std::vector<double>{0.2});
+    }
+    for (int q = 0; q < n; ++q) c.add(GateId::RX, {q}, std::vector<double>{0.4});
+  }
+  const std::vector<BoundGate> gates = bind_params(c, {});
+  const SegmentPlan plain = plan_segments(gates, n, 8, 2);
+  const SegmentPlan anywhere = plan_segments(gates, n, 8, 2, 2);
+  EXPECT_LT(anywhere.segments.size(), plain.segments.size());
+  EXPECT_LE(anywhere.segments.size(), 4u);  // two chunks' worth of RX per layer, shared
+  std::vector<int> position(gates.size());
+  for (std::size_t p = 0; p < anywhere.order.size(); ++p)
+    position[anywhere.order[p]] = static_cast<int>(p);
+  for (std::size_t a = 0; a < gates.size(); ++a)  // gates on a common qubit keep their order
+    for (std::size_t b = a + 1; b < gates.size(); ++b)
+      if (wires(gates[a]) & wires(gates[b])) {
+        ASSERT_LT(position[a], position[b]) << a << " " << b;
+      }
+  bool outside = false;
+  for (const Segment& s : anywhere.segments) {
+    index_t w = 0;
+    for (int q : s.qubits) w |= index_t{1} << q;
+    for (int p = s.begin; p < s.end; ++p) {
+      const BoundGate& g = gates[anywhere.order[p]];
+      if (s.qubits.empty() || (wires(g) & ~w) == 0) continue;
+      EXPECT_TRUE(g.diagonal) << p;  // only diagonal gates may leave the chunk
+      outside = true;
+    }
+  }
+  EXPECT_TRUE(outside);
+}
+
 TEST(CacheBlocking, WideGateIsAppliedDirectly) {
   Circuit c(6);
   c.add(GateId::H, {0});

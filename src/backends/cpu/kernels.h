@@ -45,10 +45,10 @@ struct KernelSet {
   // write_back, ket = G ket and bra = G bra (without it neither state changes).
   // `prepared` holds G alone. Applies to dense one-target gates, dense
   // two-target gates (with lane controls only when a target is a lane qubit),
-  // and diagonal gates of up to 4 targets, at most 2 of them above the lanes
-  // (only the diagonal of P is formed); false, with nothing done, for others (and for
-  // states smaller than a vector). Serial; the sums depend only on the states
-  // and the gate.
+  // and diagonal gates of up to 8 targets, at most 6 of them above the lanes
+  // (only the diagonal of P is formed, and out holds its dim entries); false,
+  // with nothing done, for others (and for states smaller than a vector).
+  // Serial; the sums depend only on the states and the gate.
   bool (*adjoint_step_f32)(const void* prepared, float* bra, float* ket, double* out,
                            bool write_back);
   bool (*adjoint_step_f64)(const void* prepared, double* bra, double* ket, double* out,

@@ -328,15 +328,19 @@ int StateVector<R>::default_chunk_qubits() {
 // Minimum contiguous run inside a chunk: 2^kRunQubits amplitudes (at most).
 constexpr int kRunQubits = 8;
 
+// Diagonal gates on up to this many wires need not have them in a chunk
+// (plan_segments): at most 2^6 prepared variants each (OutsideDiagonal).
+constexpr int kOutsideDiagonalWires = 6;
+
 namespace {
 // The cache-blocking plan with the fewest segments (passes over memory) among
 // minimum runs of 2^8, 2^6 and 2^5 amplitudes; longer runs (cheaper gathers)
 // on ties. Shorter runs leave more of a chunk's qubits free for the gates:
 // which wins depends on the circuit (README, Performance).
 SegmentPlan plan_blocks(const std::vector<BoundGate>& gates, int n, int chunk_qubits) {
-  SegmentPlan best = plan_segments(gates, n, chunk_qubits, kRunQubits);
+  SegmentPlan best = plan_segments(gates, n, chunk_qubits, kRunQubits, kOutsideDiagonalWires);
   for (int run : {6, 5}) {
-    SegmentPlan p = plan_segments(gates, n, chunk_qubits, run);
+    SegmentPlan p = plan_segments(gates, n, chunk_qubits, run, kOutsideDiagonalWires);
     if (p.segments.size() < best.segments.size()) best = std::move(p);
   }
   return best;
@@ -523,17 +527,115 @@ struct ChunkBuffers {
   }
 };
 
+// A diagonal gate of a segment with wires outside the chunk's qubits W
+// (plan_segments' diagonal_wires): those wires are fixed bits of a chunk's
+// base, so the chunk sees the diagonal restricted to them, one prepared variant
+// per value of the outside bits. With no wire in W the variant is a phase on
+// the whole chunk (a diagonal on local qubit 0 with two equal entries).
+template <class R>
+struct OutsideDiagonal {
+  std::vector<index_t> outside;  // bit j of a variant's index <-> amplitude bit outside[j]
+  std::vector<BoundGate> local;  // per variant, on the chunk's qubits
+  std::vector<std::unique_ptr<PreparedGates<R>>> prepared;
+  // Per variant and local diagonal entry: the gate's diagonal entry (over its
+  // targets, controls 1) it holds, or -1 where a control is 0.
+  std::vector<std::vector<int>> entry;
+
+  OutsideDiagonal(const BoundGate& g, const ChunkLayout& layout, const KernelSet& ks) {
+    std::vector<int> wires = g.targets;
+    wires.insert(wires.end(), g.controls.begin(), g.controls.end());
+    std::sort(wires.begin(), wires.end());
+    std::vector<int> in_pos, out_pos, target_pos;  // positions in `wires`
+    index_t control_bits = 0;                      // over `wires`
+    for (int j = 0; j < static_cast<int>(wires.size()); ++j) {
+      const bool in_w = std::binary_search(layout.w.begin(), layout.w.end(), wires[j]);
+      (in_w ? in_pos : out_pos).push_back(j);
+      if (std::binary_search(g.targets.begin(), g.targets.end(), wires[j]))
+        target_pos.push_back(j);
+      else
+        control_bits |= bit(j);
+    }
+    for (int j : out_pos) outside.push_back(bit(wires[j]));
+    const std::size_t nin = in_pos.empty() ? 2 : std::size_t{1} << in_pos.size();
+    const std::size_t variants = std::size_t{1} << out_pos.size();
+    for (std::size_t o = 0; o < variants; ++o) {
+      BoundGate v;
+      v.diagonal = true;
+      for (int j : in_pos) v.targets.push_back(layout.to_local(wires[j]));
+      if (in_pos.empty()) v.targets = {0};
+      v.matrix.resize(nin);
+      std::vector<int> e(nin);
+      for (std::size_t i = 0; i < nin; ++i) {
+        index_t x = 0;  // over `wires`
+        for (std::size_t a = 0; a < in_pos.size(); ++a)
+          if (i >> a & 1) x |= bit(in_pos[a]);
+        for (std::size_t a = 0; a < out_pos.size(); ++a)
+          if (o >> a & 1) x |= bit(out_pos[a]);
+        if ((x & control_bits) != control_bits) {
+          v.matrix[i] = 1;
+          e[i] = -1;
+          continue;
+        }
+        int t = 0;
+        for (std::size_t a = 0; a < target_pos.size(); ++a)
+          if (x >> target_pos[a] & 1) t |= 1 << a;
+        v.matrix[i] = g.matrix[static_cast<std::size_t>(t)];
+        e[i] = t;
+      }
+      const KernelGate kg = to_kernel_gate(v);  // prepared copies the matrix
+      prepared.push_back(std::make_unique<PreparedGates<R>>(ks, &kg, 1, layout.b));
+      local.push_back(std::move(v));
+      entry.push_back(std::move(e));
+    }
+  }
+  // The variant of the chunk at `base`.
+  std::size_t variant(index_t base) const {
+    std::size_t v = 0;
+    for (std::size_t j = 0; j < outside.size(); ++j)
+      if (base & outside[j]) v |= std::size_t{1} << j;
+    return v;
+  }
+};
+
+// Gates of a segment (global qubits) as the chunks see them: local[j], or
+// outside[j] for a diagonal gate with wires outside W (local[j] then holds its
+// first variant).
+template <class R>
+std::vector<std::unique_ptr<OutsideDiagonal<R>>> localize(
+    const std::vector<BoundGate>& gates, int begin, int end, const ChunkLayout& layout,
+    const KernelSet& ks, std::vector<BoundGate>& local, std::vector<KernelGate>& kg) {
+  const int len = end - begin;
+  std::vector<std::unique_ptr<OutsideDiagonal<R>>> outside(static_cast<std::size_t>(len));
+  local.assign(static_cast<std::size_t>(len), BoundGate{});
+  kg.clear();
+  for (int j = 0; j < len; ++j) {
+    const BoundGate& g = gates[begin + j];
+    index_t w = 0;
+    for (int q : layout.w) w |= bit(q);
+    if ((g.wire_mask() & ~w) != 0) {
+      outside[j] = std::make_unique<OutsideDiagonal<R>>(g, layout, ks);
+      local[j] = outside[j]->local[0];
+      kg.push_back(to_kernel_gate(local[j]));
+    } else {
+      kg.push_back(layout.local_gate(g, local[j]));
+    }
+  }
+  return outside;
+}
+
 template <class R>
 void StateVector<R>::apply_segment(const std::vector<BoundGate>& gates, int begin, int end,
                                    const std::vector<int>& w, bool from_zero) {
   const ChunkLayout layout(w);
   const int b = layout.b;
   const int len = end - begin;
-  std::vector<BoundGate> local(static_cast<std::size_t>(len));
+  std::vector<BoundGate> local;
   std::vector<KernelGate> kg;
-  for (int i = 0; i < len; ++i) kg.push_back(layout.local_gate(gates[begin + i], local[i]));
-  const PermutationRuns runs(local, b, [](int) { return true; });
-  // Consecutive other gates run as one prepared list: steps [j, step_end[j]).
+  const std::vector<std::unique_ptr<OutsideDiagonal<R>>> outside =
+      localize<R>(gates, begin, end, layout, *kernels_, local, kg);
+  const PermutationRuns runs(local, b, [&](int j) { return !outside[j]; });
+  // Consecutive other gates run as one prepared list: steps [j, step_end[j]);
+  // a gate with wires outside W runs alone, as its chunk's variant.
   std::vector<std::unique_ptr<PreparedGates<R>>> lists(static_cast<std::size_t>(len));
   std::vector<int> step_end(static_cast<std::size_t>(len), -1);
   for (int j = 0; j < len;) {
@@ -541,8 +643,13 @@ void StateVector<R>::apply_segment(const std::vector<BoundGate>& gates, int begi
       j = runs.end[j];
       continue;
     }
+    if (outside[j]) {
+      step_end[j] = j + 1;
+      ++j;
+      continue;
+    }
     int e = j;
-    while (e < len && runs.end[e] < 0) ++e;
+    while (e < len && runs.end[e] < 0 && !outside[e]) ++e;
     lists[j] = std::make_unique<PreparedGates<R>>(*kernels_, kg.data() + j, e - j, b);
     step_end[j] = e;
     j = e;
@@ -570,6 +677,9 @@ void StateVector<R>::apply_segment(const std::vector<BoundGate>& gates, int begi
         if (runs.end[j] > j) {
           chunk.permute(*runs.start[j]);
           j = runs.end[j];
+        } else if (outside[j]) {
+          outside[j]->prepared[outside[j]->variant(base)]->run(chunk.cur, 1);
+          ++j;
         } else {
           lists[j]->run(chunk.cur, 1);
           j = step_end[j];
@@ -868,21 +978,44 @@ Matrix cross_matrix(const R* bra, const R* ket, int n, const BoundGate& g, int t
 }
 
 namespace {
-// dim x dim interleaved complex numbers as a Matrix.
-void to_matrix(const double* v, std::size_t dim, Matrix& m) {
-  m.resize(dim * dim);
-  for (std::size_t e = 0; e < dim * dim; ++e) m[e] = cplx{v[2 * e], v[2 * e + 1]};
+// n interleaved complex numbers as a Matrix.
+void to_matrix(const double* v, std::size_t n, Matrix& m) {
+  m.resize(n);
+  for (std::size_t e = 0; e < n; ++e) m[e] = cplx{v[2 * e], v[2 * e + 1]};
 }
+
+// The dim x dim matrix whose diagonal is d (a diagonal gate's sums are formed
+// as the diagonal alone).
+Matrix from_diagonal(const Matrix& d) {
+  const std::size_t dim = d.size();
+  Matrix m(dim * dim, cplx{0});
+  for (std::size_t a = 0; a < dim; ++a) m[a * dim + a] = d[a];
+  return m;
+}
+
+// The diagonal of a dim x dim matrix.
+Matrix diagonal_of(const Matrix& m, std::size_t dim) {
+  Matrix d(dim);
+  for (std::size_t a = 0; a < dim; ++a) d[a] = m[a * dim + a];
+  return d;
+}
+
+constexpr std::size_t kMaxAdjointDiagonalDim = 256;  // KernelSet::adjoint_step
 }  // namespace
 
-// The kernel set's fused adjoint step (kernels.h) into m; false if it does not apply.
+// The kernel set's fused adjoint step (kernels.h) into m: for a diagonal gate
+// its dim diagonal entries, else dim x dim; false if it does not apply.
 template <class R>
-bool fused_step(const PreparedGates<R>& gate, R* bra, R* ket, std::size_t dim, Matrix& m,
+bool fused_step(const PreparedGates<R>& gate, R* bra, R* ket, const BoundGate& g, Matrix& m,
                 bool write_back) {
-  if (dim > static_cast<std::size_t>(kMaxAdjointDim)) return false;
+  const std::size_t dim = g.dim();
+  const std::size_t entries = g.diagonal ? dim : dim * dim;
+  if (dim > (g.diagonal ? kMaxAdjointDiagonalDim : static_cast<std::size_t>(kMaxAdjointDim)))
+    return false;
   double v[2 * kMaxAdjointDim * kMaxAdjointDim];
+  static_assert(kMaxAdjointDim * kMaxAdjointDim >= kMaxAdjointDiagonalDim);
   if (!gate.adjoint_step(bra, ket, v, write_back)) return false;
-  to_matrix(v, dim, m);
+  to_matrix(v, entries, m);
   return true;
 }
 
@@ -893,9 +1026,38 @@ bool fused_pair(const PreparedGates<R>& a, const PreparedGates<R>& b, R* bra, R*
                 Matrix& mb, bool write_back) {
   double va[8], vb[8];
   if (!a.adjoint_pair(b, bra, ket, va, vb, write_back)) return false;
-  to_matrix(va, 2, ma);
-  to_matrix(vb, 2, mb);
+  to_matrix(va, 4, ma);
+  to_matrix(vb, 4, mb);
   return true;
+}
+
+// The adjoint step of a gate with wires outside the chunk (OutsideDiagonal) on
+// the chunk at `base`: with m, its variant's diagonal sums are added to the
+// gate's entries in m (dim of them, zeroed first when empty); then, with
+// write_back, both states are multiplied by the variant.
+template <class R>
+void outside_step(const OutsideDiagonal<R>& g, index_t base, int b, R* bra, R* ket, Matrix* m,
+                  std::size_t dim, bool write_back) {
+  const std::size_t v = g.variant(base);
+  const PreparedGates<R>& p = *g.prepared[v];
+  const BoundGate& local = g.local[v];
+  if (m) {
+    Matrix part;
+    if (!fused_step(p, bra, ket, local, part, write_back)) {
+      part = diagonal_of(antihermitian_part(cross_matrix(bra, ket, b, local, 1)), local.dim());
+      if (write_back) {
+        p.run(ket, 1);
+        p.run(bra, 1);
+      }
+    }
+    if (m->empty()) m->assign(dim, cplx{0});
+    for (std::size_t i = 0; i < part.size(); ++i)
+      if (g.entry[v][i] >= 0) (*m)[static_cast<std::size_t>(g.entry[v][i])] += part[i];
+    return;
+  }
+  if (!write_back) return;
+  p.run(ket, 1);
+  p.run(bra, 1);
 }
 
 template <class R>
@@ -929,8 +1091,10 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
       const PreparedGates<R> gate(*kernels_, &k, 1, n_);  // once for both states
       const int i = orig(j);
       if (measure[i] && serial &&
-          fused_step(gate, lambda.amps_.data(), amps_.data(), rev[j].dim(), out[i], needed[i]))
+          fused_step(gate, lambda.amps_.data(), amps_.data(), rev[j], out[i], needed[i])) {
+        if (rev[j].diagonal) out[i] = from_diagonal(out[i]);
         continue;
+      }
       if (measure[i])
         out[i] = antihermitian_part(
             cross_matrix(lambda.amps_.data(), amps_.data(), n_, rev[j], threads_));
@@ -962,7 +1126,10 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
     const ChunkLayout layout(s.qubits);
     const int b = layout.b;
     const int len = s.end - s.begin;
-    std::vector<BoundGate> local(static_cast<std::size_t>(len));
+    std::vector<BoundGate> local;
+    std::vector<KernelGate> kg;
+    const std::vector<std::unique_ptr<OutsideDiagonal<R>>> outside =
+        localize<R>(rev, s.begin, s.end, layout, *kernels_, local, kg);
     std::vector<std::unique_ptr<PreparedGates<R>>> prepared;
     std::vector<int> slot(static_cast<std::size_t>(len), -1);  // index into the partial sums
     std::vector<char> write(static_cast<std::size_t>(len), 0);
@@ -971,14 +1138,16 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
     // segment, after which nothing reads either state unless undo_all).
     bool writes = false;
     for (int j = 0; j < len; ++j) {
-      const KernelGate kg = layout.local_gate(rev[s.begin + j], local[j]);
-      prepared.push_back(std::make_unique<PreparedGates<R>>(*kernels_, &kg, 1, b));
+      prepared.push_back(outside[j] ? nullptr
+                                    : std::make_unique<PreparedGates<R>>(*kernels_, &kg[j], 1, b));
       if (measure[orig(s.begin + j)]) slot[j] = nmeasure++;
       write[j] = needed[orig(s.begin + j)];
       writes = writes || write[j];
     }
     if (&s == &plan.segments.back() && !undo_all) writes = false;
-    const PermutationRuns runs(local, b, [&](int j) { return slot[j] < 0; });  // unmeasured
+    const PermutationRuns runs(local, b, [&](int j) {
+      return slot[j] < 0 && !outside[j];  // unmeasured, the same in every chunk
+    });
     const std::int64_t nchunks = std::int64_t{1} << (n_ - b);
     std::vector<Matrix> partial(static_cast<std::size_t>(nchunks * nmeasure));
     R* phi_amps = amps_.data();
@@ -1010,8 +1179,15 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
           }
           R* const ph = pc.cur;
           R* const la = lc.cur;
+          if (outside[j]) {
+            outside_step(
+                *outside[j], base, b, la, ph,
+                slot[j] < 0 ? nullptr : &partial[static_cast<std::size_t>(c * nmeasure + slot[j])],
+                rev[s.begin + j].dim(), write[j]);
+            continue;
+          }
           // Two measured one-qubit gates in a row on different qubits: one pass.
-          if (slot[j] >= 0 && j + 1 < len && slot[j + 1] >= 0 &&
+          if (slot[j] >= 0 && j + 1 < len && slot[j + 1] >= 0 && !outside[j + 1] &&
               fused_pair(*prepared[j], *prepared[j + 1], la, ph,
                          partial[static_cast<std::size_t>(c * nmeasure + slot[j])],
                          partial[static_cast<std::size_t>(c * nmeasure + slot[j + 1])],
@@ -1021,13 +1197,12 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
           }
           if (slot[j] >= 0) {
             Matrix& m = partial[static_cast<std::size_t>(c * nmeasure + slot[j])];
-            if (fused_step(*prepared[j], la, ph, local[j].dim(), m, write[j])) continue;
+            if (fused_step(*prepared[j], la, ph, local[j], m, write[j])) continue;
+            // Gates the fused step does not take (wider ones; a parametric gate
+            // that is exactly a permutation at its angles): separate passes.
+            m = antihermitian_part(cross_matrix(la, ph, b, local[j], 1));
+            if (local[j].diagonal) m = diagonal_of(m, local[j].dim());
           }
-          // Gates the fused step does not take (wider ones; a parametric gate
-          // that is exactly a permutation at its angles): separate passes.
-          if (slot[j] >= 0)
-            partial[static_cast<std::size_t>(c * nmeasure + slot[j])] =
-                antihermitian_part(cross_matrix(la, ph, b, local[j], 1));
           if (!write[j]) continue;
           prepared[j]->run(ph, 1);
           prepared[j]->run(la, 1);
@@ -1045,12 +1220,14 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
     }
     for (int j = 0; j < len; ++j) {  // fixed-order sums over chunks
       if (slot[j] < 0) continue;
-      Matrix sum(local[j].dim() * local[j].dim(), 0.0);
+      const BoundGate& g = rev[s.begin + j];
+      const std::size_t dim = g.dim();
+      Matrix sum(g.diagonal ? dim : dim * dim, 0.0);  // partials: a diagonal's diagonal
       for (std::int64_t c = 0; c < nchunks; ++c) {
         const Matrix& m = partial[static_cast<std::size_t>(c * nmeasure + slot[j])];
         for (std::size_t e = 0; e < sum.size(); ++e) sum[e] += m[e];
       }
-      out[orig(s.begin + j)] = std::move(sum);
+      out[orig(s.begin + j)] = g.diagonal ? from_diagonal(sum) : std::move(sum);
     }
   }
 }
