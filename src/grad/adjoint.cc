@@ -390,13 +390,18 @@ AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
   SV lambda = make_state<SV>(c.num_qubits(), options);
   if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>) {
     if (observables.size() == 1) {
-      // One observable: lambda = H phi and <H> come from one pass; the weight
-      // (known only after <H>) scales the gradient, which is linear in lambda.
-      out.expvals = {lambda.assign_applied(observables[0], phi)};
+      // One observable: lambda = H phi and <H> come from the sweep's first
+      // pass; the weight (known only after <H>) scales the gradient, which is
+      // linear in lambda.
+      std::vector<BoundGate> inverse;
+      std::vector<char> measure;
+      inverse_gates(s, inverse, measure);
+      std::vector<Matrix> m;
+      out.expvals = {phi.adjoint_sweep_from(observables[0], lambda, inverse, measure, m)};
       const std::vector<double> w = weights(out.expvals);
       check_weights(w, 1);
       if (w[0] == 0) return out;
-      sweep(s, phi, lambda, out.gradient);
+      accumulate(s, m, out.gradient);
       for (double& g : out.gradient) g *= w[0];
       return out;
     }

@@ -57,6 +57,9 @@ AlignedBuffer<R> allocate_state(int n) {
 // fixed-order reductions.
 constexpr int kBlockBits = 10;
 
+template <class R>
+double apply_pauli_sum(const PauliSum& h, const R* in, R* out, int n, int threads);
+
 // Terms of one flip pattern x: weight(i) = sum_t w_t (-1)^popcount(i & z_t).
 struct TermGroup {
   index_t x = 0;
@@ -464,6 +467,13 @@ struct ChunkLayout {
   void scatter(const R* buf, R* amps, index_t base) const {
     for (index_t r = 0; r < nruns; ++r)
       std::memcpy(amps + 2 * (base | run_off[r]), buf + 2 * r * run_len, 2 * run_len * sizeof(R));
+  }
+  // The bits of a global mask that lie in W, at their local positions.
+  index_t local_mask(index_t global) const {
+    index_t m = 0;
+    for (int j = 0; j < b; ++j)
+      if (global >> w[j] & 1) m |= bit(j);
+    return m;
   }
   KernelGate local_gate(const BoundGate& g, BoundGate& storage) const {
     storage = g;  // W ascending keeps the canonical order
@@ -1064,7 +1074,33 @@ template <class R>
 void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
                                    const std::vector<char>& measure, std::vector<Matrix>& out,
                                    bool undo_all) {
-  assert(lambda.n_ == n_ && inverse.size() == measure.size());
+  sweep(lambda, inverse, measure, out, undo_all, nullptr);
+}
+
+template <class R>
+double StateVector<R>::adjoint_sweep_from(const PauliSum& h, StateVector& lambda,
+                                          const std::vector<BoundGate>& inverse,
+                                          const std::vector<char>& measure,
+                                          std::vector<Matrix>& out) {
+  return sweep(lambda, inverse, measure, out, false, &h);
+}
+
+// A Pauli sum as a chunk with the given base sees it: every flipped qubit in
+// W (REQUIRES), Z factors outside W as the sign of the base's bit.
+PauliSum chunk_pauli_sum(const PauliSum& h, const ChunkLayout& layout, index_t base) {
+  PauliSum local;
+  for (const PauliTerm& t : h.terms) {
+    const double sign = parity(base & t.zmask) ? -1.0 : 1.0;  // base: the bits outside W
+    local.add(sign * t.coeff, layout.local_mask(t.xmask), layout.local_mask(t.zmask));
+  }
+  return local;
+}
+
+template <class R>
+double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
+                             const std::vector<char>& measure, std::vector<Matrix>& out,
+                             bool undo_all, const PauliSum* h) {
+  assert(lambda.n_ == n_ && inverse.size() == measure.size() && &lambda != this);
   const int count = static_cast<int>(inverse.size());
   out.assign(inverse.size(), Matrix{});
   // Gates outside every measured gate's light cone (passes/light_cone.h) are not
@@ -1103,11 +1139,22 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
       gate.run(lambda.amps_.data(), threads_);
     }
   };
-  if (!blocking_pays(active)) {
+  const SegmentPlan plan =
+      blocking_pays(active) ? plan_blocks(rev, n_, chunk_qubits_) : SegmentPlan{};
+  // lambda = H this inside the first segment's chunks, when it is blocked and
+  // holds every qubit H flips; otherwise in a pass of its own first.
+  index_t flips = 0;
+  if (h)
+    for (const PauliTerm& t : h->terms) flips |= t.xmask;
+  const bool form = h && !plan.segments.empty() && !plan.segments.front().qubits.empty() &&
+                    std::popcount(ChunkLayout(plan.segments.front().qubits).local_mask(flips)) ==
+                        std::popcount(flips);
+  double expval = 0;
+  if (h && !form) expval = lambda.assign_applied(*h, *this);
+  if (plan.segments.empty()) {
     direct(0, active);
-    return;
+    return expval;
   }
-  const SegmentPlan plan = plan_blocks(rev, n_, chunk_qubits_);
   {
     std::vector<BoundGate> ordered;
     std::vector<int> ordered_orig;
@@ -1144,7 +1191,14 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
       write[j] = needed[orig(s.begin + j)];
       writes = writes || write[j];
     }
-    if (&s == &plan.segments.back() && !undo_all) writes = false;
+    const bool last = &s == &plan.segments.back();
+    if (last && !undo_all) writes = false;
+    // This segment forms lambda (form, first segment): lambda goes back to
+    // memory whenever a later segment reads it.
+    const bool forms = form && &s == &plan.segments.front();
+    const bool lambda_back = writes || (forms && !last);
+    std::vector<double> chunk_expval(forms ? static_cast<std::size_t>(std::int64_t{1} << (n_ - b))
+                                           : 0);
     const PermutationRuns runs(local, b, [&](int j) {
       return slot[j] < 0 && !outside[j];  // unmeasured, the same in every chunk
     });
@@ -1167,8 +1221,11 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
         ChunkBuffers<R> lc{copy ? lb.data() : lam_amps + 2 * base, ls.data(), nullptr};
         pc.cur = pc.home;
         lc.cur = lc.home;
-        if (copy) {
-          layout.gather(pc.cur, phi_amps, base);
+        if (copy) layout.gather(pc.cur, phi_amps, base);
+        if (forms) {
+          chunk_expval[static_cast<std::size_t>(c)] =
+              apply_pauli_sum(chunk_pauli_sum(*h, layout, base), pc.cur, lc.cur, b, 1);
+        } else if (copy) {
           layout.gather(lc.cur, lam_amps, base);
         }
         for (int j = 0; j < len; ++j) {
@@ -1208,17 +1265,16 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
           prepared[j]->run(la, 1);
         }
         if (copy) {
-          if (writes) {
-            layout.scatter(pc.cur, phi_amps, base);
-            layout.scatter(lc.cur, lam_amps, base);
-          }
-        } else if (writes) {
+          if (writes) layout.scatter(pc.cur, phi_amps, base);
+          if (lambda_back) layout.scatter(lc.cur, lam_amps, base);
+        } else if (writes) {  // in place (lambda too when formed; untouched if !writes)
           pc.settle(b);
           lc.settle(b);
         }
       }
     }
-    for (int j = 0; j < len; ++j) {  // fixed-order sums over chunks
+    for (double e : chunk_expval) expval += e;  // in chunk order
+    for (int j = 0; j < len; ++j) {             // fixed-order sums over chunks
       if (slot[j] < 0) continue;
       const BoundGate& g = rev[s.begin + j];
       const std::size_t dim = g.dim();
@@ -1230,6 +1286,7 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
       out[orig(s.begin + j)] = g.diagonal ? from_diagonal(sum) : std::move(sum);
     }
   }
+  return expval;
 }
 
 template <class R>
@@ -1278,25 +1335,25 @@ cplx StateVector<R>::matrix_element(const PauliSum& h, const StateVector& ket) c
   return sum;
 }
 
+namespace {
+// out = H in over 2^n amplitudes (distinct arrays); returns Re <in|H|in>,
+// formed in double before the rounding to R and summed over fixed blocks in order.
 template <class R>
-double StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
-  assert(src.n_ == n_ && &src != this);
+double apply_pauli_sum(const PauliSum& h, const R* in, R* out, int n, int threads) {
   double constant = 0;
   const std::vector<TermGroup> groups = group_terms(h, constant);
   std::vector<BlockWeights> weights;
-  for (const TermGroup& g : groups) weights.emplace_back(g, n_);
-  R* out = amps_.data();
-  const R* in = src.amps_.data();
-  const int lb = std::min(n_, kBlockBits);
+  for (const TermGroup& g : groups) weights.emplace_back(g, n);
+  const int lb = std::min(n, kBlockBits);
   const index_t bsize = index_t{1} << lb, low_mask = bsize - 1;
   // (P psi)_j = ph(j ^ x) psi_{j ^ x}, with P|i> = ph(i)|i ^ x>: block b of the
   // output reads block b ^ (x >> lb) of the input, whose weights are filled.
   // Real weights (no odd number of Y factors): runs of 2^p amplitudes (p = the
   // lowest set bit of x's low part) read contiguous partner runs, one
   // multiply-add per real, as in real_weight_pass.
-  const std::int64_t nblocks = std::int64_t{1} << (n_ - lb);
+  const std::int64_t nblocks = std::int64_t{1} << (n - lb);
   std::vector<double> partial(static_cast<std::size_t>(nblocks));  // of <src|H|src>
-  parallel_for(nblocks, threads_, std::int64_t{1} << n_, [&](std::int64_t b) {
+  parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t b) {
     thread_local std::vector<double> acc, wr, wi, w2;
     acc.resize(2 * bsize);
     wr.resize(bsize);
@@ -1340,6 +1397,14 @@ double StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src)
   double sum = 0;
   for (double v : partial) sum += v;
   return sum;
+}
+
+}  // namespace
+
+template <class R>
+double StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
+  assert(src.n_ == n_ && &src != this);
+  return apply_pauli_sum(h, src.amps_.data(), amps_.data(), n_, threads_);
 }
 
 template <class R>

@@ -73,6 +73,16 @@ class StateVector {
                      const std::vector<char>& measure, std::vector<Matrix>& out,
                      bool undo_all = false);
 
+  // lambda = H this (overwritten whole), then adjoint_sweep(lambda, inverse,
+  // measure, out); returns Re <this|H|this> as assign_applied does (summed per
+  // chunk in order when blocked: equal up to rounding). With cache blocking,
+  // the sweep's first segment forms lambda in its chunks from this's when they
+  // hold every qubit H flips: the passes that write lambda and read it back
+  // are saved.
+  double adjoint_sweep_from(const PauliSum& h, StateVector& lambda,
+                            const std::vector<BoundGate>& inverse, const std::vector<char>& measure,
+                            std::vector<Matrix>& out);
+
   // Chunk size for cache blocking, in qubits; 0 disables blocking.
   int chunk_qubits() const { return chunk_qubits_; }
   void set_chunk_qubits(int q) { chunk_qubits_ = q; }
@@ -112,6 +122,10 @@ class StateVector {
   // True when cache blocking is on and the state is larger than one chunk.
   bool blocking_pays(int gates) const;
   void apply_gates(const std::vector<BoundGate>& gates, bool from_zero);
+  // adjoint_sweep, after lambda = H this when h is given (returns <this|H|this>; 0 without h).
+  double sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
+               const std::vector<char>& measure, std::vector<Matrix>& out, bool undo_all,
+               const PauliSum* h);
   // from_zero: the chunks start as |0...0>'s, not read.
   void apply_segment(const std::vector<BoundGate>& gates, int begin, int end,
                      const std::vector<int>& qubits, bool from_zero = false);

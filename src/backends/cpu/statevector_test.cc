@@ -313,6 +313,57 @@ void check_adjoint_sweep(double tol) {
 TEST(StateVector, AdjointSweepEqualsGateByGateUndoC128) { check_adjoint_sweep<double>(1e-11); }
 TEST(StateVector, AdjointSweepEqualsGateByGateUndoC64) { check_adjoint_sweep<float>(2e-4); }
 
+// adjoint_sweep_from: lambda = H phi formed inside the first cache-blocked
+// segment (H flips qubits the chunk holds; Z factors outside it are the
+// chunk's sign) or in a pass of its own, then the sweep: the same expectation
+// value and sums as assign_applied followed by adjoint_sweep, unblocked.
+template <class R>
+void check_sweep_from(double tol) {
+  std::mt19937_64 rng(57);
+  const int n = 11;
+  const std::vector<PauliSum> observables = {
+      parse_pauli_sum("0.7*Z0 Z10 + 0.3*X1 Y2 - 0.2*Y3 Z9 + 0.5", "test"),
+      parse_pauli_sum("Z9 + 0.5*Z4 Z8", "test"),
+      parse_pauli_sum("X10 + 0.25*Y9 Z0", "test")};  // flips qubits a chunk may lack
+  for (int trial = 0; trial < 4; ++trial) {
+    const std::vector<BoundGate> gates =
+        bind_params(testing::random_circuit(n, 60, rng, trial % 2 == 1), {});
+    std::vector<BoundGate> inverse;
+    std::vector<char> measure;
+    for (const BoundGate& g : gates) {
+      inverse.push_back(adjoint(g));
+      measure.push_back(rng() % 2 == 0 && g.num_targets() <= 3);
+    }
+    const State phi0 = testing::random_state(n, rng);
+    for (const PauliSum& h : observables) {
+      StateVector<R> phi(n), lam(n);
+      phi.set_chunk_qubits(0);
+      phi.set_amplitudes(phi0);
+      const double want_e = lam.assign_applied(h, phi);
+      std::vector<Matrix> want;
+      phi.adjoint_sweep(lam, inverse, measure, want);
+      for (int chunk : {0, 8, 9}) {
+        StateVector<R> p(n, 2), l(n, 2, typename StateVector<R>::Unset{});
+        p.set_chunk_qubits(chunk);
+        p.set_amplitudes(phi0);
+        std::vector<Matrix> got;
+        const double e = p.adjoint_sweep_from(h, l, inverse, measure, got);
+        EXPECT_NEAR(e, want_e, tol) << "trial " << trial << " chunk " << chunk;
+        ASSERT_EQ(got.size(), want.size());
+        for (std::size_t i = 0; i < want.size(); ++i) {
+          ASSERT_EQ(got[i].size(), want[i].size()) << i;
+          for (std::size_t e2 = 0; e2 < want[i].size(); ++e2)
+            ASSERT_LT(std::abs(got[i][e2] - want[i][e2]), tol)
+                << "trial " << trial << " chunk " << chunk << " gate " << i << " entry " << e2;
+        }
+      }
+    }
+  }
+}
+
+TEST(StateVector, SweepFromObservableEqualsAssignThenSweepC128) { check_sweep_from<double>(1e-11); }
+TEST(StateVector, SweepFromObservableEqualsAssignThenSweepC64) { check_sweep_from<float>(2e-4); }
+
 TEST(StateVector, BatchesRunOneStatePerThreadWithIdenticalResults) {
   std::mt19937_64 rng(31);
   const int n = 8;
