@@ -378,10 +378,27 @@ void check_weights(const std::vector<double>& w, std::size_t observables) {
                 std::to_string(observables) + " observables");
 }
 
+// backward() on the CPU with lambda = H phi formed inside the sweep's first
+// pass (StateVector::adjoint_sweep_from); returns <phi|H|phi>.
+template <class R>
+double backward_from(const Segmented& s, cpu::StateVector<R>& phi, cpu::StateVector<R>& lambda,
+                     const PauliSum& h, std::vector<double>& grad) {
+  std::vector<BoundGate> inverse;
+  std::vector<char> measure;
+  inverse_gates(s, inverse, measure);
+  std::vector<Matrix> m;
+  const double e = phi.adjoint_sweep_from(h, lambda, inverse, measure, m);
+  accumulate(s, m, grad);
+  return e;
+}
+
+// fixed_weights: the weights when they do not depend on the expectation
+// values (the caller gave numbers, not a function of <H>), else null.
 template <class SV>
 AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
                      const std::vector<PauliSum>& observables, const WeightsFn& weights,
-                     const AdjointOptions& options) {
+                     const AdjointOptions& options,
+                     const std::vector<double>* fixed_weights = nullptr) {
   const std::vector<TapeStep> tape = make_tape(c, theta);
   const Segmented s = segment(tape, options.fusion, diagonal_block_qubits<SV>());
   SV phi = forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
@@ -390,19 +407,24 @@ AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
   SV lambda = make_state<SV>(c.num_qubits(), options);
   if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>) {
     if (observables.size() == 1) {
-      // One observable: lambda = H phi and <H> come from the sweep's first
-      // pass; the weight (known only after <H>) scales the gradient, which is
-      // linear in lambda.
-      std::vector<BoundGate> inverse;
-      std::vector<char> measure;
-      inverse_gates(s, inverse, measure);
-      std::vector<Matrix> m;
-      out.expvals = {phi.adjoint_sweep_from(observables[0], lambda, inverse, measure, m)};
-      const std::vector<double> w = weights(out.expvals);
-      check_weights(w, 1);
-      if (w[0] == 0) return out;
-      accumulate(s, m, out.gradient);
-      for (double& g : out.gradient) g *= w[0];
+      // One observable: the gradient is linear in lambda, so lambda = H phi
+      // and the weight scales it afterwards. With the weight known up front
+      // (and not 0), lambda and <H> come from the sweep's first pass;
+      // otherwise from a pass of their own, so that a weight of 0 (known only
+      // after <H>: a margin loss on a row ranked with margin) skips the sweep.
+      double w0 = 0;
+      if (fixed_weights && (*fixed_weights)[0] != 0) {
+        out.expvals = {backward_from(s, phi, lambda, observables[0], out.gradient)};
+        w0 = (*fixed_weights)[0];
+      } else {
+        out.expvals = {lambda.assign_applied(observables[0], phi)};
+        const std::vector<double> w = weights(out.expvals);
+        check_weights(w, 1);
+        if (w[0] == 0) return out;
+        sweep(s, phi, lambda, out.gradient);
+        w0 = w[0];
+      }
+      for (double& g : out.gradient) g *= w0;
       return out;
     }
   }
@@ -426,7 +448,10 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
   for (const PauliSum& h : observables) {
     phi.copy_from(final_state);
     std::vector<double> row(theta.size(), 0.0);
-    backward(s, phi, lambda, h, row);
+    if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>)
+      backward_from(s, phi, lambda, h, row);
+    else
+      backward(s, phi, lambda, h, row);
     jac.push_back(std::move(row));
   }
   return jac;
@@ -440,8 +465,10 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const AdjointOptions& options) {
   assert(weights.size() == observables.size());
   const std::vector<double> w(weights.begin(), weights.end());
-  return adjoint_vjp<R>(
-      c, theta, observables, [&w](std::span<const double>) { return w; }, options);
+  const WeightsFn fn = [&w](std::span<const double>) { return w; };
+  if (options.backend == Backend::cuda)
+    return vjp_on<cuda::StateVector<R>>(c, theta, observables, fn, detail::for_backend(options));
+  return vjp_on<cpu::StateVector<R>>(c, theta, observables, fn, options, &w);
 }
 
 template <class R>
