@@ -616,13 +616,14 @@ std::vector<std::unique_ptr<OutsideDiagonal<R>>> localize(
     const KernelSet& ks, std::vector<BoundGate>& local, std::vector<KernelGate>& kg) {
   const int len = end - begin;
   std::vector<std::unique_ptr<OutsideDiagonal<R>>> outside(static_cast<std::size_t>(len));
-  local.assign(static_cast<std::size_t>(len), BoundGate{});
+  local.assign(static_cast<std::size_t>(len), BoundGate{});  // stable: kg points into it
   kg.clear();
+  index_t w = 0;
+  for (int q : layout.w) w |= bit(q);
   for (int j = 0; j < len; ++j) {
     const BoundGate& g = gates[begin + j];
-    index_t w = 0;
-    for (int q : layout.w) w |= bit(q);
     if ((g.wire_mask() & ~w) != 0) {
+      assert(g.diagonal);  // the plan places only diagonal gates across chunks
       outside[j] = std::make_unique<OutsideDiagonal<R>>(g, layout, ks);
       local[j] = outside[j]->local[0];
       kg.push_back(to_kernel_gate(local[j]));
@@ -1085,6 +1086,7 @@ double StateVector<R>::adjoint_sweep_from(const PauliSum& h, StateVector& lambda
   return sweep(lambda, inverse, measure, out, false, &h);
 }
 
+namespace {
 // A Pauli sum as a chunk with the given base sees it: every flipped qubit in
 // W (REQUIRES), Z factors outside W as the sign of the base's bit.
 PauliSum chunk_pauli_sum(const PauliSum& h, const ChunkLayout& layout, index_t base) {
@@ -1095,6 +1097,7 @@ PauliSum chunk_pauli_sum(const PauliSum& h, const ChunkLayout& layout, index_t b
   }
   return local;
 }
+}  // namespace
 
 template <class R>
 double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
