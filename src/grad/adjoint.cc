@@ -99,9 +99,10 @@ std::vector<const TapeStep*> meet_one_qubit_steps(const std::vector<TapeStep>& t
 
 Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qubits) {
   Segmented s;
-  // Blocks of consecutive steps on one qubit, diagonal ones on up to 2 qubits,
-  // or dense ones on the pair of a trainable dense two-qubit step: one cross
-  // matrix and one undo per vector serve all their trainable steps. Measured
+  // Blocks of consecutive steps on one qubit, diagonal ones on up to
+  // `diagonal_qubits` qubits, or dense ones on the pair of a trainable dense
+  // two-qubit step: one cross matrix and one undo per vector serve all their
+  // trainable steps. Measured
   // (`qmlsim bench --gradient`, 20 qubits, 2 threads): pair blocks make the
   // QCNN-like family 1.6x faster (9.1 -> 5.7 forwards); built around any
   // two-qubit gate or from one-qubit steps on two qubits they made the others
