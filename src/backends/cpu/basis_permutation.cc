@@ -1,6 +1,8 @@
 #include "backends/cpu/basis_permutation.h"
 
 #include <bit>
+#include <cassert>
+#include <utility>
 
 #include "core/bits.h"
 
@@ -71,6 +73,32 @@ bool AffinePermutation::append(const BoundGate& g) {
   shift_ = shift;
   ++gates_;
   return true;
+}
+
+PauliTerm AffinePermutation::conjugate(const PauliTerm& t) const {
+  index_t x = 0;  // A x
+  for (int j = 0; j < b_; ++j)
+    if (t.xmask >> j & 1) x ^= col_[j];
+  // z' from A^T z' = z, row j: parity(col_j & z') = z_j (A is invertible):
+  // Gaussian elimination over GF(2) on the rows, the right-hand side in bit b.
+  std::vector<index_t> rows(static_cast<std::size_t>(b_));
+  for (int j = 0; j < b_; ++j) rows[j] = col_[j] | (static_cast<index_t>(t.zmask >> j & 1) << b_);
+  for (int c = 0; c < b_; ++c) {
+    int p = c;
+    while (p < b_ && !(rows[p] >> c & 1)) ++p;
+    assert(p < b_);
+    std::swap(rows[c], rows[p]);
+    for (int r = 0; r < b_; ++r)
+      if (r != c && (rows[r] >> c & 1)) rows[r] ^= rows[c];
+  }
+  index_t z = 0;
+  for (int c = 0; c < b_; ++c)
+    if (rows[c] >> b_ & 1) z |= bit(c);
+  // coeff i^|x&z| X^x Z^z -> coeff i^|x&z| (+-1) X^x' Z^z' = coeff' i^|x'&z'| X^x' Z^z'.
+  const int k = std::popcount(t.xmask & t.zmask) - std::popcount(x & z);
+  assert(k % 2 == 0);  // Hermitian in, Hermitian out
+  const bool minus = (std::popcount(z & shift_) & 1) != (((k % 4) + 4) % 4 == 2);
+  return {minus ? -t.coeff : t.coeff, x, z};
 }
 
 template <class R, int N>

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "circuit/bound.h"
+#include "circuit/observable.h"
 #include "core/types.h"
 
 namespace qmlsim::cpu {
@@ -19,6 +20,11 @@ class AffinePermutation {
   // permutation of basis states (on wires < b); else returns false, unchanged.
   bool append(const BoundGate& g);
   int gates() const { return gates_; }
+
+  // P T P^dagger for the permutation P|i> = |F(i)> and a Pauli term T on
+  // wires < b: X^x -> X^(Ax), Z^z -> (-1)^(z'.c) Z^z' with A^T z' = z, and the
+  // Y phases (T = coeff i^|x&z| X^x Z^z) carried into the coefficient.
+  PauliTerm conjugate(const PauliTerm& t) const;
 
   // out[F(i)] = in[i] for every i < 2^b (2^b interleaved amplitudes each; no overlap).
   template <class R>

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "backends/cpu/statevector.h"
+#include "core/bits.h"
 #include "testing/dense_oracle.h"
 
 namespace qmlsim::cpu {
@@ -71,6 +72,47 @@ void check_random_runs() {
         ASSERT_EQ(again.amplitude(i), want.amplitude(i)) << "b=" << b << " i=" << i;
         ASSERT_EQ(out2.amplitude(i), want2.amplitude(i)) << "b=" << b << " i=" << i;
       }
+    }
+  }
+}
+
+// P T P^dagger against its definition: with psi' = P psi (the composed gates),
+// T' psi' must equal P (T psi), for random runs, random Pauli terms (X, Y, Z
+// on random wires) and random states.
+TEST(AffinePermutation, ConjugatesPauliTerms) {
+  std::mt19937_64 rng(23);
+  const GateId ids[] = {GateId::X, GateId::CNOT, GateId::SWAP, GateId::CNOT};
+  for (int b : {1, 3, 6}) {
+    for (int trial = 0; trial < 40; ++trial) {
+      AffinePermutation p(b);
+      std::vector<BoundGate> gates;
+      for (int i = 0; i < 10; ++i) {
+        const GateId id = ids[rng() % (b >= 2 ? 4 : 1)];
+        std::vector<int> q(b);
+        std::iota(q.begin(), q.end(), 0);
+        std::shuffle(q.begin(), q.end(), rng);
+        q.resize(static_cast<std::size_t>(gate_info(id).num_wires));
+        gates.push_back(gate(id, q));
+        ASSERT_TRUE(p.append(gates.back()));
+      }
+      const index_t all = bit(b) - 1;
+      const PauliTerm t{0.5 + trial, rng() & all, rng() & all};
+      const PauliTerm c = p.conjugate(t);
+      PauliSum h, hc;
+      h.add(t.coeff, t.xmask, t.zmask);
+      hc.add(c.coeff, c.xmask, c.zmask);
+      const testing::State psi = testing::random_state(b, rng);
+      StateVector<double> s(b), th(b), want(b), moved(b), got(b);
+      s.set_amplitudes(psi);
+      th.assign_applied(h, s);  // T psi
+      want.copy_from(th);
+      want.apply(gates);  // P T psi
+      moved.copy_from(s);
+      moved.apply(gates);             // P psi
+      got.assign_applied(hc, moved);  // T' P psi
+      for (index_t i = 0; i < want.size(); ++i)
+        ASSERT_LT(std::abs(got.amplitude(i) - want.amplitude(i)), 1e-12)
+            << "b=" << b << " trial " << trial << " i=" << i;
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -467,6 +468,11 @@ struct ChunkLayout {
   void scatter(const R* buf, R* amps, index_t base) const {
     for (index_t r = 0; r < nruns; ++r)
       std::memcpy(amps + 2 * (base | run_off[r]), buf + 2 * r * run_len, 2 * run_len * sizeof(R));
+  }
+  index_t global_mask() const {  // W as a mask of qubits
+    index_t m = 0;
+    for (int q : w) m |= bit(q);
+    return m;
   }
   // The bits of a global mask that lie in W, at their local positions.
   index_t local_mask(index_t global) const {
@@ -1087,16 +1093,35 @@ double StateVector<R>::adjoint_sweep_from(const PauliSum& h, StateVector& lambda
 }
 
 namespace {
-// A Pauli sum as a chunk with the given base sees it: every flipped qubit in
-// W (REQUIRES), Z factors outside W as the sign of the base's bit.
-PauliSum chunk_pauli_sum(const PauliSum& h, const ChunkLayout& layout, index_t base) {
-  PauliSum local;
-  for (const PauliTerm& t : h.terms) {
-    const double sign = parity(base & t.zmask) ? -1.0 : 1.0;  // base: the bits outside W
-    local.add(sign * t.coeff, layout.local_mask(t.xmask), layout.local_mask(t.zmask));
+// A Pauli sum as the chunks of a segment see it (REQUIRES every flipped qubit
+// in W): per term its masks on the chunk's qubits, and the Z factors outside W,
+// whose sign each chunk's base fixes. conjugate(P) makes it P H P^dagger, the
+// observable after a permutation P of the chunk's basis states.
+class ChunkObservable {
+ public:
+  ChunkObservable(const PauliSum& h, const ChunkLayout& layout) {
+    for (const PauliTerm& t : h.terms)
+      terms_.push_back({{t.coeff, layout.local_mask(t.xmask), layout.local_mask(t.zmask)},
+                        t.zmask & ~layout.global_mask()});
   }
-  return local;
-}
+  void conjugate(const AffinePermutation& p) {
+    for (Term& t : terms_) t.local = p.conjugate(t.local);
+  }
+  PauliSum at(index_t base) const {  // base: the chunk's bits outside W
+    PauliSum h;
+    for (const Term& t : terms_)
+      h.add(parity(base & t.outside_z) ? -t.local.coeff : t.local.coeff, t.local.xmask,
+            t.local.zmask);
+    return h;
+  }
+
+ private:
+  struct Term {
+    PauliTerm local;
+    index_t outside_z;
+  };
+  std::vector<Term> terms_;
+};
 }  // namespace
 
 template <class R>
@@ -1200,11 +1225,17 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
     // memory whenever a later segment reads it.
     const bool forms = form && &s == &plan.segments.front();
     const bool lambda_back = writes || (forms && !last);
+    std::optional<ChunkObservable> observable;
+    if (forms) observable.emplace(*h, layout);
     std::vector<double> chunk_expval(forms ? static_cast<std::size_t>(std::int64_t{1} << (n_ - b))
                                            : 0);
     const PermutationRuns runs(local, b, [&](int j) {
       return slot[j] < 0 && !outside[j];  // unmeasured, the same in every chunk
     });
+    // A permutation P opening the segment that forms lambda acts on phi alone:
+    // lambda after it is (P H P^dagger)(P phi), one permutation pass fewer.
+    const int first = forms && runs.end[0] > 0 && (writes || last) ? runs.end[0] : 0;
+    if (first > 0) observable->conjugate(*runs.start[0]);
     const std::int64_t nchunks = std::int64_t{1} << (n_ - b);
     std::vector<Matrix> partial(static_cast<std::size_t>(nchunks * nmeasure));
     R* phi_amps = amps_.data();
@@ -1225,13 +1256,15 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
         pc.cur = pc.home;
         lc.cur = lc.home;
         if (copy) layout.gather(pc.cur, phi_amps, base);
+        if (first > 0) pc.permute(*runs.start[0]);
         if (forms) {
+          // <phi|H|phi> = <P phi|P H P^dagger|P phi>: the same sum either way.
           chunk_expval[static_cast<std::size_t>(c)] =
-              apply_pauli_sum(chunk_pauli_sum(*h, layout, base), pc.cur, lc.cur, b, 1);
+              apply_pauli_sum(observable->at(base), pc.cur, lc.cur, b, 1);
         } else if (copy) {
           layout.gather(lc.cur, lam_amps, base);
         }
-        for (int j = 0; j < len; ++j) {
+        for (int j = first; j < len; ++j) {
           if (runs.end[j] > j) {
             ChunkBuffers<R>::permute_both(pc, lc, *runs.start[j]);
             j = runs.end[j] - 1;

@@ -325,14 +325,21 @@ void check_sweep_from(double tol) {
       parse_pauli_sum("0.7*Z0 Z10 + 0.3*X1 Y2 - 0.2*Y3 Z9 + 0.5", "test"),
       parse_pauli_sum("Z9 + 0.5*Z4 Z8", "test"),
       parse_pauli_sum("X10 + 0.25*Y9 Z0", "test")};  // flips qubits a chunk may lack
-  for (int trial = 0; trial < 4; ++trial) {
-    const std::vector<BoundGate> gates =
-        bind_params(testing::random_circuit(n, 60, rng, trial % 2 == 1), {});
+  for (int trial = 0; trial < 6; ++trial) {
+    Circuit c = testing::random_circuit(n, 60, rng, trial % 2 == 1);
+    const std::size_t random_gates = c.ops().size();
+    if (trial >= 2) {  // ends in basis permutations (a pooling layer, a CNOT ring):
+      // the sweep opens with their composed run, which acts on phi alone
+      for (int q = 0; q < n; ++q) c.add(GateId::CNOT, {q, (q + 1 + trial) % n});
+      c.add(GateId::X, {3});
+      c.add(GateId::SWAP, {0, 9});
+    }
+    const std::vector<BoundGate> gates = bind_params(c, {});
     std::vector<BoundGate> inverse;
     std::vector<char> measure;
-    for (const BoundGate& g : gates) {
-      inverse.push_back(adjoint(g));
-      measure.push_back(rng() % 2 == 0 && g.num_targets() <= 3);
+    for (std::size_t i = 0; i < gates.size(); ++i) {
+      inverse.push_back(adjoint(gates[i]));
+      measure.push_back(i < random_gates && rng() % 2 == 0 && gates[i].num_targets() <= 3);
     }
     const State phi0 = testing::random_state(n, rng);
     for (const PauliSum& h : observables) {
