@@ -317,80 +317,50 @@ namespace {
 // cache blocking places them in any chunk; the GPU's batch kernels take up to 5.
 template <class SV>
 constexpr int diagonal_block_qubits() {
-  return std::is_same_v<SV, cpu::StateVector<typename SV::real_type>> ? 6 : 2;
+  return detail::kCpuState<SV> ? 6 : 2;
 }
 
-// A state of the options' backend (threads and chunks apply to the CPU's),
-// holding the options' initial state when `initial` (the forward pass's start);
-// otherwise its amplitudes are to be overwritten whole (on the CPU, left unset).
+// The sweep from phi (consumed) and lambda (at the end of the circuit). Adds
+// to grad. With h (the CPU's states only), lambda = H phi is formed inside the
+// sweep's first pass (StateVector::adjoint_sweep_from) and <phi|H|phi> returned.
 template <class SV>
-SV make_state(int n, const AdjointOptions& o, bool initial = false) {
-  SV sv = [&] {
-    if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>) {
-      SV s = initial ? SV(n, o.threads) : SV(n, o.threads, typename SV::Unset{});
-      if (o.chunk_qubits >= 0) s.set_chunk_qubits(o.chunk_qubits);
-      return s;
-    } else {
-      return SV(n);
-    }
-  }();
-  if (initial) detail::set_initial_state(sv, o);
-  return sv;
-}
-
-// The state after `gates` from the options' initial state, else from |0...0>
-// (on the CPU written by the forward pass itself: StateVector::apply_from_zero).
-template <class SV>
-SV forward_state(int n, const AdjointOptions& o, const std::vector<BoundGate>& gates) {
-  if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>) {
-    if (o.initial_state.empty()) {
-      SV sv = make_state<SV>(n, o);  // amplitudes unset
-      sv.apply_from_zero(gates);
-      return sv;
-    }
-  }
-  SV sv = make_state<SV>(n, o, true);
-  sv.apply(gates);
-  return sv;
-}
-
-// The sweep from phi (consumed) and lambda (at the end of the circuit). Adds to grad.
-template <class SV>
-void sweep(const Segmented& s, SV& phi, SV& lambda, std::vector<double>& grad) {
+double sweep(const Segmented& s, SV& phi, SV& lambda, std::vector<double>& grad,
+             const PauliSum* h = nullptr) {
   std::vector<BoundGate> inverse;
   std::vector<char> measure;
   inverse_gates(s, inverse, measure);
   std::vector<Matrix> m;
-  phi.adjoint_sweep(lambda, inverse, measure, m);
+  double e = 0;
+  if constexpr (detail::kCpuState<SV>) {
+    if (h)
+      e = phi.adjoint_sweep_from(*h, lambda, inverse, measure, m);
+    else
+      phi.adjoint_sweep(lambda, inverse, measure, m);
+  } else {
+    assert(!h);
+    phi.adjoint_sweep(lambda, inverse, measure, m);
+  }
   accumulate(s, m, grad);
+  return e;
 }
 
-// One backward pass from the final state phi (consumed). Adds to grad.
+// One backward pass from the final state phi (consumed): lambda = H phi, then
+// the sweep (on the CPU inside its first pass). Adds to grad.
 template <class SV>
 void backward(const Segmented& s, SV& phi, SV& lambda, const PauliSum& h,
               std::vector<double>& grad) {
-  lambda.assign_applied(h, phi);
-  sweep(s, phi, lambda, grad);
+  if constexpr (detail::kCpuState<SV>) {
+    sweep(s, phi, lambda, grad, &h);
+  } else {
+    lambda.assign_applied(h, phi);
+    sweep(s, phi, lambda, grad);
+  }
 }
 
 void check_weights(const std::vector<double>& w, std::size_t observables) {
   if (w.size() != observables)
     throw Error("adjoint_vjp: " + std::to_string(w.size()) + " weights for " +
                 std::to_string(observables) + " observables");
-}
-
-// backward() on the CPU with lambda = H phi formed inside the sweep's first
-// pass (StateVector::adjoint_sweep_from); returns <phi|H|phi>.
-template <class R>
-double backward_from(const Segmented& s, cpu::StateVector<R>& phi, cpu::StateVector<R>& lambda,
-                     const PauliSum& h, std::vector<double>& grad) {
-  std::vector<BoundGate> inverse;
-  std::vector<char> measure;
-  inverse_gates(s, inverse, measure);
-  std::vector<Matrix> m;
-  const double e = phi.adjoint_sweep_from(h, lambda, inverse, measure, m);
-  accumulate(s, m, grad);
-  return e;
 }
 
 // fixed_weights: the weights when they do not depend on the expectation
@@ -402,11 +372,11 @@ AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
                      const std::vector<double>* fixed_weights = nullptr) {
   const std::vector<TapeStep> tape = make_tape(c, theta);
   const Segmented s = segment(tape, options.fusion, diagonal_block_qubits<SV>());
-  SV phi = forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
+  SV phi = detail::forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
   AdjointResult out;
   out.gradient.assign(theta.size(), 0.0);
-  SV lambda = make_state<SV>(c.num_qubits(), options);
-  if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>) {
+  SV lambda = detail::make_state<SV>(c.num_qubits(), options);
+  if constexpr (detail::kCpuState<SV>) {
     if (observables.size() == 1) {
       // One observable: the gradient is linear in lambda, so lambda = H phi
       // and the weight scales it afterwards. With the weight known up front
@@ -415,7 +385,7 @@ AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
       // after <H>: a margin loss on a row ranked with margin) skips the sweep.
       double w0 = 0;
       if (fixed_weights && (*fixed_weights)[0] != 0) {
-        out.expvals = {backward_from(s, phi, lambda, observables[0], out.gradient)};
+        out.expvals = {sweep(s, phi, lambda, out.gradient, &observables[0])};
         w0 = (*fixed_weights)[0];
       } else {
         out.expvals = {lambda.assign_applied(observables[0], phi)};
@@ -442,17 +412,15 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
                                              const AdjointOptions& options) {
   const std::vector<TapeStep> tape = make_tape(c, theta);
   const Segmented s = segment(tape, options.fusion, diagonal_block_qubits<SV>());
-  SV final_state = forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
-  SV phi = make_state<SV>(c.num_qubits(), options);
-  SV lambda = make_state<SV>(c.num_qubits(), options);
+  SV final_state =
+      detail::forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
+  SV phi = detail::make_state<SV>(c.num_qubits(), options);
+  SV lambda = detail::make_state<SV>(c.num_qubits(), options);
   std::vector<std::vector<double>> jac;
   for (const PauliSum& h : observables) {
     phi.copy_from(final_state);
     std::vector<double> row(theta.size(), 0.0);
-    if constexpr (std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>)
-      backward_from(s, phi, lambda, h, row);
-    else
-      backward(s, phi, lambda, h, row);
+    backward(s, phi, lambda, h, row);
     jac.push_back(std::move(row));
   }
   return jac;

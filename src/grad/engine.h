@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "backends/cpu/statevector.h"
 #include "backends/cuda/statevector.h"
 #include "circuit/circuit.h"
 #include "core/error.h"
@@ -31,6 +33,39 @@ void set_initial_state(SV& sv, const AdjointOptions& options) {
                 " amplitudes for " + std::to_string(sv.num_qubits()) + " qubit(s)");
   }
   sv.set_amplitudes(options.initial_state);
+}
+
+// True for the CPU's state vectors.
+template <class SV>
+inline constexpr bool kCpuState = std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>;
+
+// A state of the options' backend (threads and chunks apply to the CPU's); on
+// the CPU its amplitudes are left unset, to be overwritten whole.
+template <class SV>
+SV make_state(int n, const AdjointOptions& o) {
+  if constexpr (kCpuState<SV>) {
+    SV s(n, o.threads, typename SV::Unset{});
+    if (o.chunk_qubits >= 0) s.set_chunk_qubits(o.chunk_qubits);
+    return s;
+  } else {
+    return SV(n);
+  }
+}
+
+// The state after `gates` from the options' initial state, else from |0...0>
+// (on the CPU written by the forward pass itself: StateVector::apply_from_zero).
+template <class SV>
+SV forward_state(int n, const AdjointOptions& o, const std::vector<BoundGate>& gates) {
+  SV sv = make_state<SV>(n, o);
+  if constexpr (kCpuState<SV>) {
+    if (o.initial_state.empty()) {
+      sv.apply_from_zero(gates);
+      return sv;
+    }
+  }
+  set_initial_state(sv, o);  // the GPU's new state is |0...0> without one
+  sv.apply(gates);
+  return sv;
 }
 
 // Runs fn(i, item_options) for i < count, items of n qubits: one item per

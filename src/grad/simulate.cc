@@ -51,9 +51,7 @@ SimulateResult simulate(const Circuit& c, std::span<const double> theta, const S
   out.gates_after_fusion = gates.size();
   const int n = c.num_qubits();
   if (options.backend == Backend::cuda) {
-    cuda::StateVector<R> sv(n);
-    detail::set_initial_state(sv, options);
-    sv.apply(gates);
+    cuda::StateVector<R> sv = detail::forward_state<cuda::StateVector<R>>(n, options, gates);
     read_out(sv, req, out);
     if (req.most_probable) {
       const std::vector<cplx> a = sv.to_vector();
@@ -61,14 +59,7 @@ SimulateResult simulate(const Circuit& c, std::span<const double> theta, const S
     }
     return out;
   }
-  cpu::StateVector<R> sv(n, options.threads, typename cpu::StateVector<R>::Unset{});
-  if (options.chunk_qubits >= 0) sv.set_chunk_qubits(options.chunk_qubits);
-  if (options.initial_state.empty()) {
-    sv.apply_from_zero(gates);  // the forward pass writes |0...0> itself
-  } else {
-    detail::set_initial_state(sv, options);
-    sv.apply(gates);
-  }
+  cpu::StateVector<R> sv = detail::forward_state<cpu::StateVector<R>>(n, options, gates);
   read_out(sv, req, out);
   if (req.most_probable) {
     const R* a = sv.data();

@@ -36,23 +36,30 @@ TEST(AffinePermutation, AcceptsAffinePermutationsOnly) {
   EXPECT_EQ(p.gates(), 3);
 }
 
+// `count` random X, CNOT and SWAP gates on b wires, each appended to p.
+std::vector<BoundGate> random_run(int b, int count, std::mt19937_64& rng, AffinePermutation& p) {
+  const GateId ids[] = {GateId::X, GateId::CNOT, GateId::SWAP, GateId::CNOT};
+  std::vector<BoundGate> gates;
+  for (int i = 0; i < count; ++i) {
+    const GateId id = ids[rng() % (b >= 2 ? 4 : 1)];
+    std::vector<int> q(b);
+    std::iota(q.begin(), q.end(), 0);
+    std::shuffle(q.begin(), q.end(), rng);
+    q.resize(static_cast<std::size_t>(gate_info(id).num_wires));
+    gates.push_back(gate(id, q));
+    EXPECT_TRUE(p.append(gates.back()));
+  }
+  return gates;
+}
+
 template <class R>
 void check_random_runs() {
   std::mt19937_64 rng(17);
-  const GateId ids[] = {GateId::X, GateId::CNOT, GateId::SWAP, GateId::CNOT};
   for (int b : {1, 3, 8, 11}) {
     for (int trial = 0; trial < 20; ++trial) {
       AffinePermutation p(b);
-      std::vector<BoundGate> gates;
-      for (int i = 0; i < 12; ++i) {
-        const GateId id = ids[rng() % (b >= 2 ? 4 : 1)];
-        std::vector<int> q(b);
-        std::iota(q.begin(), q.end(), 0);
-        std::shuffle(q.begin(), q.end(), rng);
-        q.resize(static_cast<std::size_t>(gate_info(id).num_wires));
-        gates.push_back(gate(id, q));
-        ASSERT_TRUE(p.append(gates.back()));
-      }
+      const std::vector<BoundGate> gates = random_run(b, 12, rng, p);
+      ASSERT_EQ(p.gates(), 12);
       const testing::State in = testing::random_state(b, rng);
       StateVector<R> want(b), got(b), out(b);
       want.set_amplitudes(in);
@@ -81,20 +88,11 @@ void check_random_runs() {
 // on random wires) and random states.
 TEST(AffinePermutation, ConjugatesPauliTerms) {
   std::mt19937_64 rng(23);
-  const GateId ids[] = {GateId::X, GateId::CNOT, GateId::SWAP, GateId::CNOT};
   for (int b : {1, 3, 6}) {
     for (int trial = 0; trial < 40; ++trial) {
       AffinePermutation p(b);
-      std::vector<BoundGate> gates;
-      for (int i = 0; i < 10; ++i) {
-        const GateId id = ids[rng() % (b >= 2 ? 4 : 1)];
-        std::vector<int> q(b);
-        std::iota(q.begin(), q.end(), 0);
-        std::shuffle(q.begin(), q.end(), rng);
-        q.resize(static_cast<std::size_t>(gate_info(id).num_wires));
-        gates.push_back(gate(id, q));
-        ASSERT_TRUE(p.append(gates.back()));
-      }
+      const std::vector<BoundGate> gates = random_run(b, 10, rng, p);
+      ASSERT_EQ(p.gates(), 10);
       const index_t all = bit(b) - 1;
       const PauliTerm t{0.5 + trial, rng() & all, rng() & all};
       const PauliTerm c = p.conjugate(t);

@@ -624,8 +624,7 @@ std::vector<std::unique_ptr<OutsideDiagonal<R>>> localize(
   std::vector<std::unique_ptr<OutsideDiagonal<R>>> outside(static_cast<std::size_t>(len));
   local.assign(static_cast<std::size_t>(len), BoundGate{});  // stable: kg points into it
   kg.clear();
-  index_t w = 0;
-  for (int q : layout.w) w |= bit(q);
+  const index_t w = layout.global_mask();
   for (int j = 0; j < len; ++j) {
     const BoundGate& g = gates[begin + j];
     if ((g.wire_mask() & ~w) != 0) {
@@ -1048,6 +1047,21 @@ bool fused_pair(const PreparedGates<R>& a, const PreparedGates<R>& b, R* bra, R*
   return true;
 }
 
+// A measured gate's step on a chunk of 2^b amplitudes: its sums into m (a
+// diagonal gate's diagonal alone), then, with write_back, both states
+// multiplied by it. The fused kernel where it applies; else (wider gates, a
+// parametric gate that is exactly a permutation at its angles) separate passes.
+template <class R>
+void measured_step(const PreparedGates<R>& p, const BoundGate& local, int b, R* bra, R* ket,
+                   Matrix& m, bool write_back) {
+  if (fused_step(p, bra, ket, local, m, write_back)) return;
+  m = antihermitian_part(cross_matrix(bra, ket, b, local, 1));
+  if (local.diagonal) m = diagonal_of(m, local.dim());
+  if (!write_back) return;
+  p.run(ket, 1);
+  p.run(bra, 1);
+}
+
 // The adjoint step of a gate with wires outside the chunk (OutsideDiagonal) on
 // the chunk at `base`: with m, its variant's diagonal sums are added to the
 // gate's entries in m (dim of them, zeroed first when empty); then, with
@@ -1057,16 +1071,9 @@ void outside_step(const OutsideDiagonal<R>& g, index_t base, int b, R* bra, R* k
                   std::size_t dim, bool write_back) {
   const std::size_t v = g.variant(base);
   const PreparedGates<R>& p = *g.prepared[v];
-  const BoundGate& local = g.local[v];
   if (m) {
     Matrix part;
-    if (!fused_step(p, bra, ket, local, part, write_back)) {
-      part = diagonal_of(antihermitian_part(cross_matrix(bra, ket, b, local, 1)), local.dim());
-      if (write_back) {
-        p.run(ket, 1);
-        p.run(bra, 1);
-      }
-    }
+    measured_step(p, g.local[v], b, bra, ket, part, write_back);
     if (m->empty()) m->assign(dim, cplx{0});
     for (std::size_t i = 0; i < part.size(); ++i)
       if (g.entry[v][i] >= 0) (*m)[static_cast<std::size_t>(g.entry[v][i])] += part[i];
@@ -1289,12 +1296,9 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
             continue;
           }
           if (slot[j] >= 0) {
-            Matrix& m = partial[static_cast<std::size_t>(c * nmeasure + slot[j])];
-            if (fused_step(*prepared[j], la, ph, local[j], m, write[j])) continue;
-            // Gates the fused step does not take (wider ones; a parametric gate
-            // that is exactly a permutation at its angles): separate passes.
-            m = antihermitian_part(cross_matrix(la, ph, b, local[j], 1));
-            if (local[j].diagonal) m = diagonal_of(m, local[j].dim());
+            measured_step(*prepared[j], local[j], b, la, ph,
+                          partial[static_cast<std::size_t>(c * nmeasure + slot[j])], write[j]);
+            continue;
           }
           if (!write[j]) continue;
           prepared[j]->run(ph, 1);
