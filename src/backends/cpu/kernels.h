@@ -7,6 +7,7 @@
 // CPU can execute, so the 64-byte logic is tested even where AVX-512 is absent.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "core/types.h"
@@ -25,6 +26,17 @@ struct KernelGate {
   int controls[kMaxControls] = {};  // ascending
   bool diagonal = false;
   const double* matrix = nullptr;  // interleaved complex: 2^k diagonal or 2^k x 2^k row-major
+};
+
+// A diagonal of signs over 2^n amplitudes: amplitude i is multiplied by
+// (-1)^f(i), f(i) = parity(i & linear) ^ negate ^ (XOR over qubits p with bit p
+// of i set: parity(i & partners[p])), partners[p] holding qubits above p only.
+// A quadratic form over GF(2): any product of Z, CZ and other real +-1
+// diagonal gates on at most two wires has this form.
+struct SignDiagonal {
+  std::uint64_t linear = 0;
+  std::uint64_t partners[kMaxQubits] = {};
+  bool negate = false;
 };
 
 // Gates are prepared once (coefficient tables for this instruction set) and
@@ -63,6 +75,11 @@ struct KernelSet {
                            double* out_a, double* out_b, bool write_back);
   bool (*adjoint_pair_f64)(const void* prepared_a, const void* prepared_b, double* bra, double* ket,
                            double* out_a, double* out_b, bool write_back);
+  // Multiplies a and b (2^n amplitudes each; b may be null) by the sign
+  // diagonal d in one serial pass: the adjoint sweep undoes a layer of CZ gates
+  // on both of its states at once.
+  void (*apply_signs_f32)(const SignDiagonal& d, float* a, float* b, int n);
+  void (*apply_signs_f64)(const SignDiagonal& d, double* a, double* b, int n);
 };
 inline constexpr int kMaxAdjointDim = 16;
 

@@ -517,6 +517,99 @@ struct PermutationRuns {
   }
 };
 
+// Adds a real +-1 diagonal gate on at most two wires (Z, CZ, ...) to the sign
+// form d (kernels.h: SignDiagonal) over global qubits; false, with d unchanged,
+// for any other gate. Over its wires w0 < w1 the gate's sign bit is
+// s(x) = c0 ^ c1 x0 ^ c2 x1 ^ c3 x0 x1 (controls: s = 0 unless they are set).
+bool add_sign_gate(const BoundGate& g, SignDiagonal& d) {
+  std::vector<int> wires = g.targets;
+  wires.insert(wires.end(), g.controls.begin(), g.controls.end());
+  if (!g.diagonal || wires.empty() || wires.size() > 2) return false;
+  for (const cplx& e : g.matrix)
+    if (e.imag() != 0 || std::abs(e.real()) != 1) return false;
+  std::sort(wires.begin(), wires.end());
+  int s[4] = {0, 0, 0, 0};  // over x: bit j <-> wires[j]
+  for (index_t x = 0; x < (index_t{1} << wires.size()); ++x) {
+    std::size_t t = 0;
+    bool controls_set = true;
+    for (std::size_t j = 0; j < wires.size(); ++j) {
+      const auto tj = std::find(g.targets.begin(), g.targets.end(), wires[j]);
+      if (tj == g.targets.end())
+        controls_set = controls_set && (x >> j & 1);
+      else if (x >> j & 1)
+        t |= std::size_t{1} << (tj - g.targets.begin());
+    }
+    s[x] = controls_set && g.matrix[t].real() < 0;
+  }
+  d.negate ^= s[0] != 0;
+  if (s[1] ^ s[0]) d.linear ^= bit(wires[0]);
+  if (wires.size() == 2) {
+    if (s[2] ^ s[0]) d.linear ^= bit(wires[1]);
+    if (s[3] ^ s[2] ^ s[1] ^ s[0]) d.partners[wires[0]] ^= bit(wires[1]);
+  }
+  return true;
+}
+
+// Runs of two or more consecutive eligible sign gates among a segment's gates
+// (a layer of CZ gates, say), each as one sign form over global qubits that a
+// chunk restricts to its own (local): one pass over both states of the sweep
+// instead of one per gate and state. start[j] holds the run that begins at
+// gate j, end[j] its end.
+struct SignRuns {
+  std::vector<SignDiagonal> start;
+  std::vector<int> end;
+
+  template <class Eligible>
+  SignRuns(const std::vector<BoundGate>& gates, int begin, int len, Eligible eligible)
+      : start(static_cast<std::size_t>(len)), end(static_cast<std::size_t>(len), -1) {
+    for (int j = 0; j < len;) {
+      SignDiagonal d;
+      int e = j;
+      while (e < len && eligible(e) && add_sign_gate(gates[begin + e], d)) ++e;
+      if (e - j < 2) {
+        ++j;
+        continue;
+      }
+      end[j] = e;
+      start[j] = d;
+      j = e;
+    }
+  }
+  // The run starting at j as the chunk at `base` sees it: qubits outside W are
+  // fixed bits of the base, so a pair with one of them set becomes a linear
+  // term, and terms on outside qubits alone a sign of the whole chunk.
+  SignDiagonal local(int j, const ChunkLayout& layout, index_t base) const {
+    const SignDiagonal& g = start[static_cast<std::size_t>(j)];
+    const index_t w = layout.global_mask();
+    SignDiagonal d;
+    d.negate = g.negate ^ (std::popcount(g.linear & ~w & base) & 1);
+    d.linear = layout.local_mask(g.linear);
+    for (int p = 0; p < kMaxQubits; ++p) {
+      for (index_t r = g.partners[p]; r != 0; r &= r - 1) {
+        const int q = std::countr_zero(r);
+        const bool in_p = (w >> p & 1) != 0, in_q = (w >> q & 1) != 0;
+        if (in_p && in_q)
+          d.partners[layout.to_local(p)] |= bit(layout.to_local(q));
+        else if (in_p && (base >> q & 1))
+          d.linear ^= bit(layout.to_local(p));
+        else if (in_q && (base >> p & 1))
+          d.linear ^= bit(layout.to_local(q));
+        else if (!in_p && !in_q && (base >> p & base >> q & 1))
+          d.negate = !d.negate;
+      }
+    }
+    return d;
+  }
+};
+
+template <class R>
+void apply_signs(const KernelSet& k, const SignDiagonal& d, R* a, R* b, int n) {
+  if constexpr (sizeof(R) == 4)
+    k.apply_signs_f32(d, a, b, n);
+  else
+    k.apply_signs_f64(d, a, b, n);
+}
+
 // A chunk's amplitudes: at home (in the state, or its gather buffer) or, after
 // an odd number of out-of-place permutations, in the spare buffer.
 template <class R>
@@ -1239,6 +1332,7 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
     const PermutationRuns runs(local, b, [&](int j) {
       return slot[j] < 0 && !outside[j];  // unmeasured, the same in every chunk
     });
+    const SignRuns signs(rev, s.begin, len, [&](int j) { return slot[j] < 0 && write[j]; });
     // A permutation P opening the segment that forms lambda acts on phi alone:
     // lambda after it is (P H P^dagger)(P phi), one permutation pass fewer.
     const int first = forms && runs.end[0] > 0 && (writes || last) ? runs.end[0] : 0;
@@ -1279,6 +1373,11 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
           }
           R* const ph = pc.cur;
           R* const la = lc.cur;
+          if (signs.end[j] > j) {
+            apply_signs(*kernels_, signs.local(j, layout, base), ph, la, b);
+            j = signs.end[j] - 1;
+            continue;
+          }
           if (outside[j]) {
             outside_step(
                 *outside[j], base, b, la, ph,

@@ -263,14 +263,53 @@ template <class R>
 void check_adjoint_sweep(double tol) {
   std::mt19937_64 rng(31);
   const int n = 11;
-  for (int trial = 0; trial < 6; ++trial) {
-    const std::vector<BoundGate> gates =
+  for (int trial = 0; trial < 8; ++trial) {
+    std::vector<BoundGate> gates =
         bind_params(testing::random_circuit(n, 60, rng, trial % 2 == 1), {});
+    // From trial 2 on, unmeasured layers of sign gates (Z, CZ, real +-1
+    // diagonals on at most two wires) in the middle and at the end: the sweep
+    // undoes each run of them in one pass over both states (SignRuns), also
+    // where a chunk lacks some of their wires.
+    const std::size_t random_gates = gates.size();
+    std::vector<char> sign_gate(gates.size(), 0);
+    if (trial >= 2) {
+      auto layer = [&](int first) {
+        Circuit c(n);
+        for (int q = first; q + 1 < n; q += 2) c.add(GateId::CZ, {q, q + 1});
+        c.add(GateId::CZ, {10, 0});
+        c.add(GateId::Z, {3});
+        std::vector<BoundGate> out = bind_params(c, {});
+        BoundGate minus;  // -1 on every amplitude
+        minus.targets = {5};
+        minus.diagonal = true;
+        minus.matrix = {-1.0, -1.0};
+        BoundGate cz2;  // a CZ as a two-target diagonal
+        cz2.targets = {2, 7};
+        cz2.diagonal = true;
+        cz2.matrix = {1.0, 1.0, 1.0, -1.0};
+        BoundGate ctl;  // -1 where qubit 1 is set and qubit 6 is not
+        ctl.targets = {6};
+        ctl.controls = {1};
+        ctl.diagonal = true;
+        ctl.matrix = {-1.0, 1.0};
+        out.push_back(minus);
+        out.push_back(cz2);
+        out.push_back(ctl);
+        return out;
+      };
+      const std::vector<BoundGate> middle = layer(0), end = layer(1);
+      gates.insert(gates.begin() + static_cast<std::ptrdiff_t>(random_gates / 2), middle.begin(),
+                   middle.end());
+      sign_gate.insert(sign_gate.begin() + static_cast<std::ptrdiff_t>(random_gates / 2),
+                       middle.size(), 1);
+      gates.insert(gates.end(), end.begin(), end.end());
+      sign_gate.insert(sign_gate.end(), end.size(), 1);
+    }
     std::vector<BoundGate> inverse;
     std::vector<char> measure;
-    for (const BoundGate& g : gates) {
-      inverse.push_back(adjoint(g));
-      measure.push_back(rng() % 2 == 0 && g.num_targets() <= 3);
+    for (std::size_t i = 0; i < gates.size(); ++i) {
+      inverse.push_back(adjoint(gates[i]));
+      measure.push_back(!sign_gate[i] && rng() % 2 == 0 && gates[i].num_targets() <= 3);
     }
     const State phi0 = testing::random_state(n, rng), lam0 = testing::random_state(n, rng);
     StateVector<R> phi(n), lam(n);
