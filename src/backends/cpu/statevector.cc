@@ -90,6 +90,70 @@ std::vector<TermGroup> group_terms(const PauliSum& h, double& constant) {
   return groups;
 }
 
+// Loops of the Pauli-sum passes, compiled for AVX-512, AVX2 and the baseline,
+// the best chosen at load time. (This file is otherwise built for the
+// baseline, where the conversions and one chain of dependent adds made an
+// expectation value's pass 3-5x slower than reading the state.)
+#define QMLSIM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+// sum_j a[j] b[j] w[j], in double.
+QMLSIM_CLONES double weighted_dot(const float* a, const float* b, const double* w, index_t len) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (index_t j = 0; j < len; ++j) s += static_cast<double>(a[j]) * b[j] * w[j];
+  return s;
+}
+QMLSIM_CLONES double weighted_dot(const double* a, const double* b, const double* w, index_t len) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (index_t j = 0; j < len; ++j) s += a[j] * b[j] * w[j];
+  return s;
+}
+// acc[j] += c w[j] x[j].
+QMLSIM_CLONES void add_weighted(double* acc, double c, const double* w, const float* x,
+                                index_t len) {
+#pragma omp simd
+  for (index_t j = 0; j < len; ++j) acc[j] += c * w[j] * x[j];
+}
+QMLSIM_CLONES void add_weighted(double* acc, double c, const double* w, const double* x,
+                                index_t len) {
+#pragma omp simd
+  for (index_t j = 0; j < len; ++j) acc[j] += c * w[j] * x[j];
+}
+// acc[j] += c x[j].
+QMLSIM_CLONES void add_scaled(double* acc, double c, const double* x, index_t len) {
+#pragma omp simd
+  for (index_t j = 0; j < len; ++j) acc[j] += c * x[j];
+}
+// out[j] = acc[j] rounded to the state's precision; returns sum_j own[j] acc[j].
+QMLSIM_CLONES double store_dot(const double* acc, const float* own, float* out, index_t len) {
+  double e = 0;
+#pragma omp simd reduction(+ : e)
+  for (index_t j = 0; j < len; ++j) {
+    e += static_cast<double>(own[j]) * acc[j];
+    out[j] = static_cast<float>(acc[j]);
+  }
+  return e;
+}
+QMLSIM_CLONES double store_dot(const double* acc, const double* own, double* out, index_t len) {
+  double e = 0;
+#pragma omp simd reduction(+ : e)
+  for (index_t j = 0; j < len; ++j) {
+    e += own[j] * acc[j];
+    out[j] = acc[j];
+  }
+  return e;
+}
+#undef QMLSIM_CLONES
+
+// dst <- src with runs of `run` elements moved: dst[r ..] = src[(r ^ x) ..], r
+// a multiple of run, x's bits all at or above run's (a partner block in the
+// order of the block it pairs with, for the contiguous loops above).
+template <class T>
+void gather_partner_runs(T* dst, const T* src, index_t len, index_t run, index_t x) {
+  for (index_t r = 0; r < len; r += run) std::memcpy(dst + r, src + (r ^ x), run * sizeof(T));
+}
+
 // weight(i) of a term group, block by block: terms are grouped by the high part
 // of their z mask (above the block's low bits), with one table per group over
 // the low bits; the table of block b is sum_k sign_k(b) table_k, built with
@@ -136,12 +200,8 @@ class BlockWeights {
     const index_t bsize = index_t{1} << lb_;
     scratch.assign(2 * bsize, 0.0);
     double* w2 = scratch.data();
-    for (std::size_t k = 0; k < high_.size(); ++k) {
-      const double sgn = parity(b & high_[k]) ? -1.0 : 1.0;
-      const double* tr2 = tr2_[k].data();
-#pragma omp simd
-      for (index_t j = 0; j < 2 * bsize; ++j) w2[j] += sgn * tr2[j];
-    }
+    for (std::size_t k = 0; k < high_.size(); ++k)
+      add_scaled(w2, parity(b & high_[k]) ? -1.0 : 1.0, tr2_[k].data(), 2 * bsize);
     return w2;
   }
   // wr, wi (2^low_bits entries each) = the weights of block b.
@@ -186,20 +246,17 @@ double real_weight_pass(const TermGroup& g, const BlockWeights& weights, const R
   std::vector<double> partial(static_cast<std::size_t>(nblocks));
   parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t b) {
     thread_local std::vector<double> scratch;
+    thread_local std::vector<R> partner;  // the partner block in the order of this one
     double sign = 1;
     const double* w = weights.interleaved(static_cast<index_t>(b), scratch, sign);
     const index_t base = static_cast<index_t>(b) << lb;
-    const R* k = a + 2 * base;
     const R* q = a + 2 * (base ^ xhi);
-    double s = 0;
-    for (index_t r = 0; r < bsize; r += run) {
-      const R* kr = k + 2 * r;
-      const R* br = q + 2 * (r ^ xlo);
-      const double* wr = w + 2 * r;
-#pragma omp simd reduction(+ : s)
-      for (index_t j = 0; j < 2 * run; ++j) s += static_cast<double>(br[j]) * kr[j] * wr[j];
+    if (xlo != 0) {
+      partner.resize(2 * bsize);
+      gather_partner_runs(partner.data(), q, 2 * bsize, 2 * run, 2 * xlo);
+      q = partner.data();
     }
-    partial[static_cast<std::size_t>(b)] = sign * s;
+    partial[static_cast<std::size_t>(b)] = sign * weighted_dot(q, a + 2 * base, w, 2 * bsize);
   });
   double sum = 0;
   for (double v : partial) sum += v;
@@ -1493,7 +1550,8 @@ double apply_pauli_sum(const PauliSum& h, const R* in, R* out, int n, int thread
   const std::int64_t nblocks = std::int64_t{1} << (n - lb);
   std::vector<double> partial(static_cast<std::size_t>(nblocks));  // of <src|H|src>
   parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t b) {
-    thread_local std::vector<double> acc, wr, wi, w2;
+    thread_local std::vector<double> acc, wr, wi, w2, wp;
+    thread_local std::vector<R> sp;
     acc.resize(2 * bsize);
     wr.resize(bsize);
     wi.resize(bsize);
@@ -1507,14 +1565,17 @@ double apply_pauli_sum(const PauliSum& h, const R* in, R* out, int n, int thread
       if (!weights[k].complex()) {
         double sign = 1;
         const double* w = weights[k].interleaved(ibase >> lb, w2, sign);
-        const index_t run = index_t{1} << (xlo == 0 ? lb : std::countr_zero(xlo));
-        for (index_t r = 0; r < bsize; r += run) {
-          const R* s = src_block + 2 * (r ^ xlo);
-          const double* ws = w + 2 * (r ^ xlo);
-          double* ar = a + 2 * r;
-#pragma omp simd
-          for (index_t j = 0; j < 2 * run; ++j) ar[j] += sign * ws[j] * s[j];
+        const R* s = src_block;
+        if (xlo != 0) {  // the source and its weights in the order of the output
+          const index_t run = index_t{1} << std::countr_zero(xlo);
+          sp.resize(2 * bsize);
+          wp.resize(2 * bsize);
+          gather_partner_runs(sp.data(), src_block, 2 * bsize, 2 * run, 2 * xlo);
+          gather_partner_runs(wp.data(), w, 2 * bsize, 2 * run, 2 * xlo);
+          s = sp.data();
+          w = wp.data();
         }
+        add_weighted(a, sign, w, s, 2 * bsize);
         continue;
       }
       weights[k].fill(ibase >> lb, wr.data(), wi.data());
@@ -1525,17 +1586,9 @@ double apply_pauli_sum(const PauliSum& h, const R* in, R* out, int n, int thread
         a[2 * j + 1] += wr[i] * xi + wi[i] * xr;
       }
     }
-    // A SIMD reduction (fixed order for a given build): one chain of adds
-    // bounded this pass by FP latency once it ran inside a cache chunk.
-    double e = 0;
-    const R* own = in + 2 * base;
-    R* dst = out + 2 * base;
-#pragma omp simd reduction(+ : e)
-    for (index_t j = 0; j < 2 * bsize; ++j) {
-      e += static_cast<double>(own[j]) * a[j];
-      dst[j] = static_cast<R>(a[j]);
-    }
-    partial[static_cast<std::size_t>(b)] = e;
+    // A SIMD reduction (fixed order for a given build and CPU): one chain of
+    // adds bounded this pass by FP latency once it ran inside a cache chunk.
+    partial[static_cast<std::size_t>(b)] = store_dot(a, in + 2 * base, out + 2 * base, 2 * bsize);
   });
   double sum = 0;
   for (double v : partial) sum += v;
