@@ -144,6 +144,36 @@ QMLSIM_CLONES double store_dot(const double* acc, const double* own, double* out
   }
   return e;
 }
+// Adds sum_i conj(b_i) k_i w_i over count amplitudes (interleaved b and k,
+// complex weights w_i = wr[i] + i wi[i]) to (ar, ai).
+QMLSIM_CLONES void add_weighted_products(const float* b, const float* k, const double* wr,
+                                         const double* wi, index_t count, double& ar, double& ai) {
+  double sr = 0, si = 0;
+#pragma omp simd reduction(+ : sr, si)
+  for (index_t i = 0; i < count; ++i) {
+    const double kr = k[2 * i], ki = k[2 * i + 1];
+    const double br = b[2 * i], bi = -static_cast<double>(b[2 * i + 1]);
+    const double pr = br * kr - bi * ki, pi = br * ki + bi * kr;
+    sr += pr * wr[i] - pi * wi[i];
+    si += pr * wi[i] + pi * wr[i];
+  }
+  ar += sr;
+  ai += si;
+}
+QMLSIM_CLONES void add_weighted_products(const double* b, const double* k, const double* wr,
+                                         const double* wi, index_t count, double& ar, double& ai) {
+  double sr = 0, si = 0;
+#pragma omp simd reduction(+ : sr, si)
+  for (index_t i = 0; i < count; ++i) {
+    const double kr = k[2 * i], ki = k[2 * i + 1];
+    const double br = b[2 * i], bi = -b[2 * i + 1];
+    const double pr = br * kr - bi * ki, pi = br * ki + bi * kr;
+    sr += pr * wr[i] - pi * wi[i];
+    si += pr * wi[i] + pi * wr[i];
+  }
+  ar += sr;
+  ai += si;
+}
 #undef QMLSIM_CLONES
 
 // dst <- src with runs of `run` elements moved: dst[r ..] = src[(r ^ x) ..], r
@@ -211,13 +241,8 @@ class BlockWeights {
     if (complex_) std::fill(wi, wi + bsize, 0.0);
     for (std::size_t k = 0; k < high_.size(); ++k) {
       const double sgn = parity(b & high_[k]) ? -1.0 : 1.0;
-      const double* tr = tr_[k].data();
-      const double* ti = ti_[k].data();
-#pragma omp simd
-      for (index_t i = 0; i < bsize; ++i) wr[i] += sgn * tr[i];
-      if (!complex_) continue;
-#pragma omp simd
-      for (index_t i = 0; i < bsize; ++i) wi[i] += sgn * ti[i];
+      add_scaled(wr, sgn, tr_[k].data(), bsize);
+      if (complex_) add_scaled(wi, sgn, ti_[k].data(), bsize);
     }
     if (!complex_) std::fill(wi, wi + bsize, 0.0);
   }
@@ -274,26 +299,22 @@ cplx group_pass(const TermGroup& g, const R* bra, const R* ket, int n, int threa
   std::vector<cplx> partial(nblocks);
   parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t b) {
     thread_local std::vector<double> wr, wi;
+    thread_local std::vector<R> partner;  // the bra's block in the order of the ket's
     wr.resize(bsize);
     wi.resize(bsize);
     weights.fill(static_cast<index_t>(b), wr.data(), wi.data());
     const index_t base = static_cast<index_t>(b) << lb;
-    const R* k0 = ket + 2 * base;
     const R* b0 = bra + 2 * (base ^ xhi);
-    const double* w_r = wr.data();
-    const double* w_i = wi.data();
-    // `omp simd` lets the compiler vectorize the sums (a fixed order for a given
-    // build, so results still do not depend on the thread count).
-    double ar = 0, ai = 0;
-#pragma omp simd reduction(+ : ar, ai)
-    for (index_t i = 0; i < bsize; ++i) {
-      const index_t bi_ = i ^ xlo;
-      const double kr = k0[2 * i], ki = k0[2 * i + 1];
-      const double br = b0[2 * bi_], bi = -b0[2 * bi_ + 1];
-      const double pr = br * kr - bi * ki, pi = br * ki + bi * kr;  // conj(bra) * ket
-      ar += pr * w_r[i] - pi * w_i[i];
-      ai += pr * w_i[i] + pi * w_r[i];
+    if (xlo != 0) {
+      partner.resize(2 * bsize);
+      const index_t run = index_t{1} << std::countr_zero(xlo);
+      gather_partner_runs(partner.data(), b0, 2 * bsize, 2 * run, 2 * xlo);
+      b0 = partner.data();
     }
+    // Vectorized sums: a fixed order for a given build and CPU, so results
+    // still do not depend on the thread count.
+    double ar = 0, ai = 0;
+    add_weighted_products(b0, ket + 2 * base, wr.data(), wi.data(), bsize, ar, ai);
     partial[b] = cplx{ar, ai};
   });
   cplx sum = 0;
