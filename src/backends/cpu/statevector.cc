@@ -94,7 +94,11 @@ std::vector<TermGroup> group_terms(const PauliSum& h, double& constant) {
 // the best chosen at load time. (This file is otherwise built for the
 // baseline, where the conversions and one chain of dependent adds made an
 // expectation value's pass 3-5x slower than reading the state.)
+#if defined(__x86_64__)
 #define QMLSIM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define QMLSIM_CLONES
+#endif
 
 // sum_j a[j] b[j] w[j], in double.
 QMLSIM_CLONES double weighted_dot(const float* a, const float* b, const double* w, index_t len) {
