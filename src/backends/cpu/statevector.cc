@@ -180,12 +180,20 @@ QMLSIM_CLONES void add_weighted_products(const double* b, const double* k, const
 }
 #undef QMLSIM_CLONES
 
-// dst <- src with runs of `run` elements moved: dst[r ..] = src[(r ^ x) ..], r
-// a multiple of run, x's bits all at or above run's (a partner block in the
-// order of the block it pairs with, for the contiguous loops above).
-template <class T>
-void gather_partner_runs(T* dst, const T* src, index_t len, index_t run, index_t x) {
-  for (index_t r = 0; r < len; r += run) std::memcpy(dst + r, src + (r ^ x), run * sizeof(T));
+// The partner block in the order of the block it pairs with, for the
+// contiguous loops above: amplitude i of dst = amplitude i ^ x of src (count
+// amplitudes, interleaved), x's bits all at or above those of `run`, its
+// lowest set bit (so runs of `run` amplitudes stay together). Long runs are
+// moved with memcpy; short ones amplitude by amplitude (a fixed-size copy the
+// compiler inlines: a call per run of 2-4 amplitudes cost more than the sum).
+template <class R>
+void gather_partner_runs(R* dst, const R* src, index_t count, index_t run, index_t x) {
+  if (run >= 8) {
+    for (index_t r = 0; r < count; r += run)
+      std::memcpy(dst + 2 * r, src + 2 * (r ^ x), 2 * run * sizeof(R));
+    return;
+  }
+  for (index_t i = 0; i < count; ++i) std::memcpy(dst + 2 * i, src + 2 * (i ^ x), 2 * sizeof(R));
 }
 
 // weight(i) of a term group, block by block: terms are grouped by the high part
@@ -282,7 +290,7 @@ double real_weight_pass(const TermGroup& g, const BlockWeights& weights, const R
     const R* q = a + 2 * (base ^ xhi);
     if (xlo != 0) {
       partner.resize(2 * bsize);
-      gather_partner_runs(partner.data(), q, 2 * bsize, 2 * run, 2 * xlo);
+      gather_partner_runs(partner.data(), q, bsize, run, xlo);
       q = partner.data();
     }
     partial[static_cast<std::size_t>(b)] = sign * weighted_dot(q, a + 2 * base, w, 2 * bsize);
@@ -312,7 +320,7 @@ cplx group_pass(const TermGroup& g, const R* bra, const R* ket, int n, int threa
     if (xlo != 0) {
       partner.resize(2 * bsize);
       const index_t run = index_t{1} << std::countr_zero(xlo);
-      gather_partner_runs(partner.data(), b0, 2 * bsize, 2 * run, 2 * xlo);
+      gather_partner_runs(partner.data(), b0, bsize, run, xlo);
       b0 = partner.data();
     }
     // Vectorized sums: a fixed order for a given build and CPU, so results
@@ -1595,8 +1603,8 @@ double apply_pauli_sum(const PauliSum& h, const R* in, R* out, int n, int thread
           const index_t run = index_t{1} << std::countr_zero(xlo);
           sp.resize(2 * bsize);
           wp.resize(2 * bsize);
-          gather_partner_runs(sp.data(), src_block, 2 * bsize, 2 * run, 2 * xlo);
-          gather_partner_runs(wp.data(), w, 2 * bsize, 2 * run, 2 * xlo);
+          gather_partner_runs(sp.data(), src_block, bsize, run, xlo);
+          gather_partner_runs(wp.data(), w, bsize, run, xlo);
           s = sp.data();
           w = wp.data();
         }
