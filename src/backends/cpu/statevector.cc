@@ -100,58 +100,42 @@ std::vector<TermGroup> group_terms(const PauliSum& h, double& constant) {
 #define QMLSIM_CLONES
 #endif
 
+// Each loop is written once, for R = float or double, and inlined into one
+// cloned function per precision (the clones are what gets the target).
+#define QMLSIM_INLINE [[gnu::always_inline]] inline
+
 // sum_j a[j] b[j] w[j], in double.
-QMLSIM_CLONES double weighted_dot(const float* a, const float* b, const double* w, index_t len) {
+template <class R>
+QMLSIM_INLINE double weighted_dot_of(const R* a, const R* b, const double* w, index_t len) {
   double s = 0;
 #pragma omp simd reduction(+ : s)
   for (index_t j = 0; j < len; ++j) s += static_cast<double>(a[j]) * b[j] * w[j];
   return s;
 }
-QMLSIM_CLONES double weighted_dot(const double* a, const double* b, const double* w, index_t len) {
-  double s = 0;
-#pragma omp simd reduction(+ : s)
-  for (index_t j = 0; j < len; ++j) s += a[j] * b[j] * w[j];
-  return s;
-}
 // acc[j] += c w[j] x[j].
-QMLSIM_CLONES void add_weighted(double* acc, double c, const double* w, const float* x,
-                                index_t len) {
+template <class R>
+QMLSIM_INLINE void add_weighted_of(double* acc, double c, const double* w, const R* x,
+                                   index_t len) {
 #pragma omp simd
   for (index_t j = 0; j < len; ++j) acc[j] += c * w[j] * x[j];
-}
-QMLSIM_CLONES void add_weighted(double* acc, double c, const double* w, const double* x,
-                                index_t len) {
-#pragma omp simd
-  for (index_t j = 0; j < len; ++j) acc[j] += c * w[j] * x[j];
-}
-// acc[j] += c x[j].
-QMLSIM_CLONES void add_scaled(double* acc, double c, const double* x, index_t len) {
-#pragma omp simd
-  for (index_t j = 0; j < len; ++j) acc[j] += c * x[j];
 }
 // out[j] = acc[j] rounded to the state's precision; returns sum_j own[j] acc[j].
-QMLSIM_CLONES double store_dot(const double* acc, const float* own, float* out, index_t len) {
+template <class R>
+QMLSIM_INLINE double store_dot_of(const double* acc, const R* own, R* out, index_t len) {
   double e = 0;
 #pragma omp simd reduction(+ : e)
   for (index_t j = 0; j < len; ++j) {
     e += static_cast<double>(own[j]) * acc[j];
-    out[j] = static_cast<float>(acc[j]);
-  }
-  return e;
-}
-QMLSIM_CLONES double store_dot(const double* acc, const double* own, double* out, index_t len) {
-  double e = 0;
-#pragma omp simd reduction(+ : e)
-  for (index_t j = 0; j < len; ++j) {
-    e += own[j] * acc[j];
-    out[j] = acc[j];
+    out[j] = static_cast<R>(acc[j]);
   }
   return e;
 }
 // Adds sum_i conj(b_i) k_i w_i over count amplitudes (interleaved b and k,
 // complex weights w_i = wr[i] + i wi[i]) to (ar, ai).
-QMLSIM_CLONES void add_weighted_products(const float* b, const float* k, const double* wr,
-                                         const double* wi, index_t count, double& ar, double& ai) {
+template <class R>
+QMLSIM_INLINE void add_weighted_products_of(const R* b, const R* k, const double* wr,
+                                            const double* wi, index_t count, double& ar,
+                                            double& ai) {
   double sr = 0, si = 0;
 #pragma omp simd reduction(+ : sr, si)
   for (index_t i = 0; i < count; ++i) {
@@ -164,19 +148,32 @@ QMLSIM_CLONES void add_weighted_products(const float* b, const float* k, const d
   ar += sr;
   ai += si;
 }
-QMLSIM_CLONES void add_weighted_products(const double* b, const double* k, const double* wr,
-                                         const double* wi, index_t count, double& ar, double& ai) {
-  double sr = 0, si = 0;
-#pragma omp simd reduction(+ : sr, si)
-  for (index_t i = 0; i < count; ++i) {
-    const double kr = k[2 * i], ki = k[2 * i + 1];
-    const double br = b[2 * i], bi = -b[2 * i + 1];
-    const double pr = br * kr - bi * ki, pi = br * ki + bi * kr;
-    sr += pr * wr[i] - pi * wi[i];
-    si += pr * wi[i] + pi * wr[i];
+#undef QMLSIM_INLINE
+
+#define QMLSIM_CLONE_BOTH(R)                                                                \
+  QMLSIM_CLONES double weighted_dot(const R* a, const R* b, const double* w, index_t len) { \
+    return weighted_dot_of(a, b, w, len);                                                   \
+  }                                                                                         \
+  QMLSIM_CLONES void add_weighted(double* acc, double c, const double* w, const R* x,       \
+                                  index_t len) {                                            \
+    add_weighted_of(acc, c, w, x, len);                                                     \
+  }                                                                                         \
+  QMLSIM_CLONES double store_dot(const double* acc, const R* own, R* out, index_t len) {    \
+    return store_dot_of(acc, own, out, len);                                                \
+  }                                                                                         \
+  QMLSIM_CLONES void add_weighted_products(const R* b, const R* k, const double* wr,        \
+                                           const double* wi, index_t count, double& ar,     \
+                                           double& ai) {                                    \
+    add_weighted_products_of(b, k, wr, wi, count, ar, ai);                                  \
   }
-  ar += sr;
-  ai += si;
+QMLSIM_CLONE_BOTH(float)
+QMLSIM_CLONE_BOTH(double)
+#undef QMLSIM_CLONE_BOTH
+
+// acc[j] += c x[j].
+QMLSIM_CLONES void add_scaled(double* acc, double c, const double* x, index_t len) {
+#pragma omp simd
+  for (index_t j = 0; j < len; ++j) acc[j] += c * x[j];
 }
 #undef QMLSIM_CLONES
 
