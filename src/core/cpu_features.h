@@ -16,4 +16,8 @@ CpuFeatures detect_cpu_features();
 // /sys); 0 if unknown.
 std::size_t l2_cache_bytes();
 
+// The largest (last-level) cache the OS reports for cpu0, in bytes (L3, else
+// L2); 0 if unknown.
+std::size_t last_level_cache_bytes();
+
 }  // namespace qmlsim

@@ -88,6 +88,11 @@ class StateVector {
   void set_chunk_qubits(int q) { chunk_qubits_ = q; }
   // Default: chunks of chunk_bytes() (see there).
   static int default_chunk_qubits();
+  // Whether blocked passes write chunks back to memory with non-temporal
+  // stores: by default once the states a pass streams reach half the
+  // last-level cache (QMLSIM_STREAMING_STORES=0/1 overrides that for the
+  // process); this forces them on or off for passes on this state.
+  void set_streaming_stores(bool on) { streaming_ = on ? 1 : 0; }
   // Bytes of a cache-blocking chunk: a quarter of a core's L2 cache, at least
   // 256 KiB and at most 4 MiB (measured best, README: 256 KiB on Zen 3 with
   // 512 KiB of L2, 512 KiB on Sapphire Rapids with 2 MiB); QMLSIM_CHUNK_KIB
@@ -132,6 +137,7 @@ class StateVector {
 
   const KernelSet* kernels_;
   int chunk_qubits_;
+  int streaming_ = -1;  // -1: by size (see set_streaming_stores)
   AlignedBuffer<R> amps_;
 };
 

@@ -182,14 +182,20 @@ void check_cache_blocking(double tol) {
   const Circuit c = testing::random_circuit(n, 200, rng, true);
   const std::vector<BoundGate> gates = fuse(bind_params(c, {}), {3, 10, 2.0});
   const State psi = testing::random_state(n, rng);
-  StateVector<R> plain(n, 2), blocked(n, 2);
+  StateVector<R> plain(n, 2), blocked(n, 2), streamed(n, 2);
   plain.set_chunk_qubits(0);
   blocked.set_chunk_qubits(10);  // chunks of 10 qubits: segments gather strided runs
+  streamed.set_chunk_qubits(10);
+  blocked.set_streaming_stores(false);
+  streamed.set_streaming_stores(true);  // scattered back with non-temporal stores
   plain.set_amplitudes(psi);
   blocked.set_amplitudes(psi);
+  streamed.set_amplitudes(psi);
   plain.apply(gates);
   blocked.apply(gates);
+  streamed.apply(gates);
   EXPECT_LT(testing::max_abs_diff(plain.to_vector(), blocked.to_vector()), tol);
+  EXPECT_EQ(testing::max_abs_diff(blocked.to_vector(), streamed.to_vector()), 0.0);
   // Both pair one-qubit gates (2^14 amplitudes): against the plain reference too.
   State want = psi;
   for (const BoundGate& g : gates) apply_reference(g, want.data(), n);
@@ -327,9 +333,10 @@ void check_adjoint_sweep(double tol) {
       lam.apply(inverse[i]);
     }
     for (int threads : {1, 2})
-      for (int chunk : {0, 9}) {
+      for (int chunk : {0, 9, -9}) {  // -9: chunks of 9, scattered with non-temporal stores
         StateVector<R> p(n, threads), l(n, threads);
-        p.set_chunk_qubits(chunk);
+        p.set_chunk_qubits(std::abs(chunk));
+        p.set_streaming_stores(chunk < 0);
         p.set_amplitudes(phi0);
         l.set_amplitudes(lam0);
         std::vector<Matrix> got;
