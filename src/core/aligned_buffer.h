@@ -2,8 +2,10 @@
 // Buffers of 2 MiB or more are aligned to 2 MiB and asked to use transparent
 // huge pages (madvise MADV_HUGEPAGE; Debian's default THP mode is "madvise"):
 // a gate on a high qubit walks two streams up to 2^(n-1) amplitudes apart, and
-// with 4 KiB pages every step of each stream is a TLB miss. QMLSIM_HUGEPAGES=0
-// turns this off (for A/B measurement).
+// with 4 KiB pages every step of each stream is a TLB miss. A fresh buffer
+// faults its huge pages in at once and falls back to 4 KiB pages for the rest
+// where they come slowly (fault_in_huge_pages). QMLSIM_HUGEPAGES=0 turns huge pages off,
+// =1 on without that probe (for A/B measurement).
 //
 // Freed buffers of 2 MiB or more are kept (up to kCachedBuffers of them) and
 // handed to the next request of the same size: fresh memory costs a page fault
@@ -18,7 +20,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -109,12 +113,47 @@ inline void give_back(std::size_t bytes, void* p) {
   std::free(evicted);
 }
 
-inline bool huge_pages_wanted() {
-  static const bool wanted = [] {
+// QMLSIM_HUGEPAGES: "0" never, "1" always, else (unset) probed per buffer.
+inline int huge_pages_setting() {
+  static const int setting = [] {
     const char* v = std::getenv("QMLSIM_HUGEPAGES");
-    return !(v && v[0] == '0');
+    return v && v[0] == '0' ? 0 : v && v[0] == '1' ? 1 : -1;
   }();
-  return wanted;
+  return setting;
+}
+inline bool huge_pages_wanted() { return huge_pages_setting() != 0; }
+
+// A fresh huge page faulted slower than this (mean) means the host backs them
+// slowly: zeroing 2 MiB takes 0.1-0.3 ms, 4 KiB pages fault 2 MiB in 0.45 ms.
+inline constexpr double kSlowHugeFaultSeconds = 1e-3;
+
+// Faults a fresh buffer's huge pages in, in order, timing each window of
+// kFaultWindow pages: at the first window slower than slow_seconds a page,
+// the rest is left to fault in 4 KiB pages. On a VM whose balloon device
+// reports free memory to the host (free page reporting: blocks of 2 MiB and
+// more), a new huge page is often faulted in by the host again: this
+// project's VM took 1.5-37 ms per 2 MiB page (a 2 GiB state: up to 16 s),
+// against 0.45 ms in 4 KiB pages. The first pages of a buffer can come fast
+// (memory freed moments ago) and the rest slowly, so every window is timed.
+inline constexpr std::size_t kFaultWindow = 8;
+inline void fault_in_huge_pages(void* data, std::size_t bytes,
+                                double slow_seconds = kSlowHugeFaultSeconds) {
+  char* const base = static_cast<char*>(data);
+  const std::size_t pages = bytes / kHugePage;
+  for (std::size_t p = 0; p < pages; p += kFaultWindow) {
+    const std::size_t end = p + kFaultWindow < pages ? p + kFaultWindow : pages;
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t q = p; q < end; ++q)  // one byte faults the whole page in
+      static_cast<volatile char*>(base)[q * kHugePage] = 0;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (seconds > slow_seconds * static_cast<double>(end - p)) {
+#ifdef MADV_NOHUGEPAGE
+      if (end < pages) madvise(base + end * kHugePage, bytes - end * kHugePage, MADV_NOHUGEPAGE);
+#endif
+      return;
+    }
+  }
 }
 }  // namespace detail
 
@@ -136,7 +175,10 @@ class AlignedBuffer {
         throw Error("out of memory: could not allocate " + std::to_string(bytes_) + " bytes");
       }
 #ifdef MADV_HUGEPAGE
-      if (huge) madvise(data_, bytes_, MADV_HUGEPAGE);  // advice only: failure changes nothing
+      // Advice only: failure changes nothing. Where fresh huge pages fault
+      // slowly, the rest of this buffer is faulted in 4 KiB pages.
+      if (huge && madvise(data_, bytes_, MADV_HUGEPAGE) == 0 && detail::huge_pages_setting() < 0)
+        detail::fault_in_huge_pages(data_, bytes_);
 #endif
     }
     detail::count_buffer(bytes_);
