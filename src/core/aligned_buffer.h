@@ -127,8 +127,8 @@ inline bool huge_pages_wanted() { return huge_pages_setting() != 0; }
 // slowly: zeroing 2 MiB takes 0.1-0.3 ms, 4 KiB pages fault 2 MiB in 0.45 ms.
 inline constexpr double kSlowHugeFaultSeconds = 1e-3;
 
-// Faults a fresh buffer's huge pages in, in order, timing each window of
-// kFaultWindow pages: at the first window slower than slow_seconds a page,
+// Faults a fresh buffer's huge pages in, in order, timing the first page and
+// then each window of kFaultWindow pages: at the first window slower than slow_seconds a page,
 // the rest is left to fault in 4 KiB pages. On a VM whose balloon device
 // reports free memory to the host (free page reporting: blocks of 2 MiB and
 // more), a new huge page is often faulted in by the host again: this
@@ -140,8 +140,8 @@ inline void fault_in_huge_pages(void* data, std::size_t bytes,
                                 double slow_seconds = kSlowHugeFaultSeconds) {
   char* const base = static_cast<char*>(data);
   const std::size_t pages = bytes / kHugePage;
-  for (std::size_t p = 0; p < pages; p += kFaultWindow) {
-    const std::size_t end = p + kFaultWindow < pages ? p + kFaultWindow : pages;
+  for (std::size_t p = 0, end = 0; p < pages; p = end) {
+    end = p == 0 ? 1 : p + kFaultWindow < pages ? p + kFaultWindow : pages;  // page 0 alone
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t q = p; q < end; ++q)  // one byte faults the whole page in
       static_cast<volatile char*>(base)[q * kHugePage] = 0;

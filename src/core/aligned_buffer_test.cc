@@ -39,7 +39,7 @@ TEST(AlignedBuffer, LargeBuffersAreAlignedToHugePagesAndCachedForReuse) {
 // way the memory is the caller's, whole.
 TEST(AlignedBuffer, FaultingInHugePagesLeavesTheBufferWhole) {
   for (double slow : {0.0, std::numeric_limits<double>::infinity()}) {
-    const std::size_t bytes = std::size_t{40} << 20;  // 20 pages: windows of 8, 8 and 4
+    const std::size_t bytes = std::size_t{40} << 20;  // 20 pages: windows of 1, 8, 8 and 3
     void* p = std::aligned_alloc(detail::kHugePage, bytes);
     ASSERT_NE(p, nullptr);
 #ifdef MADV_HUGEPAGE
