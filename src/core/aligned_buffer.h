@@ -19,10 +19,14 @@
 // the simulation itself holds, whatever the allocator keeps around.
 #pragma once
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -127,32 +131,49 @@ inline bool huge_pages_wanted() { return huge_pages_setting() != 0; }
 // slowly: zeroing 2 MiB takes 0.1-0.3 ms, 4 KiB pages fault 2 MiB in 0.45 ms.
 inline constexpr double kSlowHugeFaultSeconds = 1e-3;
 
-// Faults a fresh buffer's huge pages in, in order, timing the first page and
-// then each window of kFaultWindow pages: at the first window slower than slow_seconds a page,
-// the rest is left to fault in 4 KiB pages. On a VM whose balloon device
-// reports free memory to the host (free page reporting: blocks of 2 MiB and
-// more), a new huge page is often faulted in by the host again: this
-// project's VM took 1.5-37 ms per 2 MiB page (a 2 GiB state: up to 16 s),
-// against 0.45 ms in 4 KiB pages. The first pages of a buffer can come fast
-// (memory freed moments ago) and the rest slowly, so every window is timed.
+// Faults a fresh buffer's huge pages in, timing each thread's first page and
+// then each window of kFaultWindow pages: at the first window slower than
+// slow_seconds a page (on any thread), what is left is advised to fault in
+// 4 KiB pages. On a VM whose balloon device reports free memory to the host
+// (free page reporting: blocks of 2 MiB and more), a new huge page is often
+// faulted in by the host again: this project's VM took 1.5-37 ms per 2 MiB
+// page (a 2 GiB state: up to 16 s), against 0.45 ms in 4 KiB pages. The first
+// pages of a buffer can come fast (memory freed moments ago) and the rest
+// slowly, so every window is timed. The threads take contiguous shares, as the
+// kernels' static schedules do, so pages are placed (first touch, NUMA) where
+// a lazy first touch would have placed them, and a large state is not zeroed
+// by one core.
 inline constexpr std::size_t kFaultWindow = 8;
 inline void fault_in_huge_pages(void* data, std::size_t bytes,
                                 double slow_seconds = kSlowHugeFaultSeconds) {
   char* const base = static_cast<char*>(data);
   const std::size_t pages = bytes / kHugePage;
-  for (std::size_t p = 0, end = 0; p < pages; p = end) {
-    end = p == 0 ? 1 : p + kFaultWindow < pages ? p + kFaultWindow : pages;  // page 0 alone
-    const auto start = std::chrono::steady_clock::now();
-    for (std::size_t q = p; q < end; ++q)  // one byte faults the whole page in
-      static_cast<volatile char*>(base)[q * kHugePage] = 0;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (seconds > slow_seconds * static_cast<double>(end - p)) {
-#ifdef MADV_NOHUGEPAGE
-      if (end < pages) madvise(base + end * kHugePage, bytes - end * kHugePage, MADV_NOHUGEPAGE);
+  std::atomic<bool> slow{false};
+#ifdef _OPENMP
+#pragma omp parallel
 #endif
-      return;
+  {
+#ifdef _OPENMP
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    const auto nt = static_cast<std::size_t>(omp_get_num_threads());
+#else  // a translation unit built without OpenMP (the CUDA backend's)
+    const std::size_t t = 0, nt = 1;
+#endif
+    const std::size_t first = pages * t / nt, last = pages * (t + 1) / nt;
+    std::size_t p = first;
+    while (p < last && !slow.load(std::memory_order_relaxed)) {
+      const std::size_t end = p == first ? p + 1 : std::min(p + kFaultWindow, last);
+      const auto start = std::chrono::steady_clock::now();
+      for (std::size_t q = p; q < end; ++q)  // one byte faults the whole page in
+        static_cast<volatile char*>(base)[q * kHugePage] = 0;
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (seconds > slow_seconds * static_cast<double>(end - p)) slow = true;
+      p = end;
     }
+#ifdef MADV_NOHUGEPAGE
+    if (p < last) madvise(base + p * kHugePage, (last - p) * kHugePage, MADV_NOHUGEPAGE);
+#endif
   }
 }
 }  // namespace detail

@@ -22,14 +22,18 @@ TEST(AlignedBuffer, LargeBuffersAreAlignedToHugePagesAndCachedForReuse) {
   {
     AlignedBuffer<float> a(n);
     ASSERT_EQ(a.size(), n);
-    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.data()) % (std::size_t{2} << 20), 0u);
-    EXPECT_EQ(a.bytes() % (std::size_t{2} << 20), 0u);
+    if (detail::huge_pages_wanted()) {  // not with QMLSIM_HUGEPAGES=0
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.data()) % (std::size_t{2} << 20), 0u);
+      EXPECT_EQ(a.bytes() % (std::size_t{2} << 20), 0u);
+    }
     EXPECT_GE(buffer_bytes_live(), a.bytes());
     EXPECT_TRUE(holds_what_is_written(reinterpret_cast<unsigned char*>(a.data()), a.bytes()));
     first = a.data();
   }
   AlignedBuffer<float> b(n);  // the freed buffer, handed out again
-  EXPECT_EQ(static_cast<const void*>(b.data()), first);
+  if (detail::cache_wanted()) {
+    EXPECT_EQ(static_cast<const void*>(b.data()), first);
+  }
   AlignedBuffer<float> small(100);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.data()) % AlignedBuffer<float>::kAlignment, 0u);
 }
