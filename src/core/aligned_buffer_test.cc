@@ -38,12 +38,12 @@ TEST(AlignedBuffer, LargeBuffersAreAlignedToHugePagesAndCachedForReuse) {
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.data()) % AlignedBuffer<float>::kAlignment, 0u);
 }
 
-// Both ways out of fault_in_huge_pages: every window slow (the rest of the
-// buffer advised to 4 KiB pages after the first window) and none slow. Either
-// way the memory is the caller's, whole.
+// Both ways out of fault_in_huge_pages: every window slow (each thread's share
+// advised to 4 KiB pages after its first page, or at once once another thread
+// found one slow) and none slow. Either way the memory is the caller's, whole.
 TEST(AlignedBuffer, FaultingInHugePagesLeavesTheBufferWhole) {
   for (double slow : {0.0, std::numeric_limits<double>::infinity()}) {
-    const std::size_t bytes = std::size_t{40} << 20;  // 20 pages: windows of 1, 8, 8 and 3
+    const std::size_t bytes = std::size_t{40} << 20;  // 20 pages
     void* p = std::aligned_alloc(detail::kHugePage, bytes);
     ASSERT_NE(p, nullptr);
 #ifdef MADV_HUGEPAGE
