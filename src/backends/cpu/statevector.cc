@@ -534,9 +534,12 @@ void StateVector<R>::apply_gates(const std::vector<BoundGate>& gates, bool from_
 // (two 128 MB states) 345-357 -> 325-333 ms, at 26 qubits 1.72-1.81 ->
 // 1.49-1.54 s; the forward pass at 24 qubits (one state) 4-7% slower and
 // both at 22 qubits 2-5% slower with them. So: from half the last-level
-// cache up. QMLSIM_STREAMING_STORES=0 or 1 turns them off or on (A/B).
+// cache up. QMLSIM_STREAMING_STORES=0 or 1 turns them off or on (A/B); so
+// does a state's own setting, first (`forced_here`: StateVector::streaming_,
+// -1 = unset).
 namespace {
-bool streaming_stores_pay(std::size_t bytes) {
+bool streaming_stores_pay(int forced_here, std::size_t bytes) {
+  if (forced_here >= 0) return forced_here == 1;
   static const int forced = [] {
     const char* v = std::getenv("QMLSIM_STREAMING_STORES");
     if (v == nullptr || *v == '\0') return -1;
@@ -591,12 +594,7 @@ struct ChunkLayout {
       for (index_t r = 0; r < nruns; ++r) {
         auto* d = reinterpret_cast<__m128i*>(amps + 2 * (base | run_off[r]));
         const auto* s = reinterpret_cast<const __m128i*>(buf + 2 * r * run_len);
-        for (std::size_t k = 0; k < bytes / 16; k += 4) {
-          _mm_stream_si128(d + k, _mm_load_si128(s + k));
-          _mm_stream_si128(d + k + 1, _mm_load_si128(s + k + 1));
-          _mm_stream_si128(d + k + 2, _mm_load_si128(s + k + 2));
-          _mm_stream_si128(d + k + 3, _mm_load_si128(s + k + 3));
-        }
+        for (std::size_t k = 0; k < bytes / 16; ++k) _mm_stream_si128(d + k, _mm_load_si128(s + k));
       }
       _mm_sfence();  // the stores are seen before the chunk is reported done
       return;
@@ -905,8 +903,7 @@ void StateVector<R>::apply_segment(const std::vector<BoundGate>& gates, int begi
   R* amps = amps_.data();
   const int threads = nchunks >= 2 ? threads_ : 1;
   const bool copy = !layout.contiguous();
-  const bool streaming =
-      streaming_ >= 0 ? streaming_ == 1 : streaming_stores_pay((std::size_t{2} << n_) * sizeof(R));
+  const bool streaming = streaming_stores_pay(streaming_, (std::size_t{2} << n_) * sizeof(R));
 #pragma omp parallel num_threads(threads)
   {
     AlignedBuffer<R> buf(copy ? std::size_t{2} << b : 0);
@@ -1482,9 +1479,7 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
     R* phi_amps = amps_.data();
     R* lam_amps = lambda.amps_.data();
     const bool streaming =
-        streaming_ >= 0
-            ? streaming_ == 1
-            : streaming_stores_pay((std::size_t{4} << n_) * sizeof(R));  // phi and lambda
+        streaming_stores_pay(streaming_, (std::size_t{4} << n_) * sizeof(R));  // phi and lambda
     const int threads = nchunks >= 2 ? threads_ : 1;
 #pragma omp parallel num_threads(threads)
     {
