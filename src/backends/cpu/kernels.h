@@ -75,6 +75,17 @@ struct KernelSet {
                            double* out_a, double* out_b, bool write_back);
   bool (*adjoint_pair_f64)(const void* prepared_a, const void* prepared_b, double* bra, double* ket,
                            double* out_a, double* out_b, bool write_back);
+  // A run of adjoint steps at diagonal gates G_1..G_count (each a list of one
+  // gate, without controls, taken by adjoint_step) in one pass: out[g] = G_g's
+  // diagonal of P as adjoint_step forms it, all from the states on entry (a
+  // diagonal unitary applied to both states leaves each conj(bra_i) ket_i as
+  // it is, so every gate's sums are the same before and after the others);
+  // then, with write_back, both states multiplied by every G_g. false, with
+  // nothing done, for other gates or more than kMaxDiagonalRun of them.
+  bool (*adjoint_diagonal_run_f32)(const void* const* prepared, int count, float* bra, float* ket,
+                                   double* const* out, bool write_back);
+  bool (*adjoint_diagonal_run_f64)(const void* const* prepared, int count, double* bra, double* ket,
+                                   double* const* out, bool write_back);
   // Multiplies a and b (2^n amplitudes each; b may be null) by the sign
   // diagonal d in one serial pass: the adjoint sweep undoes a layer of CZ gates
   // on both of its states at once.
@@ -82,6 +93,7 @@ struct KernelSet {
   void (*apply_signs_f64)(const SignDiagonal& d, double* a, double* b, int n);
 };
 inline constexpr int kMaxAdjointDim = 16;
+inline constexpr int kMaxDiagonalRun = 32;
 
 // Owns prepared gates of one kernel set and precision R (float or double).
 template <class R>
@@ -115,6 +127,19 @@ class PreparedGates {
       return k_->adjoint_pair_f32(p_, other.p_, bra, ket, out_a, out_b, write_back);
     else
       return k_->adjoint_pair_f64(p_, other.p_, bra, ket, out_a, out_b, write_back);
+  }
+  // KernelSet::adjoint_diagonal_run: gates[g] each a list of one gate, all of
+  // this kernel set.
+  static bool adjoint_diagonal_run(const PreparedGates* const* gates, int count, R* bra, R* ket,
+                                   double* const* out, bool write_back = true) {
+    if (count < 1 || count > kMaxDiagonalRun) return false;
+    const void* p[kMaxDiagonalRun];
+    for (int g = 0; g < count; ++g) p[g] = gates[g]->p_;
+    const KernelSet& k = *gates[0]->k_;
+    if constexpr (sizeof(R) == 4)
+      return k.adjoint_diagonal_run_f32(p, count, bra, ket, out, write_back);
+    else
+      return k.adjoint_diagonal_run_f64(p, count, bra, ket, out, write_back);
   }
   // KernelSet::adjoint_step for a list of one gate.
   bool adjoint_step(R* bra, R* ket, double* out, bool write_back = true) const {

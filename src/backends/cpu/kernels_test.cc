@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <memory>
 #include <numeric>
 
 #include "backends/cpu/statevector.h"
@@ -323,6 +324,108 @@ void check_adjoint_pair(const KernelSet* ks) {
   }
   EXPECT_GT(paired, 10) << ks->name;
 }
+
+// A run of adjoint steps at diagonal gates in one pass
+// (KernelSet::adjoint_diagonal_run): every gate's diagonal of P from the states
+// on entry, then both states multiplied by every gate, against plain sums and
+// the reference kernel; targets in and above the lanes, states of one vector
+// block and of several (n = 12); refused for a controlled gate, one with more
+// than 6 targets above the lanes, and too long a run.
+template <class R>
+void check_adjoint_diagonal_run(const KernelSet* ks) {
+  std::mt19937_64 rng(41);
+  std::uniform_real_distribution<double> angle(-3, 3);
+  const int lanes = std::countr_zero(ks->vector_bytes / (2 * sizeof(R)));
+  int runs = 0;
+  for (int n : {3, 5, 9, 12}) {
+    for (int trial = 0; trial < 24; ++trial) {
+      const bool controlled = trial % 8 == 5, too_wide = trial % 8 == 6 && n >= lanes + 7,
+                 too_long = trial == 7;
+      const int count = too_long ? kMaxDiagonalRun + 1 : 1 + trial % 6;
+      std::vector<BoundGate> gates;
+      for (int i = 0; i < count; ++i) {
+        std::vector<int> q(n);
+        std::iota(q.begin(), q.end(), 0);
+        std::shuffle(q.begin(), q.end(), rng);
+        const bool with_control = i == count - 1 && controlled;
+        const int k =
+            std::min(with_control ? n - 1 : n, i == 0 && too_wide ? 7 : 1 + (i + trial) % 4);
+        BoundGate g;
+        g.diagonal = true;
+        if (i == 0 && too_wide)  // 7 targets above the lanes
+          for (int t = 0; t < 7; ++t) g.targets.push_back(lanes + t);
+        else
+          g.targets.assign(q.begin(), q.begin() + k);
+        std::sort(g.targets.begin(), g.targets.end());
+        if (with_control) g.controls = {q[static_cast<std::size_t>(k)]};
+        for (std::size_t a = 0; a < g.dim(); ++a) g.matrix.push_back(std::polar(1.0, angle(rng)));
+        gates.push_back(std::move(g));
+      }
+      const State bra = testing::random_state(n, rng), ket = testing::random_state(n, rng);
+      State bra2 = bra, ket2 = ket;
+      for (const BoundGate& g : gates) {
+        apply_reference(g, bra2.data(), n);
+        apply_reference(g, ket2.data(), n);
+      }
+      StateVector<R> sb(n, 1, ks), sk(n, 1, ks), pb(n, 1, ks), pk(n, 1, ks);
+      sb.set_amplitudes(bra);
+      sk.set_amplitudes(ket);
+      pb.set_amplitudes(bra);
+      pk.set_amplitudes(ket);
+      std::vector<KernelGate> kg;
+      for (const BoundGate& g : gates) kg.push_back(to_kernel_gate(g));
+      std::vector<std::unique_ptr<PreparedGates<R>>> prepared;
+      std::vector<const PreparedGates<R>*> list;
+      for (const KernelGate& k : kg) {
+        prepared.push_back(std::make_unique<PreparedGates<R>>(*ks, &k, 1, n));
+        list.push_back(prepared.back().get());
+      }
+      std::vector<std::vector<double>> out(gates.size()), peek(gates.size());
+      std::vector<double*> out_p, peek_p;
+      for (std::size_t i = 0; i < gates.size(); ++i) {
+        out[i].assign(2 * gates[i].dim(), -1.0);
+        peek[i].assign(2 * gates[i].dim(), -1.0);
+        out_p.push_back(out[i].data());
+        peek_p.push_back(peek[i].data());
+      }
+      const bool done = PreparedGates<R>::adjoint_diagonal_run(list.data(), count, sb.data(),
+                                                               sk.data(), out_p.data());
+      ASSERT_EQ(PreparedGates<R>::adjoint_diagonal_run(list.data(), count, pb.data(), pk.data(),
+                                                       peek_p.data(), false),
+                done);
+      const bool expected = n >= lanes && !controlled && !too_wide && !too_long;
+      ASSERT_EQ(done, expected) << ks->name << " n " << n << " trial " << trial;
+      StateVector<R> bra0(n, 1, ks), ket0(n, 1, ks);  // at this precision
+      bra0.set_amplitudes(bra);
+      ket0.set_amplitudes(ket);
+      ASSERT_EQ(pk.to_vector(), ket0.to_vector());
+      ASSERT_EQ(pb.to_vector(), bra0.to_vector());
+      if (!done) {
+        ASSERT_EQ(sk.to_vector(), ket0.to_vector());
+        ASSERT_EQ(sb.to_vector(), bra0.to_vector());
+        continue;
+      }
+      ++runs;
+      ASSERT_LT(testing::max_abs_diff(sk.to_vector(), ket2), tol<R>()) << ks->name;
+      ASSERT_LT(testing::max_abs_diff(sb.to_vector(), bra2), tol<R>()) << ks->name;
+      for (std::size_t i = 0; i < gates.size(); ++i) {
+        const std::size_t dim = gates[i].dim();
+        const Matrix want = antihermitian_part(testing::cross_matrix_sum(gates[i], bra, ket));
+        for (std::size_t a = 0; a < dim; ++a) {
+          ASSERT_EQ(peek[i][2 * a], out[i][2 * a]);
+          ASSERT_EQ(peek[i][2 * a + 1], out[i][2 * a + 1]);
+          ASSERT_LT(std::abs(cplx{out[i][2 * a], out[i][2 * a + 1]} - want[a * (dim + 1)]),
+                    20 * tol<R>())
+              << ks->name << " n " << n << " trial " << trial << " gate " << i << " entry " << a;
+        }
+      }
+    }
+  }
+  EXPECT_GT(runs, 40) << ks->name;
+}
+
+TEST_P(KernelSets, FusedAdjointDiagonalRunC64) { check_adjoint_diagonal_run<float>(GetParam()); }
+TEST_P(KernelSets, FusedAdjointDiagonalRunC128) { check_adjoint_diagonal_run<double>(GetParam()); }
 
 TEST_P(KernelSets, FusedAdjointPairC64) { check_adjoint_pair<float>(GetParam()); }
 TEST_P(KernelSets, FusedAdjointPairC128) { check_adjoint_pair<double>(GetParam()); }

@@ -1314,6 +1314,56 @@ void outside_step(const OutsideDiagonal<R>& g, index_t base, int b, R* bra, R* k
   p.run(bra, 1);
 }
 
+// One measured diagonal step of a run (diagonal_run): the gate alone in the
+// chunk (`outside` null), or one whose wires leave the chunk.
+template <class R>
+struct DiagonalStep {
+  const PreparedGates<R>* local = nullptr;  // the chunk's gate when `outside` is null
+  const OutsideDiagonal<R>* outside = nullptr;
+  Matrix* m = nullptr;  // the gate's partial sums for this chunk
+  std::size_t dim = 0;  // the gate's diagonal entries
+};
+
+// A run of measured diagonal steps on the chunk at `base` in one pass
+// (KernelSet::adjoint_diagonal_run): each step's sums into its m as
+// measured_step and outside_step form them, then, with write_back, both states
+// multiplied by every gate. false, with nothing done, where the kernels do not
+// take the run.
+template <class R>
+bool diagonal_run(const std::vector<DiagonalStep<R>>& run, index_t base, R* bra, R* ket,
+                  bool write_back) {
+  const int count = static_cast<int>(run.size());
+  if (count > kMaxDiagonalRun) return false;
+  const PreparedGates<R>* gates[kMaxDiagonalRun];
+  std::size_t variant[kMaxDiagonalRun];
+  std::vector<std::vector<double>> sums(run.size());
+  double* out[kMaxDiagonalRun];
+  for (int g = 0; g < count; ++g) {
+    const DiagonalStep<R>& d = run[static_cast<std::size_t>(g)];
+    variant[g] = d.outside ? d.outside->variant(base) : 0;
+    gates[g] = d.outside ? d.outside->prepared[variant[g]].get() : d.local;
+    const std::size_t dim = d.outside ? d.outside->local[variant[g]].dim() : d.dim;
+    if (dim > kMaxAdjointDiagonalDim) return false;
+    sums[static_cast<std::size_t>(g)].resize(2 * dim);
+    out[g] = sums[static_cast<std::size_t>(g)].data();
+  }
+  if (!PreparedGates<R>::adjoint_diagonal_run(gates, count, bra, ket, out, write_back))
+    return false;
+  for (int g = 0; g < count; ++g) {
+    const DiagonalStep<R>& d = run[static_cast<std::size_t>(g)];
+    const std::vector<double>& v = sums[static_cast<std::size_t>(g)];
+    if (!d.outside) {
+      to_matrix(v.data(), d.dim, *d.m);
+      continue;
+    }
+    if (d.m->empty()) d.m->assign(d.dim, cplx{0});
+    const std::vector<int>& entry = d.outside->entry[variant[g]];
+    for (std::size_t i = 0; i < v.size() / 2; ++i)
+      if (entry[i] >= 0) (*d.m)[static_cast<std::size_t>(entry[i])] += cplx{v[2 * i], v[2 * i + 1]};
+  }
+  return true;
+}
+
 template <class R>
 void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
                                    const std::vector<char>& measure, std::vector<Matrix>& out,
@@ -1466,6 +1516,18 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
     if (forms) observable.emplace(*h, layout);
     std::vector<double> chunk_expval(forms ? static_cast<std::size_t>(std::int64_t{1} << (n_ - b))
                                            : 0);
+    // Runs of measured diagonal steps without controls, alike in writing back:
+    // one pass each (diagonal_run), where the kernels take them.
+    std::vector<int> run_end(static_cast<std::size_t>(len), 0);
+    auto in_run = [&](int j) {
+      return slot[j] >= 0 && rev[s.begin + j].diagonal && (outside[j] || local[j].controls.empty());
+    };
+    for (int j = 0; j < len; ++j) {
+      if (!in_run(j)) continue;
+      int e = j + 1;
+      while (e < len && e - j < kMaxDiagonalRun && in_run(e) && write[e] == write[j]) ++e;
+      run_end[j] = e;
+    }
     const PermutationRuns runs(local, b, [&](int j) {
       return slot[j] < 0 && !outside[j];  // unmeasured, the same in every chunk
     });
@@ -1516,6 +1578,17 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
             apply_signs(*kernels_, signs.local(j, layout, base), ph, la, b);
             j = signs.end[j] - 1;
             continue;
+          }
+          if (run_end[j] > j + 1) {
+            std::vector<DiagonalStep<R>> run;
+            for (int i = j; i < run_end[j]; ++i)
+              run.push_back({prepared[i].get(), outside[i].get(),
+                             &partial[static_cast<std::size_t>(c * nmeasure + slot[i])],
+                             rev[s.begin + i].dim()});
+            if (diagonal_run(run, base, la, ph, write[j])) {
+              j = run_end[j] - 1;
+              continue;
+            }
           }
           if (outside[j]) {
             outside_step(

@@ -311,11 +311,40 @@ void check_adjoint_sweep(double tol) {
       gates.insert(gates.end(), end.begin(), end.end());
       sign_gate.insert(sign_gate.end(), end.size(), 1);
     }
+    // From trial 4 on, measured layers of diagonal gates (a QAOA cost layer:
+    // ZZ on a ring and chords, with an RZ, a wider diagonal and a controlled
+    // one inside) first and at three quarters: the sweep takes each run of
+    // them in one pass (diagonal_run), also where a chunk lacks their wires.
+    std::vector<char> diagonal_gate(gates.size(), 0);
+    if (trial >= 4) {
+      auto layer = [&] {
+        Circuit c(n);
+        std::uniform_real_distribution<double> angle(-3, 3);
+        for (int q = 0; q < n; ++q) {
+          c.add(GateId::IsingZZ, {q, (q + 1) % n}, {ParamExpr::literal(angle(rng))});
+          if (q % 3 == 0)
+            c.add(GateId::IsingZZ, {q, (q + 5) % n}, {ParamExpr::literal(angle(rng))});
+          if (q == 4) c.add(GateId::RZ, {9}, {ParamExpr::literal(angle(rng))});
+          if (q == 6) c.add(GateId::MultiRZ, {1, 4, 10}, {ParamExpr::literal(angle(rng))});
+          if (q == 7) c.add(GateId::CRZ, {2, 8}, {ParamExpr::literal(angle(rng))});
+        }
+        return bind_params(c, {});
+      };
+      const std::vector<BoundGate> first = layer(), later = layer();
+      const auto at = static_cast<std::ptrdiff_t>(3 * gates.size() / 4);
+      gates.insert(gates.begin() + at, later.begin(), later.end());
+      sign_gate.insert(sign_gate.begin() + at, later.size(), 0);
+      diagonal_gate.insert(diagonal_gate.begin() + at, later.size(), 1);
+      gates.insert(gates.begin(), first.begin(), first.end());
+      sign_gate.insert(sign_gate.begin(), first.size(), 0);
+      diagonal_gate.insert(diagonal_gate.begin(), first.size(), 1);
+    }
     std::vector<BoundGate> inverse;
     std::vector<char> measure;
     for (std::size_t i = 0; i < gates.size(); ++i) {
       inverse.push_back(adjoint(gates[i]));
-      measure.push_back(!sign_gate[i] && rng() % 2 == 0 && gates[i].num_targets() <= 3);
+      measure.push_back(diagonal_gate[i] ||
+                        (!sign_gate[i] && rng() % 2 == 0 && gates[i].num_targets() <= 3));
     }
     const State phi0 = testing::random_state(n, rng), lam0 = testing::random_state(n, rng);
     StateVector<R> phi(n), lam(n);
