@@ -85,9 +85,16 @@ class StateVector {
 
   // Chunk size for cache blocking, in qubits; 0 disables blocking.
   int chunk_qubits() const { return chunk_qubits_; }
-  void set_chunk_qubits(int q) { chunk_qubits_ = q; }
+  void set_chunk_qubits(int q) {
+    chunk_qubits_ = q;
+    chunk_fixed_ = true;
+  }
   // Default: chunks of chunk_bytes() (see there).
   static int default_chunk_qubits();
+  // The chunk of a forward pass (apply): chunk_qubits(), one qubit more for a
+  // state streamed from memory (half the last-level cache or more) unless set
+  // by set_chunk_qubits. The sweep holds a chunk of each of its two states.
+  int forward_chunk_qubits() const;
   // Whether blocked passes write chunks back to memory with non-temporal
   // stores: by default once the states a pass streams reach half the
   // last-level cache (QMLSIM_STREAMING_STORES=0/1 overrides that for the
@@ -125,7 +132,7 @@ class StateVector {
   int n_;
   int threads_;
   // True when cache blocking is on and the state is larger than one chunk.
-  bool blocking_pays(int gates) const;
+  bool blocking_pays(int gates, int chunk_qubits) const;
   void apply_gates(const std::vector<BoundGate>& gates, bool from_zero);
   // adjoint_sweep, after lambda = H this when h is given (returns <this|H|this>; 0 without h).
   double sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
@@ -137,7 +144,8 @@ class StateVector {
 
   const KernelSet* kernels_;
   int chunk_qubits_;
-  int streaming_ = -1;  // -1: by size (see set_streaming_stores)
+  bool chunk_fixed_ = false;  // set_chunk_qubits: every pass takes chunk_qubits_
+  int streaming_ = -1;        // -1: by size (see set_streaming_stores)
   AlignedBuffer<R> amps_;
 };
 

@@ -385,6 +385,19 @@ void check_adjoint_sweep(double tol) {
   }
 }
 
+// A forward pass takes the state's chunk as set, and the default one for a
+// state in the cache (the larger chunk is for states streamed from memory,
+// hundreds of MiB: too large for a unit test).
+TEST(StateVector, ForwardChunkIsTheSetOneOrTheDefaultInCache) {
+  StateVector<float> sv(12);
+  EXPECT_EQ(sv.chunk_qubits(), StateVector<float>::default_chunk_qubits());
+  EXPECT_EQ(sv.forward_chunk_qubits(), sv.chunk_qubits());
+  sv.set_chunk_qubits(9);
+  EXPECT_EQ(sv.forward_chunk_qubits(), 9);
+  sv.set_chunk_qubits(0);
+  EXPECT_EQ(sv.forward_chunk_qubits(), 0);
+}
+
 TEST(StateVector, AdjointSweepEqualsGateByGateUndoC128) { check_adjoint_sweep<double>(1e-11); }
 TEST(StateVector, AdjointSweepEqualsGateByGateUndoC64) { check_adjoint_sweep<float>(2e-4); }
 
