@@ -526,6 +526,18 @@ void StateVector<R>::apply_gates(const std::vector<BoundGate>& gates, bool from_
   }
 }
 
+namespace {
+// Whether states of `bytes` in all stream from memory pass after pass: half
+// the last-level cache or more (32 MiB where the cache size is unknown).
+bool streams_from_memory(std::size_t bytes) {
+  static const std::size_t threshold = [] {
+    const std::size_t llc = last_level_cache_bytes();
+    return llc > 0 ? llc / 2 : std::size_t{32} << 20;
+  }();
+  return bytes >= threshold;
+}
+}  // namespace
+
 // Whether chunks scattered back to states of `bytes` in all (the states a
 // blocked pass streams) should use non-temporal stores: once they are too large
 // to stay in the last-level cache, a plain store first reads each line it
@@ -539,16 +551,6 @@ void StateVector<R>::apply_gates(const std::vector<BoundGate>& gates, bool from_
 // does a state's own setting, first (`forced_here`: StateVector::streaming_,
 // -1 = unset).
 namespace {
-// Whether states of `bytes` in all stream from memory pass after pass: half
-// the last-level cache or more (32 MiB where the cache size is unknown).
-bool streams_from_memory(std::size_t bytes) {
-  static const std::size_t threshold = [] {
-    const std::size_t llc = last_level_cache_bytes();
-    return llc > 0 ? llc / 2 : std::size_t{32} << 20;
-  }();
-  return bytes >= threshold;
-}
-
 bool streaming_stores_pay(int forced_here, std::size_t bytes) {
   if (forced_here >= 0) return forced_here == 1;
   static const int forced = [] {
@@ -565,10 +567,11 @@ bool streaming_stores_pay(int forced_here, std::size_t bytes) {
 // over one state streamed from memory takes chunks of twice the size, which
 // fill the same half of the L2 and need fewer segments (passes over memory).
 // Measured (2 threads, c64, 512 KiB against 1 MiB chunks, alternated): fresh
-// `qmlsim run` of the 28-qubit fSim grid 8.4-12.1 -> 7.6-8.4 s (12 -> 10
-// segments), random depth-20 28 qubits 9.3-9.9 -> 8.7-9.8 s; at 24 qubits, where the 128 MB state
-// stays in this VM's last-level cache, no gain (fSim grid 368-393 against 379-416 ms warm), and the
-// gradient families were 4-11% slower with the sweep's chunks doubled.
+// `qmlsim run` of the 28-qubit fSim grid 8.4-12.6 -> 7.6-8.4 s (12 -> 10
+// segments), random depth-20 28 qubits 9.3-11.1 -> 8.6-9.8 s; at 24 qubits,
+// where the 128 MB state stays in this VM's last-level cache, no gain (fSim
+// grid 368-393 against 379-416 ms warm), and the gradient families were 4-11%
+// slower with the sweep's chunks doubled.
 template <class R>
 int StateVector<R>::forward_chunk_qubits() const {
   const bool doubled =
