@@ -168,16 +168,16 @@ def forward_rows(binary, case, size, n, qasm_path, reps, peers):
                                  str(THREADS), "--precision", precision], binary))
         return out["expval"][0], out["time_s"]["simulate"]
 
-    refs = {p: ours(p)[0] for p in ("c64", "c128")}
+    refs = {p: ours(p) for p in ("c64", "c128")}  # (<Z0>, seconds)
     rows = []
     for peer, (precision, run) in peers.items():
         value = run()
-        err = check(f"{case} {size} {peer}", [refs[precision]], [value],
+        err = check(f"{case} {size} {peer}", [refs[precision][0]], [value],
                     1e-5 if precision == "c128" else 1e-4)
         t_ours, t_peer = [], []
         # Runs under a second alternate 3x as often: on a shared host one slow
         # burst can hold two of three samples (the median) of a 20 ms run.
-        quick = ours(precision)[1] < 1.0
+        quick = refs[precision][1] < 1.0
         for _ in range(3 * reps if quick else reps):  # alternate
             t_ours.append(ours(precision)[1])
             t_peer.append(median_time(run, 1))

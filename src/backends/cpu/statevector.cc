@@ -536,7 +536,6 @@ bool streams_from_memory(std::size_t bytes) {
   }();
   return bytes >= threshold;
 }
-}  // namespace
 
 // Whether chunks scattered back to states of `bytes` in all (the states a
 // blocked pass streams) should use non-temporal stores: once they are too large
@@ -550,7 +549,6 @@ bool streams_from_memory(std::size_t bytes) {
 // cache up. QMLSIM_STREAMING_STORES=0 or 1 turns them off or on (A/B); so
 // does a state's own setting, first (`forced_here`: StateVector::streaming_,
 // -1 = unset).
-namespace {
 bool streaming_stores_pay(int forced_here, std::size_t bytes) {
   if (forced_here >= 0) return forced_here == 1;
   static const int forced = [] {
@@ -1345,46 +1343,48 @@ template <class R>
 struct DiagonalStep {
   const PreparedGates<R>* local = nullptr;  // the chunk's gate when `outside` is null
   const OutsideDiagonal<R>* outside = nullptr;
-  Matrix* m = nullptr;  // the gate's partial sums for this chunk
+  int slot = 0;         // the gate's partial sums among a chunk's
   std::size_t dim = 0;  // the gate's diagonal entries
 };
 
 // A run of measured diagonal steps on the chunk at `base` in one pass
-// (KernelSet::adjoint_diagonal_run): each step's sums into its m as
+// (KernelSet::adjoint_diagonal_run): each step's sums into partial[slot] as
 // measured_step and outside_step form them, then, with write_back, both states
 // multiplied by every gate. false, with nothing done, where the kernels do not
-// take the run.
+// take the run. `sums`: scratch, reused across calls.
 template <class R>
 bool diagonal_run(const std::vector<DiagonalStep<R>>& run, index_t base, R* bra, R* ket,
-                  bool write_back) {
+                  Matrix* partial, bool write_back, std::vector<double>& sums) {
   const int count = static_cast<int>(run.size());
-  if (count > kMaxDiagonalRun) return false;
-  const PreparedGates<R>* gates[kMaxDiagonalRun];
-  std::size_t variant[kMaxDiagonalRun];
-  std::vector<std::vector<double>> sums(run.size());
-  double* out[kMaxDiagonalRun];
+  if (count < 1 || count > kMaxDiagonalRun) return false;
+  const PreparedGates<R>* gates[kMaxDiagonalRun] = {};
+  std::size_t variant[kMaxDiagonalRun], first[kMaxDiagonalRun + 1] = {0};
   for (int g = 0; g < count; ++g) {
     const DiagonalStep<R>& d = run[static_cast<std::size_t>(g)];
     variant[g] = d.outside ? d.outside->variant(base) : 0;
     gates[g] = d.outside ? d.outside->prepared[variant[g]].get() : d.local;
     const std::size_t dim = d.outside ? d.outside->local[variant[g]].dim() : d.dim;
     if (dim > kMaxAdjointDiagonalDim) return false;
-    sums[static_cast<std::size_t>(g)].resize(2 * dim);
-    out[g] = sums[static_cast<std::size_t>(g)].data();
+    first[g + 1] = first[g] + 2 * dim;
   }
+  sums.resize(first[count]);
+  double* out[kMaxDiagonalRun];
+  for (int g = 0; g < count; ++g) out[g] = sums.data() + first[g];
   if (!PreparedGates<R>::adjoint_diagonal_run(gates, count, bra, ket, out, write_back))
     return false;
   for (int g = 0; g < count; ++g) {
     const DiagonalStep<R>& d = run[static_cast<std::size_t>(g)];
-    const std::vector<double>& v = sums[static_cast<std::size_t>(g)];
+    Matrix& m = partial[d.slot];
+    const std::size_t entries = (first[g + 1] - first[g]) / 2;
     if (!d.outside) {
-      to_matrix(v.data(), d.dim, *d.m);
+      to_matrix(out[g], entries, m);
       continue;
     }
-    if (d.m->empty()) d.m->assign(d.dim, cplx{0});
+    if (m.empty()) m.assign(d.dim, cplx{0});
     const std::vector<int>& entry = d.outside->entry[variant[g]];
-    for (std::size_t i = 0; i < v.size() / 2; ++i)
-      if (entry[i] >= 0) (*d.m)[static_cast<std::size_t>(entry[i])] += cplx{v[2 * i], v[2 * i + 1]};
+    for (std::size_t i = 0; i < entries; ++i)
+      if (entry[i] >= 0)
+        m[static_cast<std::size_t>(entry[i])] += cplx{out[g][2 * i], out[g][2 * i + 1]};
   }
   return true;
 }
@@ -1541,9 +1541,10 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
     if (forms) observable.emplace(*h, layout);
     std::vector<double> chunk_expval(forms ? static_cast<std::size_t>(std::int64_t{1} << (n_ - b))
                                            : 0);
-    // Runs of measured diagonal steps without controls, alike in writing back:
-    // one pass each (diagonal_run), where the kernels take them.
-    std::vector<int> run_end(static_cast<std::size_t>(len), 0);
+    // Runs of two or more measured diagonal steps without controls, alike in
+    // writing back, from step j: one pass each (diagonal_run), where the
+    // kernels take them.
+    std::vector<std::vector<DiagonalStep<R>>> diagonal_runs(static_cast<std::size_t>(len));
     auto in_run = [&](int j) {
       return slot[j] >= 0 && rev[s.begin + j].diagonal && (outside[j] || local[j].controls.empty());
     };
@@ -1551,7 +1552,9 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
       if (!in_run(j)) continue;
       int e = j + 1;
       while (e < len && e - j < kMaxDiagonalRun && in_run(e) && write[e] == write[j]) ++e;
-      run_end[j] = e;
+      for (int i = j; e > j + 1 && i < e; ++i)
+        diagonal_runs[static_cast<std::size_t>(j)].push_back(
+            {prepared[i].get(), outside[i].get(), slot[i], rev[s.begin + i].dim()});
     }
     const PermutationRuns runs(local, b, [&](int j) {
       return slot[j] < 0 && !outside[j];  // unmeasured, the same in every chunk
@@ -1575,6 +1578,7 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
       // Composed permutations write out of place, into each vector's spare buffer.
       const std::size_t spare = runs.count ? std::size_t{2} << b : 0;
       AlignedBuffer<R> ps(spare), ls(spare);
+      std::vector<double> sums;  // diagonal_run's scratch
 #pragma omp for schedule(static)
       for (std::int64_t c = 0; c < nchunks; ++c) {
         const index_t base = layout.base(c);
@@ -1604,16 +1608,12 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
             j = signs.end[j] - 1;
             continue;
           }
-          if (run_end[j] > j + 1) {
-            std::vector<DiagonalStep<R>> run;
-            for (int i = j; i < run_end[j]; ++i)
-              run.push_back({prepared[i].get(), outside[i].get(),
-                             &partial[static_cast<std::size_t>(c * nmeasure + slot[i])],
-                             rev[s.begin + i].dim()});
-            if (diagonal_run(run, base, la, ph, write[j])) {
-              j = run_end[j] - 1;
-              continue;
-            }
+          const std::vector<DiagonalStep<R>>& run = diagonal_runs[static_cast<std::size_t>(j)];
+          if (!run.empty() &&
+              diagonal_run(run, base, la, ph, &partial[static_cast<std::size_t>(c * nmeasure)],
+                           write[j], sums)) {
+            j += static_cast<int>(run.size()) - 1;
+            continue;
           }
           if (outside[j]) {
             outside_step(
