@@ -10,6 +10,10 @@ namespace qmlsim {
 Matrix to_canonical(const Matrix& m, bool diagonal, const std::vector<int>& wires,
                     std::vector<int>& sorted) {
   const int k = static_cast<int>(wires.size());
+  if (k == 1) {  // table and canonical order agree
+    sorted = wires;
+    return m;
+  }
   std::vector<int> order(k);  // order[j] = index into wires of the j-th smallest wire
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return wires[a] < wires[b]; });
@@ -81,7 +85,12 @@ BoundGate bind_params(const Operation& op, std::span<const double> theta) {
     for (std::size_t i = 0; i < dim; ++i) d[i] = m[i * dim + i];
     m = std::move(d);
   }
-  b.matrix = to_canonical(m, b.diagonal, targets, b.targets);
+  if (targets.size() == 1) {  // one wire: table and canonical order agree
+    b.targets = std::move(targets);
+    b.matrix = std::move(m);
+  } else {
+    b.matrix = to_canonical(m, b.diagonal, targets, b.targets);
+  }
   return b;
 }
 

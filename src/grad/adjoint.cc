@@ -27,50 +27,6 @@ std::vector<int> positions(const std::vector<int>& wires, const std::vector<int>
   return out;
 }
 
-// Gate g with its wires renumbered to their positions among `qubits`.
-BoundGate local_gate(const BoundGate& g, const std::vector<int>& qubits) {
-  BoundGate l = g;
-  l.targets = positions(g.targets, qubits);
-  l.controls = positions(g.controls, qubits);
-  return l;
-}
-
-// gates (on `qubits`, in order) as one dense matrix, or one diagonal.
-Matrix product(const std::vector<BoundGate>& gates, int k, bool diagonal) {
-  const std::size_t dim = std::size_t{1} << k;
-  if (diagonal) {
-    Matrix d(dim, cplx{1});
-    for (const BoundGate& g : gates) {
-      std::vector<cplx> v = d;
-      apply_reference(g, v.data(), k);  // a diagonal gate scales each entry
-      d = std::move(v);
-    }
-    return d;
-  }
-  Matrix m(dim * dim, cplx{0});
-  for (std::size_t col = 0; col < dim; ++col) {
-    std::vector<cplx> v(dim, cplx{0});
-    v[col] = 1;
-    for (const BoundGate& g : gates) apply_reference(g, v.data(), k);
-    for (std::size_t row = 0; row < dim; ++row) m[row * dim + col] = v[row];
-  }
-  return m;
-}
-
-// a b for two dense dim x dim matrices (row-major), or the entrywise product of
-// two diagonals.
-Matrix times(const Matrix& a, const Matrix& b, std::size_t dim, bool diagonal) {
-  Matrix out(a.size(), cplx{0});
-  if (diagonal) {
-    for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i] * b[i];
-    return out;
-  }
-  for (std::size_t r = 0; r < dim; ++r)
-    for (std::size_t j = 0; j < dim; ++j)
-      for (std::size_t c = 0; c < dim; ++c) out[r * dim + c] += a[r * dim + j] * b[j * dim + c];
-  return out;
-}
-
 bool one_qubit(const BoundGate& g) { return g.targets.size() == 1 && g.controls.empty(); }
 
 // The tape's steps in an equivalent order: each one-qubit step moves back past
@@ -138,15 +94,23 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qu
     } else {
       flush_fixed();
       const int k = static_cast<int>(qubits.size());
-      std::vector<BoundGate> local;
-      for (const TapeStep* t : block) local.push_back(local_gate(t->gate, qubits));
+      const std::size_t dim = std::size_t{1} << k;
       // Suffix products, last gate first: later[i] = G_{m-1} ... G_{i+1}, and
-      // the block's matrix G_{m-1} ... G_0 at the end (linear in the steps).
+      // the block's matrix G_{m-1} ... G_0 at the end (linear in the steps):
+      // acc <- acc G_i, G_i^T on a dense acc's column bits (apply_local).
       std::vector<Matrix> later(block.size());
-      Matrix acc = product({}, k, all_diagonal);  // the identity
+      std::vector<std::vector<int>> targets(block.size()), controls(block.size());
+      Matrix acc(all_diagonal ? dim : dim * dim, cplx{0});  // the identity
+      for (std::size_t r = 0; r < dim; ++r) acc[all_diagonal ? r : r * dim + r] = 1;
       for (std::size_t i = block.size(); i-- > 0;) {
+        const BoundGate& gi = block[i]->gate;
+        targets[i] = positions(gi.targets, qubits);
+        controls[i] = positions(gi.controls, qubits);
+        index_t control_bits = 0;
+        for (int c : controls[i]) control_bits |= index_t{1} << c;
         if (!block[i]->derivatives.empty()) later[i] = acc;
-        acc = times(acc, product({local[i]}, k, all_diagonal), std::size_t{1} << k, all_diagonal);
+        apply_local(gi, targets[i].data(), control_bits, acc.data(), all_diagonal ? k : 2 * k,
+                    /*transpose=*/true);
       }
       BoundGate g;
       g.targets = qubits;
@@ -155,7 +119,8 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qu
       std::vector<BlockStep> steps;
       for (std::size_t i = 0; i < block.size(); ++i) {
         if (block[i]->derivatives.empty()) continue;
-        steps.push_back({block[i], std::move(later[i]), local[i].targets, local[i].controls});
+        steps.push_back(
+            {block[i], std::move(later[i]), std::move(targets[i]), std::move(controls[i])});
       }
       s.gates.push_back(std::move(g));
       s.steps.push_back(std::move(steps));
@@ -297,12 +262,15 @@ void accumulate(const Segmented& s, const std::vector<Matrix>& m, std::vector<do
           for (std::size_t a = 0; a < dim; ++a)
             acc += d.d[a * dim + a] * std::conj(u.matrix[a]) * mi[a * dim + a];
         } else {
-          for (std::size_t a = 0; a < dim; ++a)
-            for (std::size_t b = 0; b < dim; ++b) {
+          const cplx* du = d.d.data();
+          for (std::size_t a = 0; a < dim; ++a, du += dim) {
+            const cplx* ub = u.matrix.data();
+            for (std::size_t b = 0; b < dim; ++b, ub += dim) {
               cplx g = 0;  // (dU U^dagger)_ab
-              for (std::size_t c = 0; c < dim; ++c) g += d.d[a * dim + c] * std::conj(u.at(b, c));
+              for (std::size_t c = 0; c < dim; ++c) g += du[c] * std::conj(ub[c]);
               acc += g * mi[a * dim + b];
             }
+          }
         }
         grad[static_cast<std::size_t>(d.slot)] += 2.0 * acc.real() * d.scale;
       }

@@ -42,7 +42,16 @@ std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOpt
 void pair_single_qubit_gates(std::vector<BoundGate>& gates);
 
 // Applies g to the vector v of 2^n amplitudes (bit q of an index = qubit q).
-// Plain and slow; used to build fused matrices and as a simple CPU reference.
+// Plain and slow; the simple CPU reference the tests check kernels against.
 void apply_reference(const BoundGate& g, cplx* v, int n);
+
+// v <- g v over 2^n entries, with g's targets at bit positions targets[0..k)
+// (ascending, as g.targets) and its controls at the bits of `controls`; with
+// `transpose`, g^T instead of g. For building small products: a dense matrix
+// M over k qubits is a vector over 2k bits, row in the high k, so g at
+// positions p + k gives g M, and g^T at positions p gives M g. No allocation
+// after the first calls (fusion and the adjoint's blocks call it per gate).
+void apply_local(const BoundGate& g, const int* targets, index_t controls, cplx* v, int n,
+                 bool transpose = false);
 
 }  // namespace qmlsim
