@@ -82,10 +82,20 @@ class Rng:
 
 
 # ---------------------------------------------------------------------------
+# After a parallel region, OpenMP runtimes keep their threads spinning for a
+# while (libgomp: GOMP_SPINCOUNT PAUSE loops), on the cores the next timed run
+# needs: after a 20-qubit qsim call returned, its process used 0-20 ms of CPU
+# in the next 0.2 s (/proc task times, 2-vCPU VM), against a qmlsim run of
+# about 22 ms. Each peer call is followed by this pause, untimed.
+SETTLE_S = 0.1
+
+
 def timed(fn):
     t = time.perf_counter()
     value = fn()
-    return value, time.perf_counter() - t
+    elapsed = time.perf_counter() - t
+    time.sleep(SETTLE_S)
+    return value, elapsed
 
 
 def peer_times(first, fn, reps):
@@ -99,6 +109,7 @@ def median_time(fn, reps):
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
+        time.sleep(SETTLE_S)
     return statistics.median(times)
 
 
@@ -172,6 +183,7 @@ def forward_rows(binary, case, size, n, qasm_path, reps, peers):
     rows = []
     for peer, (precision, run) in peers.items():
         value = run()
+        time.sleep(SETTLE_S)
         err = check(f"{case} {size} {peer}", [refs[precision][0]], [value],
                     1e-5 if precision == "c128" else 1e-4)
         t_ours, t_peer = [], []
@@ -413,6 +425,7 @@ def case_qaoa(binary, graphs, reps, with_aer):
         err = max(check(f"qaoa {nodes} cost", [ours_cost], [pl_cost], 1e-5),
                   check(f"qaoa {nodes} gradient", ours_grad, pl_grad, 1e-5))
         opt = qml.GradientDescentOptimizer(stepsize=0.1)
+        time.sleep(SETTLE_S)
         t_ours, t_peer = [], []
         for _ in range(reps):
             t_ours.append(ours_time())
