@@ -16,6 +16,20 @@ void apply_local(const BoundGate& g, const int* targets, index_t controls, cplx*
                  bool transpose) {
   const int k = g.num_targets();
   const std::size_t dim = g.dim();
+  if (k == 1 && !g.diagonal) {  // the common case (fusion, the adjoint's blocks), unrolled
+    const int t = targets[0];
+    const index_t hi = bit(t);
+    const cplx m00 = g.matrix[0], m11 = g.matrix[3];
+    const cplx m01 = g.matrix[transpose ? 2 : 1], m10 = g.matrix[transpose ? 1 : 2];
+    for (index_t i = 0; i < index_t{1} << (n - 1); ++i) {
+      const index_t b0 = insert_zero_bit(i, t);
+      if ((b0 & controls) != controls) continue;
+      const cplx a0 = v[b0], a1 = v[b0 | hi];
+      v[b0] = m00 * a0 + m01 * a1;
+      v[b0 | hi] = m10 * a0 + m11 * a1;
+    }
+    return;
+  }
   thread_local std::vector<index_t> offs;
   thread_local std::vector<cplx> in;
   offs.assign(dim, 0);
