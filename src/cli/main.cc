@@ -9,6 +9,10 @@
 #include "comm/comm.h"
 #include "core/error.h"
 
+#ifdef QMLSIM_MIMALLOC
+#include <mimalloc.h>
+#endif
+
 namespace {
 
 constexpr const char* kUsage =
@@ -48,7 +52,13 @@ int main(int argc, char** argv) {
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "--version") {
-    std::cout << "qmlsim 0.1.0\n";
+#ifdef QMLSIM_MIMALLOC
+    const int v = mi_version();  // also keeps the library linked
+    std::cout << "qmlsim 0.1.0 (malloc: mimalloc " << v / 100 << "." << v / 10 % 10 << "." << v % 10
+              << ")\n";
+#else
+    std::cout << "qmlsim 0.1.0 (malloc: system)\n";
+#endif
     return 0;
   }
   const std::string command = args[0];
