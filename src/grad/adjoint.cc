@@ -1,6 +1,7 @@
 #include "grad/adjoint.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <string>
 #include <type_traits>
@@ -90,15 +91,14 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qu
     } else if (block.size() == 1) {
       flush_fixed();
       s.gates.push_back(block[0]->gate);
-      s.steps.push_back({{block[0], {}, {}, {}}});
+      s.steps.push_back({{block[0], {}, {}}});
     } else {
       flush_fixed();
       const int k = static_cast<int>(qubits.size());
       const std::size_t dim = std::size_t{1} << k;
-      // Suffix products, last gate first: later[i] = G_{m-1} ... G_{i+1}, and
-      // the block's matrix G_{m-1} ... G_0 at the end (linear in the steps):
-      // acc <- acc G_i, G_i^T on a dense acc's column bits (apply_local).
-      std::vector<Matrix> later(block.size());
+      // The block's matrix G_{m-1} ... G_0, last gate first: acc <- acc G_i,
+      // G_i^T on a dense acc's column bits (apply_local). Every step is kept
+      // with its positions in the block: accumulate walks them back.
       std::vector<std::vector<int>> targets(block.size()), controls(block.size());
       Matrix acc(all_diagonal ? dim : dim * dim, cplx{0});  // the identity
       for (std::size_t r = 0; r < dim; ++r) acc[all_diagonal ? r : r * dim + r] = 1;
@@ -108,7 +108,6 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qu
         controls[i] = positions(gi.controls, qubits);
         index_t control_bits = 0;
         for (int c : controls[i]) control_bits |= index_t{1} << c;
-        if (!block[i]->derivatives.empty()) later[i] = acc;
         apply_local(gi, targets[i].data(), control_bits, acc.data(), all_diagonal ? k : 2 * k,
                     /*transpose=*/true);
       }
@@ -117,11 +116,8 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qu
       g.diagonal = all_diagonal;
       g.matrix = std::move(acc);
       std::vector<BlockStep> steps;
-      for (std::size_t i = 0; i < block.size(); ++i) {
-        if (block[i]->derivatives.empty()) continue;
-        steps.push_back(
-            {block[i], std::move(later[i]), std::move(targets[i]), std::move(controls[i])});
-      }
+      for (std::size_t i = 0; i < block.size(); ++i)
+        steps.push_back({block[i], std::move(targets[i]), std::move(controls[i])});
       s.gates.push_back(std::move(g));
       s.steps.push_back(std::move(steps));
     }
@@ -189,36 +185,29 @@ void inverse_gates(const Segmented& s, std::vector<BoundGate>& inverse,
 
 namespace {
 
-// Step t's cross matrix over its own targets (controls 1), from its block's: with
-// W the product of the block's later gates, the states at the step are W^dagger
-// times the states after the block, so m_ab = sum conj(lambda_a) phi_b becomes
-// W^T m conj(W), and the step's part is the sum over the block's other qubits.
-Matrix step_cross(const BlockStep& t, const BoundGate& block, const Matrix& m) {
-  const std::size_t dim = block.dim();
-  const bool diag = block.diagonal;
-  auto w = [&](std::size_t r, std::size_t c) {
-    if (diag) return r == c ? t.later[r] : cplx{0};
-    return t.later[r * dim + c];
-  };
-  // A diagonal block: the diagonal of W^T m conj(W) is m's own (|W_aa| = 1), and a
-  // diagonal step needs only that.
-  Matrix at(diag ? 0 : dim * dim, cplx{0});  // W^T m conj(W)
-  if (!diag) {
-    Matrix tmp(dim * dim, cplx{0});  // m conj(W)
-    for (std::size_t a = 0; a < dim; ++a)
-      for (std::size_t b = 0; b < dim; ++b) {
-        cplx acc = 0;
-        for (std::size_t c = 0; c < dim; ++c) acc += m[a * dim + c] * std::conj(w(c, b));
-        tmp[a * dim + b] = acc;
-      }
-    for (std::size_t a = 0; a < dim; ++a)
-      for (std::size_t b = 0; b < dim; ++b) {
-        cplx acc = 0;
-        for (std::size_t c = 0; c < dim; ++c) acc += w(c, a) * tmp[c * dim + b];
-        at[a * dim + b] = acc;
-      }
+// cur <- G^T cur conj(G) for the step's gate G (at its positions in a dense
+// block of k qubits; cur is dim x dim, row-major, so a vector over 2k bits with
+// the row in the high k): G^T on the row bits, then conj(conj(cur) G), G^T on
+// the column bits of the conjugate.
+void conjugate_by(const BlockStep& t, Matrix& cur, int k) {
+  const BoundGate& g = t.step->gate;
+  std::array<int, 64> rows;
+  index_t row_controls = 0, col_controls = 0;
+  for (std::size_t j = 0; j < t.targets.size(); ++j) rows[j] = t.targets[j] + k;
+  for (int c : t.controls) {
+    row_controls |= index_t{1} << (c + k);
+    col_controls |= index_t{1} << c;
   }
-  // Restrict to the step's targets, controls 1, summing over the block's other qubits.
+  apply_local(g, rows.data(), row_controls, cur.data(), 2 * k, /*transpose=*/true);
+  for (cplx& x : cur) x = std::conj(x);
+  apply_local(g, t.targets.data(), col_controls, cur.data(), 2 * k, /*transpose=*/true);
+  for (cplx& x : cur) x = std::conj(x);
+}
+
+// The step's cross matrix over its own targets (controls 1) from its block's at
+// the step (`cur`), summed over the block's other qubits; a diagonal block's
+// diagonal only, which its gates leave as it is (|G_aa| = 1).
+Matrix restrict_to_step(const BlockStep& t, const Matrix& cur, std::size_t dim, bool diag) {
   const std::size_t sdim = std::size_t{1} << t.targets.size();
   std::size_t control_bits = 0, fixed = 0;
   for (int c : t.controls) control_bits |= std::size_t{1} << c;
@@ -235,45 +224,63 @@ Matrix step_cross(const BlockStep& t, const BoundGate& block, const Matrix& m) {
     for (std::size_t a = 0; a < sdim; ++a) {
       const std::size_t x = spread(a) | r;
       if (diag) {
-        out[a * sdim + a] += m[x * dim + x];
+        out[a * sdim + a] += cur[x * dim + x];
         continue;
       }
-      for (std::size_t b = 0; b < sdim; ++b) out[a * sdim + b] += at[x * dim + (spread(b) | r)];
+      for (std::size_t b = 0; b < sdim; ++b) out[a * sdim + b] += cur[x * dim + (spread(b) | r)];
     }
     if (r == 0) break;
   }
   return out;
 }
 
+// dL/da += 2 Re sum_ab (dU/da U^dagger)_ab m_ab for each angle of step t, m its
+// cross matrix over its own targets.
+void add_step_gradient(const TapeStep& t, const Matrix& mi, std::vector<double>& grad) {
+  const BoundGate& u = t.gate;
+  const std::size_t dim = u.dim();
+  for (const TapeDerivative& d : t.derivatives) {
+    cplx acc = 0;
+    if (u.diagonal) {  // dU is diagonal too (MultiRZ can be wide: stay O(dim))
+      for (std::size_t a = 0; a < dim; ++a)
+        acc += d.d[a * dim + a] * std::conj(u.matrix[a]) * mi[a * dim + a];
+    } else {
+      const cplx* du = d.d.data();
+      for (std::size_t a = 0; a < dim; ++a, du += dim) {
+        const cplx* ub = u.matrix.data();
+        for (std::size_t b = 0; b < dim; ++b, ub += dim) {
+          cplx g = 0;  // (dU U^dagger)_ab
+          for (std::size_t c = 0; c < dim; ++c) g += du[c] * std::conj(ub[c]);
+          acc += g * mi[a * dim + b];
+        }
+      }
+    }
+    grad[static_cast<std::size_t>(d.slot)] += 2.0 * acc.real() * d.scale;
+  }
+}
+
 }  // namespace
 
+// A block's steps read its cross matrix m (after the block) from the last step
+// back: at step j the states are W^dagger times those after the block, W the
+// product of the gates after j, so m becomes W^T m conj(W), one gate at a time.
 void accumulate(const Segmented& s, const std::vector<Matrix>& m, std::vector<double>& grad) {
+  Matrix cur;  // a block's cross matrix at the step being read
   for (std::size_t i = 0; i < s.gates.size(); ++i) {
-    for (const BlockStep& bs : s.steps[i]) {
-      const TapeStep* t = bs.step;
-      const BoundGate& u = t->gate;
-      // A step alone in its gate has the sweep's matrix itself.
-      const Matrix own = bs.later.empty() ? Matrix{} : step_cross(bs, s.gates[i], m[i]);
-      const Matrix& mi = bs.later.empty() ? m[i] : own;
-      const std::size_t dim = u.dim();
-      for (const TapeDerivative& d : t->derivatives) {
-        cplx acc = 0;
-        if (u.diagonal) {  // dU is diagonal too (MultiRZ can be wide: stay O(dim))
-          for (std::size_t a = 0; a < dim; ++a)
-            acc += d.d[a * dim + a] * std::conj(u.matrix[a]) * mi[a * dim + a];
-        } else {
-          const cplx* du = d.d.data();
-          for (std::size_t a = 0; a < dim; ++a, du += dim) {
-            const cplx* ub = u.matrix.data();
-            for (std::size_t b = 0; b < dim; ++b, ub += dim) {
-              cplx g = 0;  // (dU U^dagger)_ab
-              for (std::size_t c = 0; c < dim; ++c) g += du[c] * std::conj(ub[c]);
-              acc += g * mi[a * dim + b];
-            }
-          }
-        }
-        grad[static_cast<std::size_t>(d.slot)] += 2.0 * acc.real() * d.scale;
-      }
+    const std::vector<BlockStep>& steps = s.steps[i];
+    if (steps.empty()) continue;
+    if (steps.size() == 1 && steps[0].targets.empty()) {  // a step alone: the sweep's own
+      add_step_gradient(*steps[0].step, m[i], grad);
+      continue;
+    }
+    const BoundGate& block = s.gates[i];
+    cur = m[i];
+    for (std::size_t j = steps.size(); j-- > 0;) {
+      if (j + 1 < steps.size() && !block.diagonal)
+        conjugate_by(steps[j + 1], cur, block.num_targets());
+      if (!steps[j].step->derivatives.empty())
+        add_step_gradient(*steps[j].step,
+                          restrict_to_step(steps[j], cur, block.dim(), block.diagonal), grad);
     }
   }
 }

@@ -13,14 +13,11 @@
 
 namespace qmlsim {
 
-// A trainable step inside a gate of the sweep. When the gate is a block of
-// several steps: `later` is the product of the block's gates after this step
-// (dense over the block's targets, or its diagonal for a diagonal block), and
-// `targets` / `controls` are the step's wires as bit positions in the block.
-// A step that is its gate by itself has `later` empty.
+// A step inside a gate of the sweep. When the gate is a block of several steps,
+// `targets` / `controls` are the step's wires as bit positions in the block; a
+// step that is its gate by itself has them empty.
 struct BlockStep {
   const TapeStep* step = nullptr;
-  Matrix later;
   std::vector<int> targets, controls;
 };
 
@@ -29,8 +26,10 @@ struct BlockStep {
 // trainable steps' cross matrices derived from the block's: accumulate);
 // blocks without trainable steps are fused cost-aware as in the forward pass.
 struct Segmented {
-  std::vector<BoundGate> gates;               // forward order
-  std::vector<std::vector<BlockStep>> steps;  // the trainable steps inside gates[i]
+  std::vector<BoundGate> gates;  // forward order
+  // The steps inside gates[i], in order, trainable or not; empty for a gate
+  // without trainable steps (which the sweep undoes without measuring).
+  std::vector<std::vector<BlockStep>> steps;
 };
 // `fusion`: the largest block in qubits (0: every step alone); a block of
 // diagonal steps may grow to `diagonal_qubits`. The steps point into `tape`.
