@@ -240,7 +240,8 @@ TEST(Adjoint, TwoQubitTrainableBlocksEqualParameterShift) {
   std::uniform_real_distribution<double> u(-3, 3);
   std::vector<double> theta(static_cast<std::size_t>(slot));
   for (double& t : theta) t = u(rng);
-  const Segmented seg = segment(make_tape(c, theta), 3);
+  const std::vector<TapeStep> tape = make_tape(c, theta);  // seg's steps point into it
+  const Segmented seg = segment(tape, 3);
   int pair_blocks = 0;
   for (std::size_t i = 0; i < seg.gates.size(); ++i) {
     const auto trainable =
