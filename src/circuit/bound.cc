@@ -7,18 +7,13 @@
 
 namespace qmlsim {
 
-Matrix to_canonical(const Matrix& m, bool diagonal, const std::vector<int>& wires,
-                    std::vector<int>& sorted) {
+Matrix to_canonical(Matrix m, bool diagonal, std::vector<int>& wires) {
   const int k = static_cast<int>(wires.size());
-  if (k == 1) {  // table and canonical order agree
-    sorted = wires;
-    return m;
-  }
+  if (k == 1) return m;       // table and canonical order agree (m moved in by owners)
   std::vector<int> order(k);  // order[j] = index into wires of the j-th smallest wire
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return wires[a] < wires[b]; });
-  sorted.resize(k);
-  for (int j = 0; j < k; ++j) sorted[j] = wires[order[j]];
+  std::sort(wires.begin(), wires.end());
   const std::size_t dim = std::size_t{1} << k;
   // canonical index bit j <-> wire order[j], which in table order is bit (k-1-order[j]).
   std::vector<std::size_t> to_table(dim);
@@ -85,12 +80,8 @@ BoundGate bind_params(const Operation& op, std::span<const double> theta) {
     for (std::size_t i = 0; i < dim; ++i) d[i] = m[i * dim + i];
     m = std::move(d);
   }
-  if (targets.size() == 1) {  // one wire: table and canonical order agree
-    b.targets = std::move(targets);
-    b.matrix = std::move(m);
-  } else {
-    b.matrix = to_canonical(m, b.diagonal, targets, b.targets);
-  }
+  b.matrix = to_canonical(std::move(m), b.diagonal, targets);
+  b.targets = std::move(targets);
   return b;
 }
 

@@ -34,10 +34,8 @@ struct BoundGate {
 };
 
 // Reorders a matrix given on `wires` (first wire most significant, table order)
-// into canonical form; `diagonal`: m holds only the diagonal. Returns the sorted
-// wires in `sorted`.
-Matrix to_canonical(const Matrix& m, bool diagonal, const std::vector<int>& wires,
-                    std::vector<int>& sorted);
+// into canonical form; `diagonal`: m holds only the diagonal. Sorts `wires`.
+Matrix to_canonical(Matrix m, bool diagonal, std::vector<int>& wires);
 
 // The inverse (conjugate transpose) of a unitary bound gate.
 BoundGate adjoint(const BoundGate& g);

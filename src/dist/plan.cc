@@ -36,7 +36,8 @@ BoundGate to_physical(const BoundGate& g, const QubitMap& map, std::vector<int>*
   std::vector<int> wires;
   for (auto t = g.targets.rbegin(); t != g.targets.rend(); ++t)
     wires.push_back(map.phys[static_cast<std::size_t>(*t)]);
-  out.matrix = to_canonical(g.matrix, g.diagonal, wires, out.targets);
+  out.matrix = to_canonical(g.matrix, g.diagonal, wires);
+  out.targets = std::move(wires);
   for (int c : g.controls) out.controls.push_back(map.phys[static_cast<std::size_t>(c)]);
   std::sort(out.controls.begin(), out.controls.end());
   if (order) {

@@ -17,10 +17,10 @@ std::vector<TapeStep> make_tape(const Circuit& c, std::span<const double> theta)
     for (int p = 0; p < g.num_params; ++p) {
       const ParamExpr& e = op.params[p];
       if (e.slot < 0) continue;
-      const Matrix d = target_matrix_derivative(op.gate, std::span(values.data(), g.num_params),
-                                                static_cast<int>(targets.size()), p);
-      std::vector<int> sorted;
-      step.derivatives.push_back({e.slot, e.scale, to_canonical(d, false, targets, sorted)});
+      Matrix d = target_matrix_derivative(op.gate, std::span(values.data(), g.num_params),
+                                          static_cast<int>(targets.size()), p);
+      std::vector<int> wires = targets;  // sorted by to_canonical
+      step.derivatives.push_back({e.slot, e.scale, to_canonical(std::move(d), false, wires)});
     }
     tape.push_back(std::move(step));
   }
