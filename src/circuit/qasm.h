@@ -50,7 +50,7 @@ struct QasmInput {
   int offset = 0;      // index of its first element among all input values
 };
 
-class QasmAngleExprs;  // the input-dependent angles (defined in qasm.cc)
+class QasmAngleExprs;  // the input-dependent angles (defined in qasm_expr.h)
 
 struct QasmProgram {
   // Every angle of every gate, after expanding user gates and modifiers, is

@@ -14,7 +14,7 @@
 #include "core/json.h"
 #include "core/memory.h"
 #include "core/parallel.h"
-#include "dist/state.h"
+#include "distributed/state.h"
 #include "grad/adjoint.h"
 #include "grad/simulate.h"
 #include "io/state_file.h"
@@ -75,8 +75,8 @@ struct Outcome {
   std::size_t gates_after_fusion = 0;
   // --distributed: the layout and its traffic (this process's; the same on every process).
   int processes = 1, slice_qubits = 0;
-  dist::RunStats forward, total;  // after the forward pass; after everything
-  std::uint64_t peak_bytes = 0;   // the largest peak resident memory among the processes
+  distributed::RunStats forward, total;  // after the forward pass; after everything
+  std::uint64_t peak_bytes = 0;          // the largest peak resident memory among the processes
 };
 
 // The same outcome from a state distributed over every process of the launch.
@@ -93,16 +93,16 @@ void write_state(const QasmProgram& prog, int threads, int fusion, const std::st
 
 template <class R>
 Outcome simulate_distributed(const QasmProgram& prog, const std::vector<PauliSum>& observables,
-                             const dist::Options& options, std::int64_t shots, std::uint64_t seed,
-                             bool gradient, const std::string& state_out) {
+                             const distributed::Options& options, std::int64_t shots,
+                             std::uint64_t seed, bool gradient, const std::string& state_out) {
   const comm::Comm& world = comm::Comm::world();
   Outcome out;
-  dist::DistState<R> state(prog.circuit.num_qubits(), world, options);
+  distributed::DistState<R> state(prog.circuit.num_qubits(), world, options);
   state.apply(bind_params(prog.circuit, prog.angles));
   out.forward = state.stats();
   out.expvals = state.expvals(observables);
   if (gradient) {
-    dist::DistState<R> work(prog.circuit.num_qubits(), world, options);
+    distributed::DistState<R> work(prog.circuit.num_qubits(), world, options);
     for (const PauliSum& h : observables) {
       work.copy_from(state);
       double value = 0;
@@ -254,16 +254,16 @@ int run_command(const std::vector<std::string>& argv) {
   const std::string state_out = args.get("--state-out").value_or("");
   if (args.has("--exchange-mib") && !distributed)
     throw Error("--exchange-mib: needs --distributed");
-  dist::Options dopts;
+  distributed::Options dopts;
   dopts.threads = threads;
   dopts.fusion = fusion;
   dopts.buffer_bytes = static_cast<std::size_t>(args.get_int("--exchange-mib", 32, 1, 1 << 20))
                        << 20;
   if (args.has("--plan-processes")) {
     const auto procs = static_cast<int>(args.get_int("--plan-processes", 1, 1, 1 << 30));
-    const int g = dist::slice_bits(procs, n, "--plan-processes");
-    const dist::DistPlan p =
-        dist::plan(bind_params(prog.circuit, prog.angles), n, g, dist::QubitMap::identity(n));
+    const int g = distributed::slice_bits(procs, n, "--plan-processes");
+    const distributed::DistPlan p = distributed::plan(bind_params(prog.circuit, prog.angles), n, g,
+                                                      distributed::QubitMap::identity(n));
     const std::uint64_t slice = cpu::state_bytes(n - g, prec);
     JsonWriter w(std::cout);
     w.begin_object().key("num_qubits").value(n).key("processes").value(procs);
@@ -283,7 +283,7 @@ int run_command(const std::vector<std::string>& argv) {
   if (distributed) {
     if (engine.backend != Backend::cpu) throw Error("--distributed: runs on the cpu backend");
     world = &comm::Comm::world();
-    const int g = dist::slice_bits(world->size(), n);
+    const int g = distributed::slice_bits(world->size(), n);
     // This host's processes each hold their slices and buffers.
     check_fits_in_memory(static_cast<std::uint64_t>(world->local_size()) *
                              (states * cpu::state_bytes(n - g, prec) + dopts.buffer_bytes),

@@ -1,5 +1,5 @@
 // The processes of a job and the few collectives that data-parallel training and
-// the distributed state vector (dist/) need.
+// the distributed state vector (distributed/) need.
 // With MPI (found at build time) and a process started by an MPI launcher
 // (mpirun, srun --mpi=pmix, the Kubeflow MPI Operator's mpirun), this is
 // MPI_COMM_WORLD; otherwise a single process of rank 0. No MPI header leaks out

@@ -1,5 +1,5 @@
 // The pieces of the adjoint method, for engines that run the forward pass and
-// the sweep themselves (the distributed state vector, dist/state.h): the tape
+// the sweep themselves (the distributed state vector, distributed/state.h): the tape
 // cut for the sweep, its inverse gates, and the chain rule from the sweep's
 // cross matrices to parameter gradients.
 #pragma once

@@ -2,7 +2,7 @@
 
 #include "backends/cuda/small_batch.h"
 #include "core/trace.h"
-#include "dist/simulate.h"
+#include "distributed/simulate.h"
 #include "grad/adjoint.h"
 #include "grad/simulate.h"
 
@@ -46,7 +46,7 @@ void HybridModel::predict_one(std::span<const double> params, std::span<const do
   const std::vector<double> t = slots(theta(params, x));
   const SimulateResult r =
       options.distributed()
-          ? dist::simulate<R>(circuit(x), t, req, dist_engine(options), *options.state_group)
+          ? distributed::simulate<R>(circuit(x), t, req, dist_engine(options), *options.state_group)
           : simulate<R>(circuit(x), t, req, engine(options));
   head(params, r.expvals, predictions);
 }
@@ -80,10 +80,11 @@ void HybridModel::gradient_one(std::span<const double> params, std::span<const d
     if (tracer) t_forward = Tracer::Clock::now();
     return head_and_loss(params, e, label, loss, row);
   };
-  const AdjointResult r = options.distributed()
-                              ? dist::adjoint_vjp<R>(c, slots(t), readouts_, weights,
-                                                     dist_engine(options), *options.state_group)
-                              : adjoint_vjp<R>(c, slots(t), readouts_, weights, engine(options));
+  const AdjointResult r =
+      options.distributed()
+          ? distributed::adjoint_vjp<R>(c, slots(t), readouts_, weights, dist_engine(options),
+                                        *options.state_group)
+          : adjoint_vjp<R>(c, slots(t), readouts_, weights, engine(options));
   if (tracer) {  // one span per half of the adjoint pass
     tracer->add("forward", "circuit", t_begin, t_forward);
     tracer->add("backward", "circuit", t_forward, Tracer::Clock::now());

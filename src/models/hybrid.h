@@ -19,7 +19,7 @@
 #include "comm/comm.h"
 #include "core/rng.h"
 #include "core/types.h"
-#include "dist/state.h"
+#include "distributed/state.h"
 #include "grad/adjoint.h"
 #include "ml/datasets.h"
 #include "ml/loss.h"
@@ -33,15 +33,15 @@ struct EvalOptions {
   int fusion = 3;
   Backend backend = Backend::cpu;
   // A group of 2^g processes that hold each example's state together
-  // (dist/simulate.h); null or one process: each process holds whole states.
+  // (distributed/simulate.h); null or one process: each process holds whole states.
   const comm::Comm* state_group = nullptr;
   std::size_t exchange_bytes = std::size_t{32} << 20;  // per process, for the group's exchanges
   bool distributed() const { return state_group && state_group->size() > 1; }
 };
 
 // The distributed engine's options these evaluation options stand for.
-inline dist::Options dist_engine(const EvalOptions& o) {
-  dist::Options d;
+inline distributed::Options dist_engine(const EvalOptions& o) {
+  distributed::Options d;
   d.threads = o.threads;
   d.fusion = o.fusion;
   d.buffer_bytes = o.exchange_bytes;

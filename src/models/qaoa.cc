@@ -3,7 +3,7 @@
 #include <omp.h>
 
 #include "core/error.h"
-#include "dist/simulate.h"
+#include "distributed/simulate.h"
 #include "grad/adjoint.h"
 #include "grad/simulate.h"
 
@@ -40,7 +40,7 @@ double cost_impl(const Circuit& c, const PauliSum& h, std::span<const double> pa
     const double w[1] = {1.0};
     const AdjointResult r =
         o.distributed()
-            ? dist::adjoint_vjp<R>(
+            ? distributed::adjoint_vjp<R>(
                   c, params, {h}, [](std::span<const double>) { return std::vector<double>{1.0}; },
                   dist_engine(o), *o.state_group)
             : adjoint_vjp<R>(c, params, {h}, w, engine(o));
@@ -50,7 +50,7 @@ double cost_impl(const Circuit& c, const PauliSum& h, std::span<const double> pa
   SimulateRequest req;
   req.observables = {h};
   return o.distributed()
-             ? dist::simulate<R>(c, params, req, dist_engine(o), *o.state_group).expvals[0]
+             ? distributed::simulate<R>(c, params, req, dist_engine(o), *o.state_group).expvals[0]
              : simulate<R>(c, params, req, engine(o)).expvals[0];
 }
 
@@ -62,8 +62,9 @@ QaoaMaxCut::Readout readout_impl(const QaoaMaxCut& m, std::span<const double> pa
   req.seed = seed;
   req.most_probable = true;
   const SimulateResult s =
-      o.distributed() ? dist::simulate<R>(m.circuit(), params, req, dist_engine(o), *o.state_group)
-                      : simulate<R>(m.circuit(), params, req, engine(o));
+      o.distributed()
+          ? distributed::simulate<R>(m.circuit(), params, req, dist_engine(o), *o.state_group)
+          : simulate<R>(m.circuit(), params, req, engine(o));
   QaoaMaxCut::Readout r;
   r.most_probable.assignment = s.most_probable;
   r.most_probable.size = m.cut_size(r.most_probable.assignment);

@@ -13,7 +13,7 @@
 #include "backends/cuda/statevector.h"
 #include "core/error.h"
 #include "core/json.h"
-#include "dist/state.h"
+#include "distributed/state.h"
 #include "train/jobs.h"
 
 namespace qmlsim::train {
@@ -107,7 +107,7 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
     p.qubits = qubits;
     p.states_at_once = states;
     if (p.state_ranks > 1) {
-      const int g = dist::slice_bits(p.state_ranks, qubits, "job.state_ranks");
+      const int g = distributed::slice_bits(p.state_ranks, qubits, "job.state_ranks");
       p.state_bytes = cpu::state_bytes(qubits - g, eval.precision);
       p.rank_bytes = p.state_bytes * static_cast<std::uint64_t>(states) + eval.exchange_bytes;
     } else {

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "core/trace.h"
-#include "dist/state.h"
+#include "distributed/state.h"
 #include "io/checkpoint.h"
 #include "io/svg.h"
 #include "ml/optimizer.h"
@@ -193,7 +193,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
   const Groups groups = make_groups(world, config);
   if (groups.state) {
     if (eval.backend != Backend::cpu) config.fail("job.state_ranks", "needs backend = \"cpu\"");
-    dist::slice_bits(groups.state->size(), model.num_qubits(), "job.state_ranks");
+    distributed::slice_bits(groups.state->size(), model.num_qubits(), "job.state_ranks");
     eval.state_group = groups.state.get();
   }
   const auto seed = static_cast<std::uint64_t>(config.get_int("job.seed", 0, INT64_MAX));
@@ -446,7 +446,7 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   const Groups groups = make_groups(world, config);  // one restart per state group
   if (groups.state) {
     if (eval.backend != Backend::cpu) config.fail("job.state_ranks", "needs backend = \"cpu\"");
-    dist::slice_bits(groups.state->size(), model->graph().nodes, "job.state_ranks");
+    distributed::slice_bits(groups.state->size(), model->graph().nodes, "job.state_ranks");
     eval.state_group = groups.state.get();
   }
   const bool restarts = groups.count > 1;

@@ -13,7 +13,12 @@
 
 namespace qmlsim::cpu::avx512 {
 namespace {
+// In this order: each part uses the ones before it.
+// clang-format off
 #include "backends/cpu/kernels_impl.inc"
+#include "backends/cpu/kernels_adjoint.inc"
+#include "backends/cpu/kernels_set.inc"
+// clang-format on
 }  // namespace
 
 const KernelSet& kernels() {

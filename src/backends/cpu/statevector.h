@@ -67,7 +67,7 @@ class StateVector {
   // 2 sum_ab (dU/da U^dagger)_ab out[i]_ab (dU U^dagger is anti-Hermitian).
   // Gates that no measured gate needs undone (passes/light_cone.h) are skipped,
   // so on return both states are unspecified; only `out` is the result. With
-  // `undo_all`, every gate is undone (a sweep in parts: dist/state.h).
+  // `undo_all`, every gate is undone (a sweep in parts: distributed/state.h).
   // Cache-blocked like apply(); the sums do not depend on the thread count.
   void adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
                      const std::vector<char>& measure, std::vector<Matrix>& out,
@@ -155,7 +155,7 @@ class StateVector {
 // `before` the mass of every earlier amplitude, are assigned to amplitudes;
 // prob(j) is the probability of amplitude j counted from block `first`, and a
 // hit adds to counts[offset + j]. Advances k and before, so the scan can be
-// handed on (the distributed state scans slice after slice, dist/state.cc).
+// handed on (the distributed state scans slice after slice, distributed/state.cc).
 template <class Prob>
 void sample_scan(const std::vector<double>& block, std::int64_t first, std::int64_t count,
                  int block_bits, const std::vector<double>& u, std::size_t& k, double& before,

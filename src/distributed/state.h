@@ -1,7 +1,7 @@
 // A state vector distributed over the processes of a communicator (2^g of
 // them, g >= 0): each holds one slice of 2^m amplitudes (m = n - g) as a CPU
 // StateVector, and every process knows the qubit map and which slice each
-// process holds. Circuits run by plan (dist/plan.h): gates inside slices, bulk
+// process holds. Circuits run by plan (distributed/plan.h): gates inside slices, bulk
 // exchanges between segments, relabelling for SWAP and for X/CNOT among slice
 // qubits. Exchanges move pieces of at most `buffer_bytes` / 2 at a time
 // through two buffers, so a process needs its slice plus that much.
@@ -20,9 +20,9 @@
 #include "backends/cpu/statevector.h"
 #include "circuit/circuit.h"
 #include "comm/comm.h"
-#include "dist/plan.h"
+#include "distributed/plan.h"
 
-namespace qmlsim::dist {
+namespace qmlsim::distributed {
 
 struct Options {
   int threads = 1;  // per process
@@ -119,4 +119,4 @@ class DistState {
 extern template class DistState<float>;
 extern template class DistState<double>;
 
-}  // namespace qmlsim::dist
+}  // namespace qmlsim::distributed

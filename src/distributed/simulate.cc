@@ -1,9 +1,9 @@
-#include "dist/simulate.h"
+#include "distributed/simulate.h"
 
 #include "circuit/bound.h"
 #include "grad/adjoint_parts.h"
 
-namespace qmlsim::dist {
+namespace qmlsim::distributed {
 
 template <class R>
 SimulateResult simulate(const Circuit& c, std::span<const double> theta, const SimulateRequest& req,
@@ -41,4 +41,4 @@ QMLSIM_DIST_SIMULATE(float)
 QMLSIM_DIST_SIMULATE(double)
 #undef QMLSIM_DIST_SIMULATE
 
-}  // namespace qmlsim::dist
+}  // namespace qmlsim::distributed

@@ -3,7 +3,7 @@
 // of the global index, relabels as slice renaming, gates specialized per
 // slice), and the result, read through the final qubit map, must equal the
 // dense oracle's state.
-#include "dist/plan.h"
+#include "distributed/plan.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "passes/fusion.h"
 #include "testing/dense_oracle.h"
 
-namespace qmlsim::dist {
+namespace qmlsim::distributed {
 namespace {
 
 struct Slices {
@@ -171,4 +171,4 @@ TEST(DistPlan, SpecializedDiagonalsKeepTheirEntries) {
 }
 
 }  // namespace
-}  // namespace qmlsim::dist
+}  // namespace qmlsim::distributed

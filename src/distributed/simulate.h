@@ -1,4 +1,4 @@
-// Circuits on a state distributed over a group of processes (dist/state.h),
+// Circuits on a state distributed over a group of processes (distributed/state.h),
 // with the single-process engine's interfaces (grad/adjoint.h,
 // grad/simulate.h): every process of the group calls with the same arguments
 // and gets the same results. The models use these for examples whose state is
@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "comm/comm.h"
-#include "dist/state.h"
+#include "distributed/state.h"
 #include "grad/adjoint.h"
 #include "grad/simulate.h"
 
-namespace qmlsim::dist {
+namespace qmlsim::distributed {
 
 // As qmlsim::simulate: expectation values, seeded samples (the single-process
 // counts), the most probable basis state. No initial state: |0...0>.
@@ -28,4 +28,4 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, const WeightsFn& weights,
                           const Options& options, const comm::Comm& group);
 
-}  // namespace qmlsim::dist
+}  // namespace qmlsim::distributed

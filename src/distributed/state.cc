@@ -1,4 +1,4 @@
-#include "dist/state.h"
+#include "distributed/state.h"
 
 #include <algorithm>
 #include <bit>
@@ -11,7 +11,7 @@
 #include "grad/adjoint_parts.h"
 #include "passes/fusion.h"
 
-namespace qmlsim::dist {
+namespace qmlsim::distributed {
 
 int slice_bits(int processes, int n, const std::string& what) {
   if (processes < 1 || !std::has_single_bit(static_cast<unsigned>(processes))) {
@@ -547,4 +547,4 @@ std::vector<double> DistState<R>::gradient(const Circuit& c, std::span<const dou
 template class DistState<float>;
 template class DistState<double>;
 
-}  // namespace qmlsim::dist
+}  // namespace qmlsim::distributed

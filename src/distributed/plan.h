@@ -1,5 +1,5 @@
 // Planning a circuit for a state vector distributed over 2^g processes. Pure
-// circuit logic (no MPI): the executor is dist/state.h.
+// circuit logic (no MPI): the executor is distributed/state.h.
 //
 // Layout: of n physical qubits, 0..m-1 (m = n - g) index amplitudes inside a
 // process's slice and m..n-1 select the slice, so a process holds 2^m contiguous
@@ -20,7 +20,7 @@
 
 #include "circuit/bound.h"
 
-namespace qmlsim::dist {
+namespace qmlsim::distributed {
 
 // Logical qubit q is on physical qubit phys[q]; logical[p] is the inverse.
 struct QubitMap {
@@ -97,4 +97,4 @@ struct Specialized {
 };
 Specialized specialize(const BoundGate& physical, int m, std::uint64_t slice);
 
-}  // namespace qmlsim::dist
+}  // namespace qmlsim::distributed

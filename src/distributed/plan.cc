@@ -1,4 +1,4 @@
-#include "dist/plan.h"
+#include "distributed/plan.h"
 
 #include <algorithm>
 #include <limits>
@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace qmlsim::dist {
+namespace qmlsim::distributed {
 
 QubitMap QubitMap::identity(int n) {
   QubitMap m;
@@ -257,4 +257,4 @@ Specialized specialize(const BoundGate& g, int m, std::uint64_t slice) {
   return s;
 }
 
-}  // namespace qmlsim::dist
+}  // namespace qmlsim::distributed

@@ -1,0 +1,452 @@
+// The adjoint sweep on the CPU state vector: gates undone on phi and lambda in
+// cache-blocked segments, each measured gate's cross matrix formed on the way
+// (fused steps, pairs, diagonal and sign runs, composed permutations).
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "backends/cpu/chunks.h"
+#include "backends/cpu/statevector.h"
+#include "core/bits.h"
+#include "core/parallel.h"
+#include "passes/light_cone.h"
+
+namespace qmlsim::cpu {
+
+namespace {
+// n interleaved complex numbers as a Matrix.
+void to_matrix(const double* v, std::size_t n, Matrix& m) {
+  m.resize(n);
+  for (std::size_t e = 0; e < n; ++e) m[e] = cplx{v[2 * e], v[2 * e + 1]};
+}
+
+// The dim x dim matrix whose diagonal is d (a diagonal gate's sums are formed
+// as the diagonal alone).
+Matrix from_diagonal(const Matrix& d) {
+  const std::size_t dim = d.size();
+  Matrix m(dim * dim, cplx{0});
+  for (std::size_t a = 0; a < dim; ++a) m[a * dim + a] = d[a];
+  return m;
+}
+
+// The diagonal of a dim x dim matrix.
+Matrix diagonal_of(const Matrix& m, std::size_t dim) {
+  Matrix d(dim);
+  for (std::size_t a = 0; a < dim; ++a) d[a] = m[a * dim + a];
+  return d;
+}
+
+constexpr std::size_t kMaxAdjointDiagonalDim = 256;  // KernelSet::adjoint_step
+}  // namespace
+
+// The kernel set's fused adjoint step (kernels.h) into m: for a diagonal gate
+// its dim diagonal entries, else dim x dim; false if it does not apply.
+template <class R>
+bool fused_step(const PreparedGates<R>& gate, R* bra, R* ket, const BoundGate& g, Matrix& m,
+                bool write_back) {
+  const std::size_t dim = g.dim();
+  const std::size_t entries = g.diagonal ? dim : dim * dim;
+  if (dim > (g.diagonal ? kMaxAdjointDiagonalDim : static_cast<std::size_t>(kMaxAdjointDim)))
+    return false;
+  double v[2 * kMaxAdjointDim * kMaxAdjointDim];
+  static_assert(kMaxAdjointDim * kMaxAdjointDim >= kMaxAdjointDiagonalDim);
+  if (!gate.adjoint_step(bra, ket, v, write_back)) return false;
+  to_matrix(v, entries, m);
+  return true;
+}
+
+// The kernel set's two adjoint steps in one pass (kernels.h) into ma and mb;
+// false if it does not apply.
+template <class R>
+bool fused_pair(const PreparedGates<R>& a, const PreparedGates<R>& b, R* bra, R* ket, Matrix& ma,
+                Matrix& mb, bool write_back) {
+  double va[8], vb[8];
+  if (!a.adjoint_pair(b, bra, ket, va, vb, write_back)) return false;
+  to_matrix(va, 4, ma);
+  to_matrix(vb, 4, mb);
+  return true;
+}
+
+// A measured gate's step on a chunk of 2^b amplitudes: its sums into m (a
+// diagonal gate's diagonal alone), then, with write_back, both states
+// multiplied by it. The fused kernel where it applies; else (wider gates, a
+// parametric gate that is exactly a permutation at its angles) separate passes.
+template <class R>
+void measured_step(const PreparedGates<R>& p, const BoundGate& local, int b, R* bra, R* ket,
+                   Matrix& m, bool write_back) {
+  if (fused_step(p, bra, ket, local, m, write_back)) return;
+  m = antihermitian_part(cross_matrix(bra, ket, b, local, 1));
+  if (local.diagonal) m = diagonal_of(m, local.dim());
+  if (!write_back) return;
+  p.run(ket, 1);
+  p.run(bra, 1);
+}
+
+// The adjoint step of a gate with wires outside the chunk (OutsideDiagonal) on
+// the chunk at `base`: with m, its variant's diagonal sums are added to the
+// gate's entries in m (dim of them, zeroed first when empty); then, with
+// write_back, both states are multiplied by the variant.
+template <class R>
+void outside_step(const OutsideDiagonal<R>& g, index_t base, int b, R* bra, R* ket, Matrix* m,
+                  std::size_t dim, bool write_back) {
+  const std::size_t v = g.variant(base);
+  const PreparedGates<R>& p = *g.prepared[v];
+  if (m) {
+    Matrix part;
+    measured_step(p, g.local[v], b, bra, ket, part, write_back);
+    if (m->empty()) m->assign(dim, cplx{0});
+    for (std::size_t i = 0; i < part.size(); ++i)
+      if (g.entry[v][i] >= 0) (*m)[static_cast<std::size_t>(g.entry[v][i])] += part[i];
+    return;
+  }
+  if (!write_back) return;
+  p.run(ket, 1);
+  p.run(bra, 1);
+}
+
+// One measured diagonal step of a run (diagonal_run): the gate alone in the
+// chunk (`outside` null), or one whose wires leave the chunk.
+template <class R>
+struct DiagonalStep {
+  const PreparedGates<R>* local = nullptr;  // the chunk's gate when `outside` is null
+  const OutsideDiagonal<R>* outside = nullptr;
+  int slot = 0;         // the gate's partial sums among a chunk's
+  std::size_t dim = 0;  // the gate's diagonal entries
+};
+
+// A run of measured diagonal steps on the chunk at `base` in one pass
+// (KernelSet::adjoint_diagonal_run): each step's sums into partial[slot] as
+// measured_step and outside_step form them, then, with write_back, both states
+// multiplied by every gate. false, with nothing done, where the kernels do not
+// take the run. `sums`: scratch, reused across calls.
+template <class R>
+bool diagonal_run(const std::vector<DiagonalStep<R>>& run, index_t base, R* bra, R* ket,
+                  Matrix* partial, bool write_back, std::vector<double>& sums) {
+  const int count = static_cast<int>(run.size());
+  if (count < 1 || count > kMaxDiagonalRun) return false;
+  const PreparedGates<R>* gates[kMaxDiagonalRun] = {};
+  std::size_t variant[kMaxDiagonalRun], first[kMaxDiagonalRun + 1] = {0};
+  for (int g = 0; g < count; ++g) {
+    const DiagonalStep<R>& d = run[static_cast<std::size_t>(g)];
+    variant[g] = d.outside ? d.outside->variant(base) : 0;
+    gates[g] = d.outside ? d.outside->prepared[variant[g]].get() : d.local;
+    const std::size_t dim = d.outside ? d.outside->local[variant[g]].dim() : d.dim;
+    if (dim > kMaxAdjointDiagonalDim) return false;
+    first[g + 1] = first[g] + 2 * dim;
+  }
+  sums.resize(first[count]);
+  double* out[kMaxDiagonalRun];
+  for (int g = 0; g < count; ++g) out[g] = sums.data() + first[g];
+  if (!PreparedGates<R>::adjoint_diagonal_run(gates, count, bra, ket, out, write_back))
+    return false;
+  for (int g = 0; g < count; ++g) {
+    const DiagonalStep<R>& d = run[static_cast<std::size_t>(g)];
+    Matrix& m = partial[d.slot];
+    const std::size_t entries = (first[g + 1] - first[g]) / 2;
+    if (!d.outside) {
+      to_matrix(out[g], entries, m);
+      continue;
+    }
+    if (m.empty()) m.assign(d.dim, cplx{0});
+    const std::vector<int>& entry = d.outside->entry[variant[g]];
+    for (std::size_t i = 0; i < entries; ++i)
+      if (entry[i] >= 0)
+        m[static_cast<std::size_t>(entry[i])] += cplx{out[g][2 * i], out[g][2 * i + 1]};
+  }
+  return true;
+}
+
+template <class R>
+void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
+                                   const std::vector<char>& measure, std::vector<Matrix>& out,
+                                   bool undo_all) {
+  sweep(lambda, inverse, measure, out, undo_all, nullptr);
+}
+
+template <class R>
+double StateVector<R>::adjoint_sweep_from(const PauliSum& h, StateVector& lambda,
+                                          const std::vector<BoundGate>& inverse,
+                                          const std::vector<char>& measure,
+                                          std::vector<Matrix>& out) {
+  return sweep(lambda, inverse, measure, out, false, &h);
+}
+
+namespace {
+// A Pauli sum as the chunks of a segment see it (REQUIRES every flipped qubit
+// in W): per term its masks on the chunk's qubits, and the Z factors outside W,
+// whose sign each chunk's base fixes. conjugate(P) makes it P H P^dagger, the
+// observable after a permutation P of the chunk's basis states.
+class ChunkObservable {
+ public:
+  ChunkObservable(const PauliSum& h, const ChunkLayout& layout) {
+    for (const PauliTerm& t : h.terms)
+      terms_.push_back({{t.coeff, layout.local_mask(t.xmask), layout.local_mask(t.zmask)},
+                        t.zmask & ~layout.global_mask()});
+  }
+  void conjugate(const AffinePermutation& p) {
+    for (Term& t : terms_) t.local = p.conjugate(t.local);
+  }
+  PauliSum at(index_t base) const {  // base: the chunk's bits outside W
+    PauliSum h;
+    for (const Term& t : terms_)
+      h.add(parity(base & t.outside_z) ? -t.local.coeff : t.local.coeff, t.local.xmask,
+            t.local.zmask);
+    return h;
+  }
+
+ private:
+  struct Term {
+    PauliTerm local;
+    index_t outside_z;
+  };
+  std::vector<Term> terms_;
+};
+}  // namespace
+
+template <class R>
+double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
+                             const std::vector<char>& measure, std::vector<Matrix>& out,
+                             bool undo_all, const PauliSum* h) {
+  assert(lambda.n_ == n_ && inverse.size() == measure.size() && &lambda != this);
+  const int count = static_cast<int>(inverse.size());
+  out.assign(inverse.size(), Matrix{});
+  // Gates outside every measured gate's light cone (passes/light_cone.h) are not
+  // undone: unmeasured ones are dropped, measured ones only have their sums formed.
+  const std::vector<char> needed =
+      undo_all ? std::vector<char>(inverse.size(), 1) : undo_needed(inverse, measure);
+  // Process in reverse: rev[j] is inverse[orig(j)]. With blocking, the plan may
+  // move a gate past gates on other qubits; a cross matrix over a gate's targets
+  // does not change under unitaries on other qubits applied to both vectors.
+  std::vector<BoundGate> rev;
+  std::vector<int> orig_index;
+  for (int i = count - 1; i >= 0; --i) {
+    if (!needed[i] && !measure[i]) continue;
+    rev.push_back(inverse[i]);
+    orig_index.push_back(i);
+  }
+  const int active = static_cast<int>(rev.size());
+  auto orig = [&](int j) { return orig_index[j]; };
+  // The fused kernel is serial: use it where the kernels would run on one thread.
+  const bool serial = threads_ == 1 || (std::int64_t{1} << n_) < kMinParallelWork;
+  auto direct = [&](int begin, int end) {
+    for (int j = begin; j < end; ++j) {
+      const KernelGate k = to_kernel_gate(rev[j]);
+      const PreparedGates<R> gate(*kernels_, &k, 1, n_);  // once for both states
+      const int i = orig(j);
+      if (measure[i] && serial &&
+          fused_step(gate, lambda.amps_.data(), amps_.data(), rev[j], out[i], needed[i])) {
+        if (rev[j].diagonal) out[i] = from_diagonal(out[i]);
+        continue;
+      }
+      if (measure[i])
+        out[i] = antihermitian_part(
+            cross_matrix(lambda.amps_.data(), amps_.data(), n_, rev[j], threads_));
+      if (!needed[i]) continue;
+      gate.run(amps_.data(), threads_);
+      gate.run(lambda.amps_.data(), threads_);
+    }
+  };
+  const SegmentPlan plan =
+      blocking_pays(active, chunk_qubits_) ? plan_blocks(rev, n_, chunk_qubits_) : SegmentPlan{};
+  // lambda = H this inside the first segment's chunks, when it is blocked and
+  // holds every qubit H flips; otherwise in a pass of its own first.
+  index_t flips = 0;
+  if (h)
+    for (const PauliTerm& t : h->terms) flips |= t.xmask;
+  const bool form = h && !plan.segments.empty() && !plan.segments.front().qubits.empty() &&
+                    std::popcount(ChunkLayout(plan.segments.front().qubits).local_mask(flips)) ==
+                        std::popcount(flips);
+  double expval = 0;
+  if (h && !form) expval = lambda.assign_applied(*h, *this);
+  if (plan.segments.empty()) {
+    direct(0, active);
+    return expval;
+  }
+  {
+    std::vector<BoundGate> ordered;
+    std::vector<int> ordered_orig;
+    for (int j : plan.order) {
+      ordered.push_back(std::move(rev[j]));
+      ordered_orig.push_back(orig_index[j]);
+    }
+    rev = std::move(ordered);
+    orig_index = std::move(ordered_orig);
+  }
+  for (const Segment& s : plan.segments) {
+    if (s.qubits.empty()) {
+      direct(s.begin, s.end);
+      continue;
+    }
+    const ChunkLayout layout(s.qubits);
+    const int b = layout.b;
+    const int len = s.end - s.begin;
+    std::vector<BoundGate> local;
+    std::vector<KernelGate> kg;
+    const std::vector<std::unique_ptr<OutsideDiagonal<R>>> outside =
+        localize<R>(rev, s.begin, s.end, layout, *kernels_, local, kg);
+    std::vector<std::unique_ptr<PreparedGates<R>>> prepared;
+    std::vector<int> slot(static_cast<std::size_t>(len), -1);  // index into the partial sums
+    std::vector<char> write(static_cast<std::size_t>(len), 0);
+    int nmeasure = 0;
+    // false: the chunks need not go back (only peeks; or the sweep's last
+    // segment, after which nothing reads either state unless undo_all).
+    bool writes = false;
+    for (int j = 0; j < len; ++j) {
+      prepared.push_back(outside[j] ? nullptr
+                                    : std::make_unique<PreparedGates<R>>(*kernels_, &kg[j], 1, b));
+      if (measure[orig(s.begin + j)]) slot[j] = nmeasure++;
+      write[j] = needed[orig(s.begin + j)];
+      writes = writes || write[j];
+    }
+    const bool last = &s == &plan.segments.back();
+    if (last && !undo_all) writes = false;
+    // This segment forms lambda (form, first segment): lambda goes back to
+    // memory whenever a later segment reads it.
+    const bool forms = form && &s == &plan.segments.front();
+    const bool lambda_back = writes || (forms && !last);
+    std::optional<ChunkObservable> observable;
+    if (forms) observable.emplace(*h, layout);
+    std::vector<double> chunk_expval(forms ? static_cast<std::size_t>(std::int64_t{1} << (n_ - b))
+                                           : 0);
+    // Runs of two or more measured diagonal steps without controls, alike in
+    // writing back, from step j: one pass each (diagonal_run), where the
+    // kernels take them.
+    std::vector<std::vector<DiagonalStep<R>>> diagonal_runs(static_cast<std::size_t>(len));
+    auto in_run = [&](int j) {
+      return slot[j] >= 0 && rev[s.begin + j].diagonal && (outside[j] || local[j].controls.empty());
+    };
+    for (int j = 0; j < len; ++j) {
+      if (!in_run(j)) continue;
+      int e = j + 1;
+      while (e < len && e - j < kMaxDiagonalRun && in_run(e) && write[e] == write[j]) ++e;
+      for (int i = j; e > j + 1 && i < e; ++i)
+        diagonal_runs[static_cast<std::size_t>(j)].push_back(
+            {prepared[i].get(), outside[i].get(), slot[i], rev[s.begin + i].dim()});
+    }
+    const PermutationRuns runs(local, b, [&](int j) {
+      return slot[j] < 0 && !outside[j];  // unmeasured, the same in every chunk
+    });
+    const SignRuns signs(rev, s.begin, len, [&](int j) { return slot[j] < 0 && write[j]; });
+    // A permutation P opening the segment that forms lambda acts on phi alone:
+    // lambda after it is (P H P^dagger)(P phi), one permutation pass fewer.
+    const int first = forms && runs.end[0] > 0 && (writes || last) ? runs.end[0] : 0;
+    if (first > 0) observable->conjugate(*runs.start[0]);
+    const std::int64_t nchunks = std::int64_t{1} << (n_ - b);
+    std::vector<Matrix> partial(static_cast<std::size_t>(nchunks * nmeasure));
+    R* phi_amps = amps_.data();
+    R* lam_amps = lambda.amps_.data();
+    const bool streaming =
+        streaming_stores_pay(streaming_, (std::size_t{4} << n_) * sizeof(R));  // phi and lambda
+    const int threads = nchunks >= 2 ? threads_ : 1;
+#pragma omp parallel num_threads(threads)
+    {
+      const bool copy = !layout.contiguous();
+      AlignedBuffer<R> pb(copy ? std::size_t{2} << b : 0), lb(copy ? std::size_t{2} << b : 0);
+      // Composed permutations write out of place, into each vector's spare buffer.
+      const std::size_t spare = runs.count ? std::size_t{2} << b : 0;
+      AlignedBuffer<R> ps(spare), ls(spare);
+      std::vector<double> sums;  // diagonal_run's scratch
+#pragma omp for schedule(static)
+      for (std::int64_t c = 0; c < nchunks; ++c) {
+        const index_t base = layout.base(c);
+        ChunkBuffers<R> pc{copy ? pb.data() : phi_amps + 2 * base, ps.data(), nullptr};
+        ChunkBuffers<R> lc{copy ? lb.data() : lam_amps + 2 * base, ls.data(), nullptr};
+        pc.cur = pc.home;
+        lc.cur = lc.home;
+        if (copy) layout.gather(pc.cur, phi_amps, base);
+        if (first > 0) pc.permute(*runs.start[0]);
+        if (forms) {
+          // <phi|H|phi> = <P phi|P H P^dagger|P phi>: the same sum either way.
+          chunk_expval[static_cast<std::size_t>(c)] =
+              apply_pauli_sum(observable->at(base), pc.cur, lc.cur, b, 1);
+        } else if (copy) {
+          layout.gather(lc.cur, lam_amps, base);
+        }
+        for (int j = first; j < len; ++j) {
+          if (runs.end[j] > j) {
+            ChunkBuffers<R>::permute_both(pc, lc, *runs.start[j]);
+            j = runs.end[j] - 1;
+            continue;
+          }
+          R* const ph = pc.cur;
+          R* const la = lc.cur;
+          if (signs.end[j] > j) {
+            apply_signs(*kernels_, signs.local(j, layout, base), ph, la, b);
+            j = signs.end[j] - 1;
+            continue;
+          }
+          const std::vector<DiagonalStep<R>>& run = diagonal_runs[static_cast<std::size_t>(j)];
+          if (!run.empty() &&
+              diagonal_run(run, base, la, ph, &partial[static_cast<std::size_t>(c * nmeasure)],
+                           write[j], sums)) {
+            j += static_cast<int>(run.size()) - 1;
+            continue;
+          }
+          if (outside[j]) {
+            outside_step(
+                *outside[j], base, b, la, ph,
+                slot[j] < 0 ? nullptr : &partial[static_cast<std::size_t>(c * nmeasure + slot[j])],
+                rev[s.begin + j].dim(), write[j]);
+            continue;
+          }
+          // Two measured one-qubit gates in a row on different qubits: one pass.
+          if (slot[j] >= 0 && j + 1 < len && slot[j + 1] >= 0 && !outside[j + 1] &&
+              fused_pair(*prepared[j], *prepared[j + 1], la, ph,
+                         partial[static_cast<std::size_t>(c * nmeasure + slot[j])],
+                         partial[static_cast<std::size_t>(c * nmeasure + slot[j + 1])],
+                         write[j] || write[j + 1])) {
+            ++j;
+            continue;
+          }
+          if (slot[j] >= 0) {
+            measured_step(*prepared[j], local[j], b, la, ph,
+                          partial[static_cast<std::size_t>(c * nmeasure + slot[j])], write[j]);
+            continue;
+          }
+          if (!write[j]) continue;
+          prepared[j]->run(ph, 1);
+          prepared[j]->run(la, 1);
+        }
+        if (copy) {
+          if (writes) layout.scatter(pc.cur, phi_amps, base, streaming);
+          if (lambda_back) layout.scatter(lc.cur, lam_amps, base, streaming);
+        } else if (writes) {  // in place (lambda too when formed; untouched if !writes)
+          pc.settle(b);
+          lc.settle(b);
+        }
+      }
+    }
+    for (double e : chunk_expval) expval += e;  // in chunk order
+    for (int j = 0; j < len; ++j) {             // fixed-order sums over chunks
+      if (slot[j] < 0) continue;
+      const BoundGate& g = rev[s.begin + j];
+      const std::size_t dim = g.dim();
+      Matrix sum(g.diagonal ? dim : dim * dim, 0.0);  // partials: a diagonal's diagonal
+      for (std::int64_t c = 0; c < nchunks; ++c) {
+        const Matrix& m = partial[static_cast<std::size_t>(c * nmeasure + slot[j])];
+        for (std::size_t e = 0; e < sum.size(); ++e) sum[e] += m[e];
+      }
+      out[orig(s.begin + j)] = g.diagonal ? from_diagonal(sum) : std::move(sum);
+    }
+  }
+  return expval;
+}
+
+#define QMLSIM_INSTANTIATE(R)                                                                 \
+  template void StateVector<R>::adjoint_sweep(StateVector&, const std::vector<BoundGate>&,    \
+                                              const std::vector<char>&, std::vector<Matrix>&, \
+                                              bool);                                          \
+  template double StateVector<R>::adjoint_sweep_from(                                         \
+      const PauliSum&, StateVector&, const std::vector<BoundGate>&, const std::vector<char>&, \
+      std::vector<Matrix>&);                                                                  \
+  template double StateVector<R>::sweep(StateVector&, const std::vector<BoundGate>&,          \
+                                        const std::vector<char>&, std::vector<Matrix>&, bool, \
+                                        const PauliSum*);
+QMLSIM_INSTANTIATE(float)
+QMLSIM_INSTANTIATE(double)
+#undef QMLSIM_INSTANTIATE
+
+}  // namespace qmlsim::cpu

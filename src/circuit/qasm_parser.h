@@ -1,0 +1,318 @@
+// The OpenQASM 2.0 / 3 parser (internal to the reader): one class, its members
+// defined by topic in qasm_statements.cc (statements and declarations),
+// qasm_expr.cc (the expression grammar) and qasm_expand.cc (gate calls expanded
+// into the circuit: modifiers, inverses, powers, controls).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "circuit/circuit.h"
+#include "circuit/qasm.h"
+#include "circuit/qasm_expr.h"
+#include "circuit/qasm_lexer.h"
+#include "circuit/qasm_library.h"
+#include "core/error.h"
+
+namespace qmlsim::qasm {
+
+constexpr int kMaxExprDepth = 256;   // nested parentheses, functions, signs and powers
+constexpr int kMaxGateNesting = 64;  // gate definitions calling gate definitions
+
+class QasmParser {
+ public:
+  QasmParser(std::string_view text, std::string source, const QasmLimits& limits)
+      : source_(std::move(source)), lex_(text, source_), limits_(limits) {
+    advance();
+  }
+
+  QasmProgram parse();
+
+ private:
+  // -- token helpers
+  void advance() { cur_ = lex_.next(); }
+  bool at(Tok k) const { return cur_.kind == k; }
+  bool at_sym(std::string_view s) const { return cur_.kind == Tok::Sym && cur_.text == s; }
+  bool at_id(std::string_view s) const { return cur_.kind == Tok::Id && cur_.text == s; }
+  [[noreturn]] void fail_at(const Token& t, const std::string& msg) const {
+    throw_at({source_, t.line, t.col}, msg);
+  }
+  [[noreturn]] void fail_at(int line, int col, const std::string& msg) const {
+    throw_at({source_, line, col}, msg);
+  }
+  [[noreturn]] void fail(const std::string& msg) const { fail_at(cur_, msg); }
+  std::string describe_cur() const {
+    if (at(Tok::End)) return "end of file";
+    if (at(Tok::String)) return "\"" + cur_.text + "\"";
+    return "'" + cur_.text + "'";
+  }
+  void expect_sym(std::string_view s) {
+    if (!at_sym(s)) fail("expected '" + std::string(s) + "', found " + describe_cur());
+    advance();
+  }
+  std::string expect_id(const char* what) {
+    if (!at(Tok::Id)) fail(std::string("expected ") + what + ", found " + describe_cur());
+    std::string text = std::move(cur_.text);
+    advance();
+    return text;
+  }
+  // A non-negative integer: a literal, or in OpenQASM 3 a constant expression.
+  int expect_int(const char* what);
+  // An index inside an expression: an integer literal or an integer constant
+  // (no nested expression, whose parse would reset the enclosing one's state).
+  int literal_index();
+
+  // A constant expression (no inputs, no gate parameters), evaluated.
+  double constant() { return eval(expression(nullptr, false), {}, {}, source_); }
+
+  void parse_header();
+
+  void statement();
+
+  void include();
+
+  const std::map<std::string, Builtin, std::less<>>& builtins() const {
+    return version_ == 2 ? builtins_qelib1() : builtins_stdgates();
+  }
+  bool reserved_by_library(std::string_view gate) const {
+    return version_ == 2 ? spec_qelib1_gate(gate)
+                         : builtins_stdgates().count(gate) > 0 || gate == "cu";
+  }
+
+  // -- declarations
+  void declare_register(const Token& name_tok, const std::string& name, const Token& size_tok,
+                        int size, bool quantum);
+
+  void reg_decl(bool quantum) {  // qreg q[n]; creg c[n];
+    advance();
+    const Token name_tok = cur_;
+    const std::string name = expect_id("a register name");
+    expect_sym("[");
+    const Token size_tok = cur_;
+    const int size = expect_int("a register size");
+    expect_sym("]");
+    expect_sym(";");
+    declare_register(name_tok, name, size_tok, size, quantum);
+  }
+
+  void typed_register(bool quantum) {  // qubit[n] q; qubit q; bit[n] c; bit c;
+    advance();
+    Token size_tok = cur_;
+    int size = 1;
+    if (at_sym("[")) {
+      advance();
+      size_tok = cur_;
+      size = expect_int("a register size");
+      expect_sym("]");
+    }
+    const Token name_tok = cur_;
+    const std::string name = expect_id("a register name");
+    if (at_sym("[") && size_tok.line == name_tok.line && size_tok.col == name_tok.col) {
+      advance();  // the older form `qubit q[n];`
+      size_tok = cur_;
+      size = expect_int("a register size");
+      expect_sym("]");
+    }
+    if (at_sym("=")) fail("initialised declarations are not supported: declare, then assign");
+    expect_sym(";");
+    declare_register(name_tok, name, size_tok, size, quantum);
+  }
+
+  // float[64] / float / angle[32] / angle: the types an input or constant may have.
+  void scalar_type(const char* what);
+
+  void input_decl();
+
+  void const_decl();
+
+  const QasmInput* input_index(const std::string& name) const {
+    for (const QasmInput& in : inputs_)
+      if (in.name == name) return &in;
+    return nullptr;
+  }
+
+  std::vector<std::string> id_list(const char* what, std::vector<Token>* toks);
+
+  // A new gate may take the name of a built-in beyond the specification's
+  // qelib1.inc, or of a prelude gate; not of a gate of the file or the library.
+  void check_new_gate_name(const std::string& name, const Token& at) const;
+
+  void gate_decl(bool opaque);
+
+  // Upper bound of the gates one call emits per gate of its target.
+  static std::int64_t call_repetitions(const GateCall& c) {
+    const double k = std::abs(c.exponent);
+    const std::int64_t reps = k == std::floor(k) ? static_cast<std::int64_t>(std::min(k, 1e18)) : 2;
+    return saturating_add(reps, 2 * static_cast<std::int64_t>(c.ctrl_neg.size()));
+  }
+
+  void check_unique(const std::vector<std::string>& names, const Token& at, const char* what) {
+    std::set<std::string> seen;
+    for (const std::string& n : names)
+      if (!seen.insert(n).second) fail_at(at, std::string(what) + " '" + n + "' appears twice");
+  }
+
+  // -- gate calls: [modifiers @] name [(params)] qubits ;
+  // In a body, `params`/`args` are the definition's; at the top level they are
+  // null and the qubits are read by the caller (qubit_args).
+  GateCall gate_call(const std::vector<std::string>* params, const std::vector<std::string>* args);
+
+  void modifiers(GateCall& call, const std::vector<std::string>* params);
+
+  // -- expressions, emitted in postfix order:
+  //    sum := prod {(+|-) prod}; prod := unary {(*|/) unary};
+  //    unary := (-|+) unary | power; power := primary [(^ in 2.0 | ** in 3) unary];
+  //    primary := number | constant | param | input | input[i] | fn ( sum ) | ( sum )
+  // Parentheses, functions, signs and powers nest at most kMaxExprDepth deep.
+  // `params`: a gate body's parameters; `inputs`: whether inputs may appear.
+  Expr expression(const std::vector<std::string>* params, bool inputs);
+  void nest() {
+    if (++depth_ > kMaxExprDepth) {
+      fail("expression nests more than " + std::to_string(kMaxExprDepth) +
+           " levels deep (parentheses, functions, signs and powers)");
+    }
+  }
+  ExprOp op_here(ExprOp::Kind k) const;
+  void sum(Expr& out);
+  void product(Expr& out);
+  void unary(Expr& out);
+  void primary(Expr& out);
+
+  // -- statements on qubits
+  struct Arg {
+    int first = 0, size = 1;  // a whole register, or one qubit
+    bool whole = false;
+  };
+
+  Arg qubit_arg();
+
+  Arg indexed(std::pair<int, int> reg, const std::string& name);
+
+  std::vector<Arg> qubit_args();
+
+  // How many times a statement applies: the common size of its whole-register
+  // arguments (which must all be equal, size 1 included), or 1 if there are none.
+  int broadcast_count(const std::vector<Arg>& args, const Token& at) const;
+
+  // `reset` of qubits no gate has touched yet is a no-op (they are |0>), as
+  // at the start of many programs; after a gate it would need a mixed state.
+  void reset();
+
+  void barrier() {
+    advance();
+    qubit_args();
+    expect_sym(";");
+  }
+
+  void record_measurement(const Token& kw, const Arg& q, const Arg& c);
+
+  Arg classical_arg();
+
+  void measure() {  // measure q -> c;  (OpenQASM 3 also: measure q;)
+    const Token kw = cur_;
+    advance();
+    const Arg q = qubit_arg();
+    if (version_ == 3 && at_sym(";")) {
+      advance();
+      return record_measurement(kw, q, q);
+    }
+    expect_sym("->");
+    const Arg c = classical_arg();
+    expect_sym(";");
+    record_measurement(kw, q, c);
+  }
+
+  void measure_assignment() {  // c = measure q;  c[i] = measure q[j];
+    const Arg c = classical_arg();
+    expect_sym("=");
+    const Token kw = cur_;
+    if (!at_id("measure")) fail("expected 'measure' (classical assignments are not supported)");
+    advance();
+    const Arg q = qubit_arg();
+    expect_sym(";");
+    record_measurement(kw, q, c);
+  }
+
+  // Checks a call's arity and returns the definition it calls (the file's or
+  // the prelude's, which take precedence), or null for a built-in gate.
+  std::shared_ptr<const GateDef> resolve_gate(const GateCall& call, int nargs) const;
+
+  void gate_statement();
+
+  // -- expansion. A context carries the controls and inversion of the calls
+  // that led here; `params` are expressions of the inputs (numbers if constant).
+  struct Context {
+    std::vector<int> controls;
+    bool inverse = false;
+  };
+
+  // One call: negated controls wrapped in X, then gate^exponent under the controls.
+  void apply_call(const GateCall& call, const std::vector<Expr>& params,
+                  const std::vector<int>& qubits, const Context& ctx);
+
+  void apply_target(const GateCall& call, const std::vector<Expr>& params,
+                    const std::vector<int>& qubits, const Context& ctx);
+
+  // The table gate's intrinsic controls moved to `controls`: (base gate, wires).
+  static GateId to_base(GateId g, std::vector<int>& controls, std::vector<int>& wires) {
+    const GateInfo& info = gate_info(g);
+    controls.insert(controls.end(), wires.begin(), wires.begin() + info.num_controls);
+    wires.erase(wires.begin(), wires.begin() + info.num_controls);
+    return info.base;
+  }
+
+  // Gates whose parameters are all angles of one generator: g(t)^k = g(k t).
+  static bool rotation_like(GateId g);
+
+  void emit_inverse(GateId g, std::vector<int> controls, std::vector<int> wires,
+                    const std::vector<Expr>& p, const GateCall& call);
+
+  // gate^k for a non-integer k, on the principal branch.
+  void fractional_power(const GateCall& call, const std::vector<Expr>& p,
+                        const std::vector<int>& qubits, std::vector<int> controls, double k);
+
+  // A global phase: nothing alone; on |1...1> of the controls when controlled.
+  void emit_phase(const Expr& theta, std::vector<int> controls) {
+    if (controls.empty()) return;
+    const int target = controls.back();
+    controls.pop_back();
+    emit(GateId::PhaseShift, controls, {target}, {theta});
+  }
+
+  void emit(GateId g, const std::vector<int>& controls, const std::vector<int>& wires,
+            const std::vector<Expr>& params);
+
+  std::string source_;
+  Lexer lex_;
+  Token cur_;
+  Token stmt_;  // the first token of the statement being read
+  QasmLimits limits_;
+  int version_ = 2;
+  int depth_ = 0;                                     // of the expression being parsed
+  const std::vector<std::string>* params_ = nullptr;  // of the expression being parsed
+  bool inputs_allowed_ = false;
+  bool library_ = false;  // qelib1.inc or stdgates.inc included
+  bool in_prelude_ = false;
+  std::string last_type_;
+  std::map<std::string, std::pair<int, int>> qregs_;  // name -> (first qubit, size)
+  std::map<std::string, int> cregs_;
+  std::map<std::string, double> consts_;
+  std::vector<QasmInput> inputs_;
+  int num_input_values_ = 0;
+  std::map<std::string, std::shared_ptr<const GateDef>> defs_;
+  int num_qubits_ = 0;
+  std::vector<std::string> qubit_names_;
+  std::vector<Operation> ops_;
+  std::vector<double> angles_;
+  std::vector<std::pair<int, Expr>> input_angles_;
+  std::set<int> measured_;
+  std::set<int> touched_;  // qubits a gate or measurement has acted on
+  std::vector<int> measured_order_;
+};
+
+}  // namespace qmlsim::qasm

@@ -1,0 +1,476 @@
+// The statements of OpenQASM 2.0 and 3: the version line, include, registers,
+// inputs and constants, gate definitions, qubit arguments, reset, barrier and
+// measurement.
+#include <algorithm>
+#include <cmath>
+
+#include "circuit/qasm_parser.h"
+
+namespace qmlsim::qasm {
+
+QasmProgram QasmParser::parse() {
+  parse_header();
+  while (!at(Tok::End)) statement();
+  QasmProgram out;
+  out.circuit = Circuit(num_qubits_);
+  for (Operation& op : ops_) out.circuit.add(std::move(op));
+  out.angles = std::move(angles_);
+  out.measured = std::move(measured_order_);
+  out.qubit_names = std::move(qubit_names_);
+  out.inputs = std::move(inputs_);
+  if (!input_angles_.empty()) {
+    auto exprs = std::make_shared<QasmAngleExprs>();
+    exprs->source = source_;
+    exprs->slots = std::move(input_angles_);
+    out.input_angles = std::move(exprs);
+  }
+  return out;
+}
+
+int QasmParser::expect_int(const char* what) {
+  const Token t = cur_;
+  double v = 0;
+  if (version_ == 2 || at(Tok::Int)) {
+    if (!at(Tok::Int)) fail(std::string("expected ") + what + ", found " + describe_cur());
+    v = cur_.num;
+    advance();
+  } else {
+    v = constant();
+  }
+  if (v > 1e9) fail_at(t, std::string(what) + " is too large");
+  if (v < 0 || v != std::floor(v)) fail_at(t, std::string(what) + " must be a whole number");
+  return static_cast<int>(v);
+}
+
+int QasmParser::literal_index() {
+  const Token t = cur_;
+  double v = -1;
+  if (at(Tok::Int)) {
+    v = cur_.num;
+  } else if (auto c = at(Tok::Id) ? consts_.find(cur_.text) : consts_.end(); c != consts_.end()) {
+    v = c->second;
+  } else {
+    fail("expected an index (a whole number or an integer constant), found " + describe_cur());
+  }
+  advance();
+  if (v < 0 || v > 1e9 || v != std::floor(v)) fail_at(t, "an index must be a whole number");
+  return static_cast<int>(v);
+}
+
+void QasmParser::parse_header() {
+  if (!at_id("OPENQASM"))
+    fail("expected 'OPENQASM 2.0;' or 'OPENQASM 3.0;' as the first statement");
+  advance();
+  if (!at(Tok::Real) && !at(Tok::Int)) fail("expected a version number after OPENQASM");
+  if (cur_.num == 2.0) {
+    version_ = 2;
+  } else if (cur_.num >= 3.0 && cur_.num < 4.0) {
+    version_ = 3;
+  } else {
+    fail("only OpenQASM 2.0 and 3 are supported, found version " + cur_.text);
+  }
+  advance();
+  expect_sym(";");
+}
+
+void QasmParser::statement() {
+  if (!at(Tok::Id)) fail("expected a statement, found " + describe_cur());
+  stmt_ = cur_;
+  const std::string w = cur_.text;
+  if (w == "include") return include();
+  if (w == "qreg" || w == "creg") return reg_decl(w == "qreg");
+  if (w == "gate") return gate_decl(false);
+  if (w == "barrier") return barrier();
+  if (w == "measure") return measure();
+  if (w == "reset") return reset();
+  if (w == "OPENQASM") fail("OPENQASM may appear only once, at the start");
+  if (version_ == 2) {
+    if (w == "opaque") return gate_decl(true);
+    if (w == "if") fail("classically controlled gates ('if') are not supported");
+    return gate_statement();
+  }
+  if (w == "qubit" || w == "bit") return typed_register(w == "qubit");
+  if (w == "input") return input_decl();
+  if (w == "const") return const_decl();
+  if (w == "opaque") fail("'opaque' is not part of OpenQASM 3");
+  if (auto why = unsupported_v3(w)) {
+    fail("'" + w + "' is not supported (" + *why +
+         "): qmlsim runs circuits of gates and "
+         "terminal measurements");
+  }
+  if (cregs_.count(w)) return measure_assignment();
+  gate_statement();
+}
+
+void QasmParser::include() {
+  advance();
+  if (!at(Tok::String)) fail("expected a file name in quotes after include");
+  const Token name = cur_;
+  advance();
+  expect_sym(";");
+  const char* library = version_ == 2 ? "qelib1.inc" : "stdgates.inc";
+  if (name.text != library) {
+    fail_at(name, "cannot include \"" + name.text + "\": only \"" + library +
+                      "\" is supported (built in)");
+  }
+  if (library_) return;
+  for (const auto& [gate, def] : defs_) {
+    if (reserved_by_library(gate)) {
+      fail_at(name, std::string(library) + " defines gate '" + gate +
+                        "', which this file defined before");
+    }
+  }
+  library_ = true;
+  // The prelude's gates are parsed by a nested parser sharing no state but
+  // definitions; the file's own definitions of the same names are kept.
+  QasmParser prelude(version_ == 2 ? kQelib1Prelude : kStdgatesPrelude,
+                     std::string(library) + " (built in)", limits_);
+  prelude.library_ = true;
+  prelude.in_prelude_ = true;
+  prelude.parse_header();
+  while (!prelude.at(Tok::End)) prelude.statement();
+  for (auto& [k, v] : prelude.defs_) defs_.emplace(k, v);
+}
+
+void QasmParser::declare_register(const Token& name_tok, const std::string& name,
+                                  const Token& size_tok, int size, bool quantum) {
+  if (qregs_.count(name) || cregs_.count(name) || input_index(name) || consts_.count(name)) {
+    fail_at(name_tok, "'" + name + "' is already declared");
+  }
+  if (version_ == 3 && keyword(name, 3)) fail_at(name_tok, "'" + name + "' is a reserved word");
+  if (size <= 0) fail_at(size_tok, "register size must be positive");
+  if (!quantum) {
+    cregs_[name] = size;
+    return;
+  }
+  if (num_qubits_ + size > kMaxQubits) {
+    fail_at(size_tok, "too many qubits: " + std::to_string(num_qubits_ + size) +
+                          " (qmlsim supports at most " + std::to_string(kMaxQubits) + ")");
+  }
+  qregs_[name] = {num_qubits_, size};
+  for (int i = 0; i < size; ++i) qubit_names_.push_back(name + "[" + std::to_string(i) + "]");
+  num_qubits_ += size;
+}
+
+void QasmParser::scalar_type(const char* what) {
+  const Token t = cur_;
+  const std::string type = expect_id("a type");
+  if (type != "float" && type != "angle" && type != "int" && type != "uint") {
+    fail_at(t, std::string(what) + " of type '" + type +
+                   "' is not supported (float, angle, int or uint)");
+  }
+  if (at_sym("[")) {
+    advance();
+    expect_int("a bit width");
+    expect_sym("]");
+  }
+  last_type_ = type;
+}
+
+void QasmParser::input_decl() {
+  advance();
+  QasmInput in;
+  const Token type_tok = cur_;
+  if (at_id("array")) {
+    advance();
+    expect_sym("[");
+    scalar_type("an input array");
+    expect_sym(",");
+    const Token n_tok = cur_;
+    in.size = expect_int("an array length");
+    if (in.size <= 0) fail_at(n_tok, "an array length must be positive");
+    if (at_sym(",")) fail("multi-dimensional input arrays are not supported");
+    expect_sym("]");
+    in.array = true;
+  } else {
+    scalar_type("an input");
+  }
+  if (last_type_ != "float" && last_type_ != "angle") {
+    fail_at(type_tok, "inputs of type '" + last_type_ +
+                          "' are not supported: inputs are "
+                          "angles (float or angle)");
+  }
+  const Token name_tok = cur_;
+  in.name = expect_id("an input name");
+  expect_sym(";");
+  if (qregs_.count(in.name) || cregs_.count(in.name) || input_index(in.name) ||
+      consts_.count(in.name) || keyword(in.name, 3) || functions(3).count(in.name)) {
+    fail_at(name_tok, "'" + in.name + "' is already declared or reserved");
+  }
+  in.offset = num_input_values_;
+  num_input_values_ += in.size;
+  inputs_.push_back(std::move(in));
+}
+
+void QasmParser::const_decl() {
+  advance();
+  scalar_type("a constant");
+  const std::string type = last_type_;
+  const Token name_tok = cur_;
+  const std::string name = expect_id("a constant name");
+  expect_sym("=");
+  const Token value_tok = cur_;
+  const double v = constant();
+  expect_sym(";");
+  if (qregs_.count(name) || cregs_.count(name) || input_index(name) || consts_.count(name) ||
+      keyword(name, 3) || functions(3).count(name)) {
+    fail_at(name_tok, "'" + name + "' is already declared or reserved");
+  }
+  if ((type == "int" || type == "uint") && v != std::floor(v)) {
+    fail_at(value_tok, "an " + type + " constant needs a whole number, got " + std::to_string(v));
+  }
+  if (type == "uint" && v < 0) fail_at(value_tok, "a uint constant cannot be negative");
+  consts_[name] = v;
+}
+
+std::vector<std::string> QasmParser::id_list(const char* what, std::vector<Token>* toks) {
+  std::vector<std::string> out;
+  while (true) {
+    toks->push_back(cur_);
+    out.push_back(expect_id(what));
+    if (!at_sym(",")) return out;
+    advance();
+  }
+}
+
+void QasmParser::check_new_gate_name(const std::string& name, const Token& at) const {
+  if (name == "U" || name == "CX" || (version_ == 3 && name == "gphase")) {
+    fail_at(at, "gate '" + name + "' is already defined");
+  }
+  if (keyword(name, version_) || functions(version_).count(name)) {
+    fail_at(at, "'" + name + "' is a reserved word and cannot name a gate");
+  }
+  if (auto it = defs_.find(name); it != defs_.end() && !it->second->from_prelude) {
+    fail_at(at, "gate '" + name + "' is already defined");
+  }
+  if (library_ && !in_prelude_ && reserved_by_library(name)) {
+    fail_at(at, "gate '" + name + "' is already defined by " +
+                    (version_ == 2 ? "qelib1.inc" : "stdgates.inc"));
+  }
+  if (qregs_.count(name) || cregs_.count(name) || input_index(name) || consts_.count(name)) {
+    fail_at(at, "'" + name + "' is already declared");
+  }
+}
+
+void QasmParser::gate_decl(bool opaque) {
+  advance();
+  const Token name_tok = cur_;
+  const std::string name = expect_id("a gate name");
+  check_new_gate_name(name, name_tok);
+  auto def = std::make_shared<GateDef>();
+  def->from_prelude = in_prelude_;
+  std::vector<Token> param_toks, arg_toks;
+  if (at_sym("(")) {
+    advance();
+    if (!at_sym(")")) def->params = id_list("a parameter name", &param_toks);
+    expect_sym(")");
+  }
+  def->args = id_list("a qubit argument name", &arg_toks);
+  check_unique(def->params, name_tok, "parameter");
+  check_unique(def->args, name_tok, "qubit argument");
+  for (std::size_t i = 0; i < def->params.size(); ++i) {
+    const std::string& p = def->params[i];
+    if (named_constant(p, version_) || functions(version_).count(p)) {
+      fail_at(param_toks[i], "parameter '" + p + "' would hide the built-in " +
+                                 (named_constant(p, version_) ? "constant" : "function") + " '" +
+                                 p + "'");
+    }
+    if (std::find(def->args.begin(), def->args.end(), p) != def->args.end()) {
+      fail_at(param_toks[i], "'" + p + "' names both a parameter and a qubit argument");
+    }
+  }
+  if (opaque) {
+    expect_sym(";");
+    def->opaque = name;
+    defs_[name] = std::move(def);
+    return;
+  }
+  expect_sym("{");
+  while (!at_sym("}")) {
+    if (at(Tok::End)) fail("unterminated body of gate '" + name + "': expected '}'");
+    if (at_id("barrier")) {  // barriers inside gate bodies have no effect on simulation
+      while (!at_sym(";") && !at(Tok::End)) advance();
+      expect_sym(";");
+      continue;
+    }
+    const Token call_tok = cur_;
+    GateCall call = gate_call(&def->params, &def->args);
+    const std::int64_t reps = call_repetitions(call);
+    if (call.def) {
+      def->gates = saturating_add(def->gates, saturating_mul(call.def->gates, reps));
+      def->nesting = std::max(def->nesting, call.def->nesting + 1);
+      if (def->opaque.empty()) def->opaque = call.def->opaque;
+    } else {
+      def->gates = saturating_add(def->gates, reps);
+    }
+    if (def->nesting > kMaxGateNesting) {
+      fail_at(call_tok, "gate definitions nest more than " + std::to_string(kMaxGateNesting) +
+                            " levels deep");
+    }
+    def->body.push_back(std::move(call));
+  }
+  advance();
+  defs_[name] = std::move(def);
+}
+
+GateCall QasmParser::gate_call(const std::vector<std::string>* params,
+                               const std::vector<std::string>* args) {
+  GateCall call;
+  if (version_ == 3) modifiers(call, params);
+  const Token name_tok = cur_;
+  call.line = cur_.line;
+  call.col = cur_.col;
+  call.name = expect_id("a gate name");
+  if (call.name == "measure" || call.name == "reset" || call.name == "if") {
+    fail_at(name_tok,
+            "'" + call.name + "' is not allowed " + (args ? "inside a gate definition" : "here"));
+  }
+  if (at_sym("(")) {
+    advance();
+    if (!at_sym(")")) {
+      call.params.push_back(expression(params, !args));
+      while (at_sym(",")) {
+        advance();
+        call.params.push_back(expression(params, !args));
+      }
+    }
+    expect_sym(")");
+  }
+  if (args) {
+    std::vector<bool> used(args->size(), false);
+    while (!at_sym(";")) {
+      const Token arg = cur_;
+      const std::string a = expect_id("a qubit argument");
+      if (at_sym("[")) fail("indexing is not allowed inside a gate definition");
+      const auto it = std::find(args->begin(), args->end(), a);
+      if (it == args->end()) fail_at(arg, "unknown qubit argument '" + a + "'");
+      const auto idx = static_cast<std::size_t>(it - args->begin());
+      if (used[idx]) fail_at(arg, "qubit argument '" + a + "' is used twice in one gate");
+      used[idx] = true;
+      call.args.push_back(static_cast<int>(idx));
+      if (!at_sym(",")) break;
+      advance();
+    }
+    expect_sym(";");
+    call.def = resolve_gate(call, static_cast<int>(call.args.size()));
+  }
+  return call;
+}
+
+void QasmParser::modifiers(GateCall& call, const std::vector<std::string>* params) {
+  while (at_id("ctrl") || at_id("negctrl") || at_id("inv") || at_id("pow")) {
+    const Token m = cur_;
+    advance();
+    if (m.text == "inv") {
+      call.exponent = -call.exponent;
+    } else if (m.text == "pow") {
+      expect_sym("(");
+      const Token k_tok = cur_;
+      const Expr k = expression(params, false);
+      if (std::any_of(k.begin(), k.end(),
+                      [](const ExprOp& op) { return op.kind == ExprOp::Param; })) {
+        fail_at(k_tok, "the exponent of pow() must be a constant");
+      }
+      call.exponent *= eval(k, {}, {}, source_);
+      expect_sym(")");
+    } else {
+      int n = 1;
+      if (at_sym("(")) {
+        advance();
+        const Token n_tok = cur_;
+        n = expect_int("a number of controls");
+        if (n < 1) fail_at(n_tok, "a number of controls must be at least 1");
+        expect_sym(")");
+      }
+      for (int i = 0; i < n; ++i) call.ctrl_neg.push_back(m.text == "negctrl");
+    }
+    expect_sym("@");
+  }
+}
+
+QasmParser::Arg QasmParser::qubit_arg() {
+  const Token tok = cur_;
+  const std::string name = expect_id("a qubit register");
+  auto it = qregs_.find(name);
+  if (it == qregs_.end()) {
+    if (cregs_.count(name)) fail_at(tok, "'" + name + "' is a classical register");
+    fail_at(tok, "unknown quantum register '" + name + "'");
+  }
+  return indexed(it->second, name);
+}
+
+QasmParser::Arg QasmParser::indexed(std::pair<int, int> reg, const std::string& name) {
+  Arg a{reg.first, reg.second, true};
+  if (at_sym("[")) {
+    advance();
+    const Token idx_tok = cur_;
+    const int idx = expect_int("an index");
+    expect_sym("]");
+    if (idx >= reg.second) {
+      fail_at(idx_tok, "index " + std::to_string(idx) + " is out of range for register '" + name +
+                           "' of size " + std::to_string(reg.second));
+    }
+    a.first += idx;
+    a.size = 1;
+    a.whole = false;
+  }
+  return a;
+}
+
+std::vector<QasmParser::Arg> QasmParser::qubit_args() {
+  std::vector<Arg> args;
+  if (at_sym(";")) return args;
+  args.push_back(qubit_arg());
+  while (at_sym(",")) {
+    advance();
+    args.push_back(qubit_arg());
+  }
+  return args;
+}
+
+int QasmParser::broadcast_count(const std::vector<Arg>& args, const Token& at) const {
+  int n = -1;
+  for (const Arg& a : args) {
+    if (!a.whole) continue;
+    if (n >= 0 && a.size != n) {
+      fail_at(at, "registers of different sizes (" + std::to_string(n) + " and " +
+                      std::to_string(a.size) + ") cannot be combined");
+    }
+    n = a.size;
+  }
+  return n < 0 ? 1 : n;
+}
+
+void QasmParser::reset() {
+  advance();
+  const Arg a = qubit_arg();
+  expect_sym(";");
+  for (int j = 0; j < a.size; ++j) {
+    if (touched_.count(a.first + j)) {
+      fail_at(stmt_, "'reset' of " + qubit_names_[static_cast<std::size_t>(a.first + j)] +
+                         " after a gate or measurement is not supported: qmlsim simulates pure "
+                         "states");
+    }
+  }
+}
+
+void QasmParser::record_measurement(const Token& kw, const Arg& q, const Arg& c) {
+  if (q.size != c.size) {
+    fail_at(kw, "measure needs registers of equal size (" + std::to_string(q.size) + " and " +
+                    std::to_string(c.size) + ")");
+  }
+  for (int j = 0; j < q.size; ++j) {
+    touched_.insert(q.first + j);
+    if (measured_.insert(q.first + j).second) measured_order_.push_back(q.first + j);
+  }
+}
+
+QasmParser::Arg QasmParser::classical_arg() {
+  const Token ct = cur_;
+  const std::string cname = expect_id("a classical register");
+  auto it = cregs_.find(cname);
+  if (it == cregs_.end()) fail_at(ct, "unknown classical register '" + cname + "'");
+  return indexed({0, it->second}, cname);
+}
+
+}  // namespace qmlsim::qasm
