@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns the JSON of `qmlsim bench --json FILE` into the Markdown tables of the README.
+"""Turns the JSON of `qmlsim bench --json FILE` into the Markdown tables of docs/performance.md.
 
 usage: scripts/bench_table.py FILE [--qubits 24,28]
 """

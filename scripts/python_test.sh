@@ -3,7 +3,7 @@
 #  1. `pip install .` into a fresh virtual environment (build/python-venv), with
 #     the pinned test requirements; the package's own tests (python/tests);
 #     PennyLane's device test suite, analytic and with 10,000 shots (the counts
-#     are the README's);
+#     are in docs/python.md);
 #  2. `pip wheel .`, and that wheel installed into a second fresh environment
 #     with nothing else, where it must import and compute.
 # Needs PyPI (the build backend and PennyLane) and Debian's python3-venv.

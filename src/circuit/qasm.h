@@ -77,7 +77,7 @@ struct QasmProgram {
 
 struct QasmLimits {
   // Gates after expanding user gates, modifiers and register broadcasts.
-  // About 300 bytes of memory each while the program is built (README).
+  // About 300 bytes of memory each while the program is built (docs/circuits.md).
   std::int64_t max_gates = 5'000'000;
   // Bytes read_qasm_file reads before refusing the file.
   std::int64_t max_file_bytes = std::int64_t{256} << 20;

@@ -125,7 +125,8 @@ std::vector<int> Args::get_int_list(const std::string& name, const std::vector<i
   return out;
 }
 
-std::string format_help(const std::string& usage, const std::vector<OptionSpec>& specs) {
+std::string format_help(const std::string& usage, const std::vector<OptionSpec>& specs,
+                        const std::string& guide) {
   std::ostringstream s;
   s << "usage: " << usage << "\n\noptions:\n";
   for (const OptionSpec& o : specs) {
@@ -136,6 +137,7 @@ std::string format_help(const std::string& usage, const std::vector<OptionSpec>&
       left += "  ";
     s << left << o.help << (o.repeatable ? " (repeatable)" : "") << "\n";
   }
+  s << "\nGuide: " << guide << " in the qmlsim source tree (README.md lists every guide).\n";
   return s.str();
 }
 

@@ -45,7 +45,10 @@ class Args {
 };
 
 // Help text for a command: usage line, then one line per option.
-std::string format_help(const std::string& usage, const std::vector<OptionSpec>& specs);
+// The --help text: usage, every option on one line, then where the guide is
+// (`guide`: a path under docs/, e.g. "docs/training.md").
+std::string format_help(const std::string& usage, const std::vector<OptionSpec>& specs,
+                        const std::string& guide);
 
 // --backend cpu|cuda (default cpu). For cuda, picks this process's GPU (its
 // node-local rank modulo the GPUs present); no usable GPU is a one-line Error.

@@ -47,6 +47,15 @@ const std::vector<OptionSpec> kSpecs = {
     {"--help", "", "show this help"},
 };
 
+constexpr const char* kUsage =
+    "qmlsim bench [options]\n\n"
+    "Kernel timings as ratios to a read-write pass over a state of the same size (the\n"
+    "memory-bandwidth bound), measured alternately in one run; circuits with and without\n"
+    "fusion and cache blocking; with --gradient, the adjoint gradient against the forward\n"
+    "pass. Environment: QMLSIM_KERNELS=avx2|avx512|portable-128|portable-256|portable-512\n"
+    "picks the kernel set; QMLSIM_CHUNK_KIB, QMLSIM_HUGEPAGES, QMLSIM_BUFFER_CACHE and\n"
+    "QMLSIM_STREAMING_STORES switch the engine's memory settings for A/B runs.";
+
 using Clock = std::chrono::steady_clock;
 
 struct Timing {
@@ -431,7 +440,7 @@ void bench_gradient(int n, int threads, int layers, int reps, Backend backend,
 int bench_command(const std::vector<std::string>& argv) {
   const Args args(argv, kSpecs);
   if (args.has("--help")) {
-    std::cout << format_help("qmlsim bench [options]", kSpecs);
+    std::cout << format_help(kUsage, kSpecs, "docs/performance.md");
     return 0;
   }
   if (!args.positionals().empty()) throw Error(args.positionals()[0] + ": unexpected argument");

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -93,6 +94,33 @@ TEST(Cli, HelpAndHumanOutput) {
   const Result r = run("run " + write("b.qasm", kBell) + " --observable Z1 --fusion 0 --threads 1");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("> = 0"), std::string::npos) << r.out;
+}
+
+// Every command's --help: each flag its usage names is listed on a line of its
+// own, and the guide it points to exists.
+TEST(Cli, EveryHelpListsItsFlagsAndAnExistingGuide) {
+  const std::filesystem::path root = std::filesystem::path(QMLSIM_EXAMPLES).parent_path();
+  for (const char* command : {"run", "bench", "train", "infer", "plan"}) {
+    const Result r = run(std::string(command) + " --help");
+    ASSERT_EQ(r.status, 0) << command;
+    const std::size_t options = r.out.find("\noptions:\n");
+    ASSERT_NE(options, std::string::npos) << r.out;
+    const std::string usage = r.out.substr(0, options), listed = r.out.substr(options);
+    for (std::size_t at = usage.find("--"); at != std::string::npos; at = usage.find("--", at)) {
+      std::size_t end = at + 2;
+      while (end < usage.size() && (std::isalnum(static_cast<unsigned char>(usage[end])) ||
+                                    usage[end] == '-'))
+        ++end;
+      const std::string flag = usage.substr(at, end - at);
+      at = end;
+      if (flag == "--") continue;
+      EXPECT_NE(listed.find("\n  " + flag + " "), std::string::npos) << command << ": " << flag;
+    }
+    const std::size_t guide = r.out.find("Guide: ");
+    ASSERT_NE(guide, std::string::npos) << r.out;
+    const std::string path = r.out.substr(guide + 7, r.out.find(' ', guide + 7) - guide - 7);
+    EXPECT_TRUE(std::filesystem::exists(root / path)) << command << ": " << path;
+  }
 }
 
 struct Bad {

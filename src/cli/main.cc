@@ -27,7 +27,8 @@ commands:
   infer RUN_DIR      predictions (or the QAOA cut) of a trained run's weights
   plan CONFIG.toml   memory and time of a training run, calibrated on this machine
 
-Run 'qmlsim COMMAND --help' for a command's options.
+Run 'qmlsim COMMAND --help' for a command's options, and 'qmlsim --version'.
+Guides: docs/ in the qmlsim source tree (README.md lists them).
 )";
 
 // Prints the error; in a job of several ranks names the rank and ends every

@@ -205,7 +205,7 @@ std::string bitstring(index_t i, int n) {
 int run_command(const std::vector<std::string>& argv) {
   const Args args(argv, kSpecs);
   if (args.has("--help")) {
-    std::cout << format_help(kUsage, kSpecs);
+    std::cout << format_help(kUsage, kSpecs, "docs/circuits.md");
     return 0;
   }
   if (args.positionals().size() != 1) {

@@ -29,8 +29,10 @@ const std::vector<OptionSpec> kTrainSpecs = {
 
 constexpr const char* kTrainUsage =
     "qmlsim train CONFIG.toml [--set KEY=VALUE ...] [--run-dir DIR] [--resume] [--max-steps N]\n"
+    "       [--quiet] [--trace] [--backend cpu|cuda]\n"
     "mpirun -np N qmlsim train CONFIG.toml ... [--expect-ranks N]\n\n"
-    "Jobs (job.kind): qaoa, qcnn, sonar; see examples/*.toml for every key and its default.\n"
+    "Jobs (job.kind): qaoa, qcnn, sonar, and hybrid (your own OpenQASM 3 circuit with dense\n"
+    "layers: docs/hybrid-models.md); see examples/*.toml for the keys and their defaults.\n"
     "The run directory receives config.toml (resolved), metrics.jsonl, checkpoints/,\n"
     "weights.h5 and result.json (QAOA also graph.svg).";
 
@@ -39,16 +41,18 @@ const std::vector<OptionSpec> kInferSpecs = {
     {"--config", "FILE", "config file (default: RUN_DIR/config.toml)"},
     {"--set", "KEY=VALUE", "override a config key", true},
     {"--backend", "cpu|cuda", "shorthand for --set job.backend=..."},
-    {"--data", "FILE", "hybrid jobs: predict the examples of this CSV file"},
+    {"--data", "FILE", "hybrid jobs: predict the rows of this file (CSV, .npy or HDF5)"},
     {"--out", "FILE", "with --data: write the predictions there (CSV), not to stdout"},
     {"--help", "", "show this help"},
 };
 
 constexpr const char* kInferUsage =
-    "qmlsim infer RUN_DIR | qmlsim infer --weights FILE --config FILE [--set KEY=VALUE ...]\n\n"
+    "qmlsim infer RUN_DIR | qmlsim infer --weights FILE --config FILE [--set KEY=VALUE ...]\n"
+    "       [--backend cpu|cuda] [--data FILE [--out FILE]]\n\n"
     "QCNN, Sonar and hybrid: predictions and labels of the test split, mean squared error,\n"
     "accuracy. Hybrid with --data FILE [--out predictions.csv]: one prediction and class\n"
-    "(+1 or -1) per row of FILE, prepared (scaled) as the training data were.\n"
+    "(+1 or -1; with several classes, each class's probability) per row of FILE, prepared\n"
+    "(scaled) as the training data were.\n"
     "QAOA: the cost, the most probable cut and the optimum of the saved parameters.";
 
 const std::vector<OptionSpec> kPlanSpecs = {
@@ -73,7 +77,7 @@ constexpr const char* kPlanUsage =
 int plan_command(const std::vector<std::string>& argv) {
   const Args args(argv, kPlanSpecs);
   if (args.has("--help")) {
-    std::cout << format_help(kPlanUsage, kPlanSpecs);
+    std::cout << format_help(kPlanUsage, kPlanSpecs, "docs/observability.md");
     return 0;
   }
   if (args.positionals().size() != 1)
@@ -113,7 +117,7 @@ std::vector<std::string> sets_with_backend(const Args& args) {
 int train_command(const std::vector<std::string>& argv) {
   const Args args(argv, kTrainSpecs);
   if (args.has("--help")) {
-    std::cout << format_help(kTrainUsage, kTrainSpecs);
+    std::cout << format_help(kTrainUsage, kTrainSpecs, "docs/training.md");
     return 0;
   }
   if (args.positionals().size() != 1)
@@ -142,7 +146,7 @@ int train_command(const std::vector<std::string>& argv) {
 int infer_command(const std::vector<std::string>& argv) {
   const Args args(argv, kInferSpecs);
   if (args.has("--help")) {
-    std::cout << format_help(kInferUsage, kInferSpecs);
+    std::cout << format_help(kInferUsage, kInferSpecs, "docs/training.md");
     return 0;
   }
   if (args.positionals().size() > 1) throw Error("expected at most one run directory");

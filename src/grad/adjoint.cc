@@ -142,7 +142,7 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qu
     // step (a QCNN's two-qubit unitaries): never by joining one-qubit steps on
     // different qubits, nor around a fixed CNOT or a diagonal ZZ, where the
     // one-qubit blocks keep their fused measure-and-undo kernel (measured
-    // slower otherwise: `qmlsim bench --gradient`, README).
+    // slower otherwise: `qmlsim bench --gradient`, docs/performance.md).
     const bool pair_step = wires.size() == 2 && !t.gate.diagonal && !t.derivatives.empty();
     const bool pair = fusion >= 2 && ((pair_block && joined == qubits) || pair_step);
     const int limit = fusion <= 0 ? 0 : diagonal ? diagonal_qubits : pair ? 2 : 1;

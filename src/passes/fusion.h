@@ -19,10 +19,10 @@
 namespace qmlsim {
 
 struct FusionOptions {
-  int max_qubits = 3;            // measured best with cache blocking (README)
+  int max_qubits = 3;            // measured best with cache blocking (docs/performance.md)
   int max_diagonal_qubits = 10;  // diagonal blocks can be larger: a table of 2^k phases
   // Cost of one more sweep, in multiply-adds per amplitude. With cache blocking a
-  // sweep is a pass over an L2-resident chunk: 1.0 measured best (README).
+  // sweep is a pass over an L2-resident chunk: 1.0 measured best (docs/performance.md).
   double sweep_cost = 1.0;
 };
 

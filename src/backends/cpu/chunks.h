@@ -42,7 +42,7 @@ constexpr int kOutsideDiagonalWires = 6;
 // The cache-blocking plan with the fewest segments (passes over memory) among
 // minimum runs of 2^8, 2^6 and 2^5 amplitudes; longer runs (cheaper gathers)
 // on ties. Shorter runs leave more of a chunk's qubits free for the gates:
-// which wins depends on the circuit (README, Performance).
+// which wins depends on the circuit (docs/performance.md).
 inline SegmentPlan plan_blocks(const std::vector<BoundGate>& gates, int n, int chunk_qubits) {
   SegmentPlan best = plan_segments(gates, n, chunk_qubits, kRunQubits, kOutsideDiagonalWires);
   for (int run : {6, 5}) {

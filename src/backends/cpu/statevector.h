@@ -101,7 +101,7 @@ class StateVector {
   // process); this forces them on or off for passes on this state.
   void set_streaming_stores(bool on) { streaming_ = on ? 1 : 0; }
   // Bytes of a cache-blocking chunk: a quarter of a core's L2 cache, at least
-  // 256 KiB and at most 4 MiB (measured best, README: 256 KiB on Zen 3 with
+  // 256 KiB and at most 4 MiB (measured best, docs/performance.md: 256 KiB on Zen 3 with
   // 512 KiB of L2, 512 KiB on Sapphire Rapids with 2 MiB); QMLSIM_CHUNK_KIB
   // sets it (an Error if it is not a number of KiB in [16, 1048576]).
   static std::size_t chunk_bytes();
