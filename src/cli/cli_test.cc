@@ -108,8 +108,8 @@ TEST(Cli, EveryHelpListsItsFlagsAndAnExistingGuide) {
     const std::string usage = r.out.substr(0, options), listed = r.out.substr(options);
     for (std::size_t at = usage.find("--"); at != std::string::npos; at = usage.find("--", at)) {
       std::size_t end = at + 2;
-      while (end < usage.size() && (std::isalnum(static_cast<unsigned char>(usage[end])) ||
-                                    usage[end] == '-'))
+      while (end < usage.size() &&
+             (std::isalnum(static_cast<unsigned char>(usage[end])) || usage[end] == '-'))
         ++end;
       const std::string flag = usage.substr(at, end - at);
       at = end;
