@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <complex>
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -101,11 +102,27 @@ Circuit make_circuit(int n, const std::vector<OpSpec>& ops, std::vector<double>&
       continue;
     }
     first = false;
-    const std::optional<GateId> g = gate_by_name(name);
-    if (!g) throw Error("unknown gate '" + name + "'");
+    // "ctrlK@GATE" (OpenQASM 3's ctrl(K) @): the first K wires are extra
+    // controls on |1>, the rest the gate's own.
+    std::string gate_name = name;
+    std::size_t num_controls = 0;
+    if (name.rfind("ctrl", 0) == 0 && name.find('@') != std::string::npos) {
+      const std::string count = name.substr(4, name.find('@') - 4);
+      if (count.empty() || count.size() > 2 ||
+          count.find_first_not_of("0123456789") != std::string::npos)
+        throw Error("gate '" + name + "': expected ctrlK@GATE with K a number");
+      num_controls = static_cast<std::size_t>(std::stoi(count));
+      gate_name = name.substr(name.find('@') + 1);
+      if (num_controls >= wires.size())
+        throw Error("gate '" + name + "': " + std::to_string(wires.size()) +
+                    " wire(s) for " + std::to_string(num_controls) + " control(s) and a gate");
+    }
+    const std::optional<GateId> g = gate_by_name(gate_name);
+    if (!g) throw Error("unknown gate '" + gate_name + "'");
     Operation op;
     op.gate = *g;
-    op.wires = wires;
+    op.controls.assign(wires.begin(), wires.begin() + static_cast<std::ptrdiff_t>(num_controls));
+    op.wires.assign(wires.begin() + static_cast<std::ptrdiff_t>(num_controls), wires.end());
     for (double p : params) {
       if (!std::isfinite(p)) throw Error("gate " + name + ": parameter is not a finite number");
       op.params.push_back(ParamExpr::ref(static_cast<int>(theta.size())));

@@ -49,7 +49,8 @@ class Circuit:
 
     def add(self, gate: str, wires: Sequence[int], params: Sequence[float] = (), matrix=None):
         """Appends a gate of the table; `matrix` (2^k x 2^k, first wire most
-        significant) only for QubitUnitary. Returns self."""
+        significant) only for QubitUnitary. ``ctrlK@GATE`` (as OpenQASM 3's
+        ``ctrl(K) @``) makes the first K wires extra controls on |1>. Returns self."""
         flat = [] if matrix is None else np.asarray(matrix, dtype=np.complex128).reshape(-1).tolist()
         self.ops.append((str(gate), [int(w) for w in wires], [float(p) for p in params], flat))
         return self

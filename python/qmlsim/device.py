@@ -2,9 +2,14 @@
 
     dev = qml.device("qmlsim.qubit", wires=4, c_dtype=np.complex64, threads=2)
 
-- Native operations: the gate table's (PennyLane names), PauliRot on Z words
-  and on a single X or Y, and operations with a matrix but no decomposition
-  (run as QubitUnitary); PennyLane's preprocessing decomposes everything else.
+- Native operations: the gate table's (PennyLane names, lightning.qubit's
+  excitation gates, PSWAP, ECR, SISWAP/SQISW included), PauliRot on Z words and
+  on a single X or Y, controlled versions of these with any number of controls
+  and control values (``qml.ctrl``, ``C(RX)``, ``MultiControlledX``,
+  ``ControlledQubitUnitary``: extra controls in the engine), fixed gates run as
+  their matrix (DiagonalQubitUnitary, QubitCarry, QubitSum, BlockEncode, and
+  any operation with a matrix but no decomposition); PennyLane's preprocessing
+  decomposes everything else.
 - Expectation values of Pauli words and sums of them (``qml.Hamiltonian``,
   ``qml.sum``/``qml.prod``/``qml.s_prod`` of Paulis) run in C++ without forming
   the state in Python; every other measurement, and every finite-shot one, is
@@ -21,6 +26,7 @@
 from __future__ import annotations
 
 import dataclasses
+import operator
 
 import numpy as np
 import pennylane as qml
@@ -59,10 +65,21 @@ _GATES = {
     "ControlledPhaseShift": "ControlledPhaseShift", "IsingXX": "IsingXX",
     "IsingYY": "IsingYY", "IsingZZ": "IsingZZ", "IsingXY": "IsingXY", "MultiRZ": "MultiRZ",
     "Toffoli": "Toffoli", "CSWAP": "CSWAP", "QubitUnitary": "QubitUnitary",
+    "SingleExcitation": "SingleExcitation", "SingleExcitationPlus": "SingleExcitationPlus",
+    "SingleExcitationMinus": "SingleExcitationMinus", "DoubleExcitation": "DoubleExcitation",
+    "DoubleExcitationPlus": "DoubleExcitationPlus",
+    "DoubleExcitationMinus": "DoubleExcitationMinus", "PSWAP": "PSWAP", "ECR": "ECR",
+    "SISWAP": "SISWAP", "SQISW": "SISWAP",
 }
+# Fixed gates that run as their matrix (QubitUnitary), though PennyLane could
+# decompose them: one engine gate instead of several.
+_MATRIX_OPS = {"DiagonalQubitUnitary", "QubitCarry", "QubitSum", "BlockEncode"}
 # Kept in Python: a global phase multiplies the returned state.
 _PYTHON_OPS = {"GlobalPhase"}
-_NATIVE = frozenset(_GATES) | _PYTHON_OPS
+# Run as several engine gates sharing their parameter (_ops).
+_COMPOSED_OPS = {"OrbitalRotation", "PCPhase"}
+_NATIVE = frozenset(_GATES) | _PYTHON_OPS | _MATRIX_OPS | _COMPOSED_OPS
+_MAX_CONTROLS = 40
 
 
 _MAX_MATRIX_WIRES = 10
@@ -75,20 +92,43 @@ def _by_matrix(op) -> bool:
 
 
 def _pauli_rot_gate(op):
-    """PauliRot words the table has a gate for: Z/I words (MultiRZ on the Z
-    wires; all-I is a global phase) and single X or Y (RX, RY). Else None."""
+    """How a PauliRot runs: Z/I words as MultiRZ on the Z wires (all-I is a
+    global phase), single X or Y as RX, RY, other words as MultiRZ between
+    basis changes (``"MultiRZBasis"``). None for anything else."""
     if op.name != "PauliRot":
         return None
     word = op.hyperparameters["pauli_word"]
+    if not set(word) <= {"X", "Y", "Z", "I"}:
+        return None
     if set(word) <= {"Z", "I"}:
         return "MultiRZ" if "Z" in word else "GlobalPhaseHalf"
     if len(word) == 1:
         return {"X": "RX", "Y": "RY"}[word]
+    return "MultiRZBasis"
+
+
+# exp(-i t/2 P) = V^dagger MultiRZ(t) V with V P V^dagger = Z: V = H for X,
+# RX(pi/2) for Y. Each: (gate, parameters) before, and after.
+_TO_Z = {"X": (("H", []), ("H", [])), "Y": (("RX", [np.pi / 2]), ("RX", [-np.pi / 2]))}
+
+
+def _controlled_base(op):
+    """For a controlled operation (``qml.ctrl``, ``C(RX)``, ``MultiControlledX``,
+    ``ControlledQubitUnitary``) that the table has no row for: its base, when the
+    base is a table gate or a matrix the engine runs under extra controls. Else None."""
+    if op.name in _NATIVE or not isinstance(op, qml.ops.op_math.Controlled):
+        return None
+    base = op.base
+    if len(op.control_wires) > _MAX_CONTROLS or base.name in _PYTHON_OPS:
+        return None
+    if base.name in _GATES or base.name in _MATRIX_OPS or _by_matrix(base):
+        return base
     return None
 
 
 def _native(op) -> bool:
-    return op.name in _NATIVE or _by_matrix(op) or _pauli_rot_gate(op) is not None
+    return (op.name in _NATIVE or _by_matrix(op) or _pauli_rot_gate(op) is not None
+            or _controlled_base(op) is not None)
 
 
 def _adjoint_native(op) -> bool:
@@ -99,7 +139,8 @@ def _adjoint_native(op) -> bool:
         return not qml.operation.is_trainable(op)
     if not _native(op):
         return False
-    fixed_matrix = op.name == "QubitUnitary" or _by_matrix(op)
+    base = _controlled_base(op) or op
+    fixed_matrix = (base.name in ("QubitUnitary", *_MATRIX_OPS) or _by_matrix(base))
     return not (fixed_matrix and qml.operation.is_trainable(op))
 
 
@@ -145,9 +186,38 @@ def _value(p) -> float:
     return f
 
 
+def _whole(value, name: str, low: int, high: int) -> int:
+    """A device option that must be a whole number in [low, high], else DeviceError."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        v = operator.index(value)
+    except TypeError:
+        v = None
+    if v is None or not low <= v <= high:
+        raise DeviceError(f"qmlsim.qubit: {name} must be a whole number from {low} to {high}, "
+                          f"got {value!r}")
+    return v
+
+
+def _slot_value(row, spec) -> float:
+    """A tape parameter's entry of an engine gradient row: its slot's, 0 for no
+    slot, or sum(factor * row[slot]) where it feeds several engine angles."""
+    if spec is None:
+        return 0.0
+    if isinstance(spec, int):
+        return row[spec]
+    return sum(factor * row[s] for s, factor in spec)
+
+
+# FermionicSWAP(pi): OrbitalRotation's basis change (PennyLane's decomposition).
+_FSWAP_PI = np.array([[1, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, -1]], dtype=complex)
+
+
 def _ops(operations, n: int):
     """Engine operations, the global phase, and for every tape parameter of the
-    operations (in order) its engine slot, or None (no derivative: a global phase)."""
+    operations (in order) its engine slot, None (no derivative: a global phase),
+    or ((slot, factor), ...) when it feeds several engine angles."""
     ops, slots, phase, slot = [], [], 0.0, 0
     for index, op in enumerate(operations):
         if isinstance(op, StatePrepBase):  # the starting state, applied directly
@@ -162,6 +232,29 @@ def _ops(operations, n: int):
             phase += _value(op.parameters[0])
             slots.append(None)
             continue
+        if op.name == "OrbitalRotation":  # FSWAP(pi) SE(t) SE(t) FSWAP(pi), as PennyLane's
+            w = [n - 1 - int(x) for x in op.wires]
+            t = _value(op.parameters[0])
+            fswap = _FSWAP_PI.reshape(-1).tolist()
+            ops += [("QubitUnitary", [w[1], w[2]], [], fswap),
+                    ("SingleExcitation", [w[0], w[1]], [t], []),
+                    ("SingleExcitation", [w[2], w[3]], [t], []),
+                    ("QubitUnitary", [w[1], w[2]], [], fswap)]
+            slots.append(((slot, 1.0), (slot + 1, 1.0)))
+            slot += 2
+            continue
+        if op.name == "PCPhase":
+            phase, slot = _pc_phase(op, n, ops, slots, phase, slot)
+            continue
+        controls, flips = [], []
+        base = _controlled_base(op)
+        if base is not None:  # extra controls; a control on |0> is X before and after
+            controls = [n - 1 - int(w) for w in op.control_wires]
+            flips = [q for q, v in zip(controls, op.control_values) if not v]
+            for q in flips:
+                ops.append(("X", [q], [], []))
+            op = base
+        start = len(ops)
         name = _GATES.get(op.name)
         wire_list = list(op.wires)
         rot = _pauli_rot_gate(op)
@@ -170,25 +263,74 @@ def _ops(operations, n: int):
             slots.append(None)
             continue
         if rot is not None:
-            name = rot
             word = op.hyperparameters["pauli_word"]
             wire_list = [w for w, p in zip(op.wires, word) if p != "I"]
-        if name is None and _by_matrix(op):
+            if rot == "MultiRZBasis":
+                changes = [(n - 1 - int(w), _TO_Z[p]) for w, p in zip(op.wires, word) if p in _TO_Z]
+                # The basis changes' angles take engine slots too (no tape parameter's).
+                for q, (before, _) in changes:
+                    ops.append((before[0], [q], list(before[1]), []))
+                    slot += len(before[1])
+                ops.append(("MultiRZ", [n - 1 - int(w) for w in wire_list],
+                            [_value(op.parameters[0])], []))
+                slots.append(slot)
+                slot += 1
+                for q, (_, after) in changes:
+                    ops.append((after[0], [q], list(after[1]), []))
+                    slot += len(after[1])
+                continue
+            name = rot
+        if name is None and (op.name in _MATRIX_OPS or _by_matrix(op)):
             name = "QubitUnitary"
         if name is None:
             raise DeviceError(f"qmlsim.qubit: operation {op.name} is not supported")
-        wires = [n - 1 - int(w) for w in wire_list]
+        wires = controls + [n - 1 - int(w) for w in wire_list]
+        prefix = f"ctrl{len(controls)}@" if controls else ""
         if name == "QubitUnitary":
             m = np.asarray(qml.math.unwrap(op.matrix()), dtype=np.complex128).reshape(-1)
-            ops.append((name, wires, [], m.tolist()))
+            ops.append((prefix + name, wires, [], m.tolist()))
             slots.extend([None] * op.num_params)
-            continue
-        params = [_value(p) for p in op.parameters]
-        ops.append((name, wires, params, []))
-        for _ in params:
-            slots.append(slot)
-            slot += 1
+        else:
+            params = [_value(p) for p in op.parameters]
+            ops.append((prefix + name, wires, params, []))
+            for _ in params:
+                slots.append(slot)
+                slot += 1
+        assert len(ops) == start + 1
+        for q in flips:
+            ops.append(("X", [q], [], []))
     return ops, slots, phase
+
+
+def _pc_phase(op, n, ops, slots, phase, slot):
+    """PCPhase(t, dim) = e^{it} on the first dim basis states of its wires, e^{-it}
+    on the others: the global phase e^{-it} times e^{2it} on the first dim states,
+    one controlled PhaseShift(2t) per set bit b of dim (the states whose higher
+    bits equal dim's and whose bit b is 0). Returns (phase, slot)."""
+    t = _value(op.parameters[0])
+    k = len(op.wires)
+    dim = int(op.hyperparameters["dimension"][0])
+    w = [n - 1 - int(x) for x in op.wires]
+    phase += t
+    if dim >= 1 << k:
+        slots.append(None)
+        return phase - 2 * t, slot
+    spec = []
+    for b in range(k):  # b = 0: the most significant wire
+        if not dim >> (k - 1 - b) & 1:
+            continue
+        higher = [(w[j], dim >> (k - 1 - j) & 1) for j in range(b)]
+        flips = [q for q, v in higher if not v] + [w[b]]
+        for q in flips:
+            ops.append(("X", [q], [], []))
+        prefix = f"ctrl{len(higher)}@" if higher else ""
+        ops.append((prefix + "PhaseShift", [q for q, _ in higher] + [w[b]], [2 * t], []))
+        for q in flips:
+            ops.append(("X", [q], [], []))
+        spec.append((slot, 2.0))
+        slot += 1
+    slots.append(tuple(spec) if spec else None)
+    return phase, slot
 
 
 @simulator_tracking
@@ -224,8 +366,10 @@ class QmlsimQubit(Device):
             raise DeviceError(f"qmlsim.qubit: backend {backend!r}: {e}") from e
         self._backend = backend
         self._c_dtype = c_dtype
-        self._threads = _default_threads() if threads is None else int(threads)
-        self._fusion = int(fusion)
+        if threads is not None:
+            threads = _whole(threads, "threads", 1, 1 << 16)
+        self._threads = _default_threads() if threads is None else threads
+        self._fusion = _whole(fusion, "fusion", 0, 10)
         seed = np.random.randint(0, high=10_000_000) if seed == "global" else seed
         self._rng = np.random.default_rng(seed)
 
@@ -285,9 +429,21 @@ class QmlsimQubit(Device):
             return False
         if circuit is None:
             return True
+        # The measurements are checked here and the preprocessing runs on the
+        # operations alone: a tape copy in each transform would copy every term
+        # of a large Hamiltonian (a third of a 12-qubit VQE gradient's time).
+        if circuit.shots or not all(isinstance(m, ExpectationMP) and _real_pauli_sum(m.obs)
+                                    for m in circuit.measurements):
+            return False
+        num_op_params = sum(op.num_params for op in circuit.operations)
+        if any(t >= num_op_params for t in circuit.trainable_params):
+            return False  # a trainable observable coefficient
+        ops_only = qml.tape.QuantumScript(circuit.operations, [qml.expval(qml.Z(w)) for w in
+                                                               circuit.wires[:1]],
+                                          trainable_params=list(circuit.trainable_params))
         try:
             config = self.setup_execution_config(execution_config)
-            self.preprocess_transforms(config)((circuit,))
+            self.preprocess_transforms(config)((ops_only,))
         except Exception:  # noqa: BLE001 - any preprocessing failure means "no"
             return False
         return True
@@ -359,7 +515,7 @@ class QmlsimQubit(Device):
 
     @staticmethod
     def _format_jacobian(rows, slots, trainable):
-        jac = np.array([[row[slots[t]] if slots[t] is not None else 0.0 for t in trainable]
+        jac = np.array([[_slot_value(row, slots[t]) for t in trainable]
                         for row in rows]).reshape(len(rows), len(trainable))
         jac = np.squeeze(jac)
         if jac.ndim == 0:
@@ -400,7 +556,7 @@ class QmlsimQubit(Device):
                 out.append(np.zeros(len(trainable)))
                 continue
             _, grad = _qmlsim.vjp(n, ops, terms, [float(c) for c in column], self._engine_options())
-            out.append(np.array([grad[slots[t]] if slots[t] is not None else 0.0
+            out.append(np.array([_slot_value(grad, slots[t])
                                  for t in trainable]))
         result = np.array(out).T if batched else out[0]
         return tuple(np.array(r) for r in result)

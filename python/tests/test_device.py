@@ -121,6 +121,13 @@ def test_bad_input_gives_clear_errors():
         qml.device("qmlsim.qubit", wires=1, c_dtype=np.float32)
     with pytest.raises(qml.exceptions.DeviceError, match="backend 'tpu'"):
         qml.device("qmlsim.qubit", wires=1, backend="tpu")
+    for bad in (-1, 0, 2.5, "2", True):
+        with pytest.raises(qml.exceptions.DeviceError, match="threads must be a whole number"):
+            qml.device("qmlsim.qubit", wires=1, threads=bad)
+    for bad in (-1, 11, 1.5):
+        with pytest.raises(qml.exceptions.DeviceError, match="fusion must be a whole number"):
+            qml.device("qmlsim.qubit", wires=1, fusion=bad)
+    assert qml.device("qmlsim.qubit", wires=1, threads=np.int64(2))._threads == 2
 
     @qml.qnode(qml.device("qmlsim.qubit", wires=40))
     def too_big():
@@ -185,3 +192,121 @@ def test_state_preparations_start_the_state():
     r = qml.QNode(f, ref, diff_method="backprop")
     assert np.allclose(stack(q)(x), stack(r)(x), atol=1e-12)
     assert np.allclose(qml.jacobian(stack(q))(x), qml.jacobian(stack(r))(x), atol=1e-10)
+
+
+# lightning.qubit's native operations, run natively here (no PennyLane
+# decomposition), each with trainable parameters where PennyLane has them.
+def lightning_gates(x):
+    qml.BasisState(np.array([1, 1, 0, 0, 1]), wires=range(5))
+    qml.Hadamard(wires=2)
+    qml.SingleExcitation(x[0], wires=[0, 2])
+    qml.SingleExcitationPlus(x[1], wires=[1, 3])
+    qml.SingleExcitationMinus(x[2], wires=[2, 4])
+    qml.DoubleExcitation(x[0], wires=[0, 1, 2, 3])
+    qml.DoubleExcitationPlus(x[1], wires=[1, 2, 3, 4])
+    qml.DoubleExcitationMinus(x[2], wires=[4, 0, 3, 1])
+    qml.PSWAP(x[1], wires=[0, 4])
+    qml.ECR(wires=[1, 2])
+    qml.SISWAP(wires=[3, 0])
+    qml.SQISW(wires=[2, 4])
+    qml.ctrl(qml.RX(x[0], wires=0), control=[1, 3], control_values=[True, False])
+    qml.ctrl(qml.Rot(x[1], x[2], x[0], wires=4), control=2)
+    qml.ctrl(qml.IsingXX(x[2], wires=[0, 1]), control=[2, 3, 4], control_values=[0, 1, 0])
+    qml.ctrl(qml.DoubleExcitation(x[1], wires=[0, 1, 2, 3]), control=4)
+    qml.MultiControlledX(wires=[0, 1, 2, 3], control_values=[1, 0, 1])
+    qml.ControlledQubitUnitary(qml.matrix(qml.Hadamard(0) @ qml.S(1)), wires=[4, 0, 2],
+                               control_values=[0])
+    qml.DiagonalQubitUnitary(np.exp(1j * np.arange(4) * 0.3), wires=[3, 1])
+    qml.QubitCarry(wires=[0, 1, 2, 3])
+    qml.QubitSum(wires=[4, 1, 2])
+    qml.BlockEncode(np.array([[0.1, 0.2], [0.3, 0.4]]), wires=[0, 1])
+    qml.PauliRot(x[2], "XIYZ", wires=[4, 0, 1, 3])
+    qml.OrbitalRotation(x[0], wires=[3, 1, 4, 0])
+    qml.PCPhase(x[1], dim=5, wires=[2, 0, 3])
+    qml.PCPhase(x[2], dim=2, wires=[1, 4])
+
+
+def lightning_circuit(x):
+    lightning_gates(x)
+    return (qml.expval(qml.PauliZ(0) @ qml.PauliX(2)),
+            qml.expval(qml.Hamiltonian([0.5, -0.3, 0.2], [qml.PauliY(1), qml.PauliZ(4),
+                                                          qml.PauliX(3) @ qml.PauliY(0)])))
+
+
+XL = pnp.array([0.3, -1.1, 0.8], requires_grad=True)
+
+
+def test_lightning_operations_are_native():
+    """Every operation above reaches the engine as one gate: none is decomposed."""
+    from qmlsim.device import _adjoint_native, _native
+
+    tape = qml.tape.make_qscript(lightning_gates)(XL)
+    for op in tape.operations[1:]:
+        assert _native(op), op.name
+        assert _adjoint_native(op) or not qml.operation.is_trainable(op), op.name
+
+
+@pytest.mark.parametrize("c_dtype,tol", [(np.complex128, 1e-10), ("complex64", 1e-5)])
+def test_lightning_operations_match_default_qubit(c_dtype, tol):
+    dev = qml.device("qmlsim.qubit", wires=5, c_dtype=c_dtype)
+    ref_dev = qml.device("default.qubit", wires=5)
+
+    def state(x):
+        lightning_gates(x)
+        return qml.state()
+
+    assert np.allclose(qml.QNode(state, dev)(XL), qml.QNode(state, ref_dev)(XL), atol=tol)
+    q = qml.QNode(lightning_circuit, dev, diff_method="adjoint")
+    ref = qml.QNode(lightning_circuit, ref_dev, diff_method="backprop")
+    assert np.allclose(q(XL), ref(XL), atol=tol)
+    stack = lambda f: (lambda v: qml.math.stack(f(v)))  # noqa: E731
+    assert np.allclose(qml.jacobian(stack(q))(XL), qml.jacobian(stack(ref))(XL), atol=tol * 10)
+
+
+def test_every_lightning_qubit_operation_is_native():
+    """Every operation of lightning.qubit's TOML (the installed lightning package,
+    both sections) runs natively in qmlsim.qubit."""
+    import importlib.resources
+    import tomllib
+
+    from qmlsim.device import _native
+
+    toml = importlib.resources.files("pennylane_lightning") / "lightning_qubit" / "lightning_qubit.toml"
+    spec = tomllib.loads(toml.read_text())
+    ops = {**spec["operators"]["gates"], **spec["pennylane"]["operators"]["gates"]}
+    missing = []
+    for name in ops:
+        op_class = getattr(qml, name, None)
+        if op_class is None:
+            missing.append(name)
+            continue
+        wires = op_class.num_wires if isinstance(op_class.num_wires, int) else 3
+        try:
+            op = qml.tape.make_qscript(lambda: qml.apply(_instance(op_class, wires)))().operations[0]
+        except Exception:  # noqa: BLE001 - an operation this test cannot build
+            missing.append(name + " (not built)")
+            continue
+        if not _native(op):
+            missing.append(name)
+    assert not missing, missing
+
+
+def _instance(op_class, wires):
+    name = op_class.__name__
+    if name == "QubitUnitary":
+        return op_class(np.eye(2), wires=0)
+    if name == "DiagonalQubitUnitary":
+        return op_class(np.ones(2), wires=0)
+    if name == "BlockEncode":
+        return op_class(np.array([[0.1]]), wires=[0, 1])
+    if name == "MultiControlledX":
+        return op_class(wires=[0, 1, 2])
+    if name == "PauliRot":
+        return op_class(0.1, "XY", wires=[0, 1])
+    if name == "PCPhase":
+        return op_class(0.1, dim=2, wires=[0, 1])
+    if name in ("ControlledQubitUnitary",):
+        return op_class(np.eye(2), wires=[0, 1])
+    if name == "MultiRZ":
+        return op_class(0.1, wires=[0, 1])
+    return op_class(*([0.1] * op_class.num_params), wires=list(range(wires)))

@@ -52,6 +52,19 @@ constexpr std::array<GateInfo, static_cast<int>(G::kCount)> kTable = {{
     {G::MultiRZ, "MultiRZ", -1, 1, 0, G::MultiRZ, true, {kHalf}},
     {G::Toffoli, "Toffoli", 3, 0, 2, G::X, false, {}},
     {G::CSWAP, "CSWAP", 3, 0, 1, G::SWAP, false, {}},
+    {G::SingleExcitation, "SingleExcitation", 2, 1, 0, G::SingleExcitation, false, {kHalf}},
+    {G::SingleExcitationPlus, "SingleExcitationPlus", 2, 1, 0, G::SingleExcitationPlus, false,
+     {kHalf}},
+    {G::SingleExcitationMinus, "SingleExcitationMinus", 2, 1, 0, G::SingleExcitationMinus, false,
+     {kHalf}},
+    {G::DoubleExcitation, "DoubleExcitation", 4, 1, 0, G::DoubleExcitation, false, {kHalf}},
+    {G::DoubleExcitationPlus, "DoubleExcitationPlus", 4, 1, 0, G::DoubleExcitationPlus, false,
+     {kHalf}},
+    {G::DoubleExcitationMinus, "DoubleExcitationMinus", 4, 1, 0, G::DoubleExcitationMinus, false,
+     {kHalf}},
+    {G::PSWAP, "PSWAP", 2, 1, 0, G::PSWAP, false, {1}},
+    {G::ECR, "ECR", 2, 0, 0, G::ECR, false, {}},
+    {G::SISWAP, "SISWAP", 2, 0, 0, G::SISWAP, false, {}},
     {G::QubitUnitary, "QubitUnitary", -1, 0, 0, G::QubitUnitary, false, {}},
 }};
 
@@ -154,6 +167,41 @@ Matrix base_matrix(G id, std::span<const double> p, int k) {
       const cplx c = cos(p[0] / 2), s = kI * sin(p[0] / 2);
       return two_qubit({1, 0, 0, 0, 0, c, s, 0, 0, s, c, 0, 0, 0, 0, 1});
     }
+    // Givens rotations of the excitation gates: RY(t) on |01>, |10> (single) or
+    // on |0011>, |1100> (double); the other basis states keep 1 or take the
+    // phase e^{-+i t/2} (Minus, Plus).
+    case G::SingleExcitation:
+    case G::SingleExcitationPlus:
+    case G::SingleExcitationMinus:
+    case G::DoubleExcitation:
+    case G::DoubleExcitationPlus:
+    case G::DoubleExcitationMinus: {
+      const bool single = id == G::SingleExcitation || id == G::SingleExcitationPlus ||
+                          id == G::SingleExcitationMinus;
+      const std::size_t dim = single ? 4 : 16, a = single ? 1 : 3, b = single ? 2 : 12;
+      cplx phase = 1;
+      if (id == G::SingleExcitationPlus || id == G::DoubleExcitationPlus)
+        phase = exp(kI * (p[0] / 2));
+      if (id == G::SingleExcitationMinus || id == G::DoubleExcitationMinus)
+        phase = exp(-kI * (p[0] / 2));
+      Matrix m(dim * dim, 0.0);
+      for (std::size_t j = 0; j < dim; ++j) m[j * dim + j] = phase;
+      const double c = cos(p[0] / 2), s = sin(p[0] / 2);
+      m[a * dim + a] = c;
+      m[a * dim + b] = -s;
+      m[b * dim + a] = s;
+      m[b * dim + b] = c;
+      return m;
+    }
+    case G::PSWAP: {
+      const cplx e = exp(kI * p[0]);
+      return two_qubit({1, 0, 0, 0, 0, 0, e, 0, 0, e, 0, 0, 0, 0, 0, 1});
+    }
+    case G::ECR:
+      return two_qubit({0, 0, r2, kI * r2, 0, 0, kI * r2, r2, r2, -kI * r2, 0, 0, -kI * r2, r2, 0,
+                        0});
+    case G::SISWAP:
+      return two_qubit({1, 0, 0, 0, 0, r2, kI * r2, 0, 0, kI * r2, r2, 0, 0, 0, 0, 1});
     case G::MultiRZ: {
       const index_t dim = index_t{1} << k;
       Matrix m(dim * dim, 0.0);

@@ -52,6 +52,15 @@ enum class GateId : std::uint8_t {
   MultiRZ,
   Toffoli,
   CSWAP,
+  SingleExcitation,
+  SingleExcitationPlus,
+  SingleExcitationMinus,
+  DoubleExcitation,
+  DoubleExcitationPlus,
+  DoubleExcitationMinus,
+  PSWAP,
+  ECR,
+  SISWAP,
   QubitUnitary,
   kCount
 };

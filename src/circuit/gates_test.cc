@@ -128,6 +128,69 @@ TEST(Gates, FixedGates) {
               "ISWAP");
 }
 
+// exp(-i t G) for a Hermitian G, by a Taylor series after scaling by 2^-8 and
+// squaring back (independent of the table's closed forms).
+Matrix exp_generator(const Matrix& g, double t) {
+  const std::size_t d = static_cast<std::size_t>(std::sqrt(g.size()));
+  Matrix a(d * d), sum(d * d, 0.0), term(d * d, 0.0);
+  for (std::size_t i = 0; i < d * d; ++i) a[i] = -I * t * g[i] / 256.0;
+  for (std::size_t i = 0; i < d; ++i) sum[i * d + i] = term[i * d + i] = 1.0;
+  for (int k = 1; k < 30; ++k) {
+    term = mul(term, a);
+    for (std::size_t i = 0; i < d * d; ++i) sum[i] += term[i] / std::tgamma(k + 1.0);
+  }
+  for (int k = 0; k < 8; ++k) sum = mul(sum, sum);
+  return sum;
+}
+
+// The generator acting as Y/2 on the pair of basis states (a, b), plus `rest`
+// times the projector on every other basis state.
+Matrix givens_generator(std::size_t dim, std::size_t a, std::size_t b, double rest) {
+  Matrix g(dim * dim, 0.0);
+  g[b * dim + a] = I / 2.0;
+  g[a * dim + b] = -I / 2.0;
+  for (std::size_t j = 0; j < dim; ++j)
+    if (j != a && j != b) g[j * dim + j] = rest;
+  return g;
+}
+
+// The gates lightning.qubit has natively that PennyLane defines by generators
+// or products: excitations (Givens rotations), PSWAP, ECR, SISWAP.
+TEST(Gates, ExcitationsAndTwoQubitGatesMatchTheirDefinitions) {
+  for (double t : {-2.1, 0.0, 0.37, 1.9}) {
+    const std::vector<double> p = {t};
+    // SingleExcitation = exp(-i t (Y (x) X - X (x) Y) / 4), first wire first.
+    Matrix yx = kron(kY, kX), xy = kron(kX, kY), gen(16);
+    for (std::size_t i = 0; i < 16; ++i) gen[i] = (yx[i] - xy[i]) / 4.0;
+    expect_near(full_matrix(GateId::SingleExcitation, p, 2), exp_generator(gen, t),
+                "SingleExcitation");
+    expect_near(full_matrix(GateId::SingleExcitationMinus, p, 2),
+                exp_generator(givens_generator(4, 1, 2, 0.5), t), "SingleExcitationMinus");
+    expect_near(full_matrix(GateId::SingleExcitationPlus, p, 2),
+                exp_generator(givens_generator(4, 1, 2, -0.5), t), "SingleExcitationPlus");
+    // DoubleExcitation: |0011> -> cos |0011> + sin |1100> (wires 0-3, first most significant).
+    expect_near(full_matrix(GateId::DoubleExcitation, p, 4),
+                exp_generator(givens_generator(16, 3, 12, 0), t), "DoubleExcitation");
+    expect_near(full_matrix(GateId::DoubleExcitationMinus, p, 4),
+                exp_generator(givens_generator(16, 3, 12, 0.5), t), "DoubleExcitationMinus");
+    expect_near(full_matrix(GateId::DoubleExcitationPlus, p, 4),
+                exp_generator(givens_generator(16, 3, 12, -0.5), t), "DoubleExcitationPlus");
+    // PSWAP = SWAP diag(1, e^{it}, e^{it}, 1).
+    const Matrix swap = {1, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1};
+    const cplx e = std::exp(I * t);
+    expect_near(full_matrix(GateId::PSWAP, p, 2),
+                mul(swap, {1, 0, 0, 0, 0, e, 0, 0, 0, 0, e, 0, 0, 0, 0, 1}), "PSWAP");
+  }
+  // ECR = (X (x) I - Y (x) X) / sqrt(2); SISWAP = exp(i pi/8 (XX + YY)), ISWAP's square root.
+  Matrix ecr = kron(kX, kId), yx = kron(kY, kX);
+  for (std::size_t i = 0; i < 16; ++i) ecr[i] = (ecr[i] - yx[i]) / std::numbers::sqrt2;
+  expect_near(full_matrix(GateId::ECR, {}, 2), ecr, "ECR");
+  const Matrix siswap = mul(pauli_rotation(kron(kX, kX), -std::numbers::pi / 4),
+                            pauli_rotation(kron(kY, kY), -std::numbers::pi / 4));
+  expect_near(full_matrix(GateId::SISWAP, {}, 2), siswap, "SISWAP");
+  expect_near(mul(siswap, siswap), full_matrix(GateId::ISWAP, {}, 2), "SISWAP^2");
+}
+
 TEST(Gates, EveryGateIsUnitaryAndDerivativesAreExact) {
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<double> angle(-3, 3);
