@@ -114,8 +114,8 @@ Circuit make_circuit(int n, const std::vector<OpSpec>& ops, std::vector<double>&
       num_controls = static_cast<std::size_t>(std::stoi(count));
       gate_name = name.substr(name.find('@') + 1);
       if (num_controls >= wires.size())
-        throw Error("gate '" + name + "': " + std::to_string(wires.size()) +
-                    " wire(s) for " + std::to_string(num_controls) + " control(s) and a gate");
+        throw Error("gate '" + name + "': " + std::to_string(wires.size()) + " wire(s) for " +
+                    std::to_string(num_controls) + " control(s) and a gate");
     }
     const std::optional<GateId> g = gate_by_name(gate_name);
     if (!g) throw Error("unknown gate '" + gate_name + "'");

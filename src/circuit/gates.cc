@@ -53,14 +53,38 @@ constexpr std::array<GateInfo, static_cast<int>(G::kCount)> kTable = {{
     {G::Toffoli, "Toffoli", 3, 0, 2, G::X, false, {}},
     {G::CSWAP, "CSWAP", 3, 0, 1, G::SWAP, false, {}},
     {G::SingleExcitation, "SingleExcitation", 2, 1, 0, G::SingleExcitation, false, {kHalf}},
-    {G::SingleExcitationPlus, "SingleExcitationPlus", 2, 1, 0, G::SingleExcitationPlus, false,
+    {G::SingleExcitationPlus,
+     "SingleExcitationPlus",
+     2,
+     1,
+     0,
+     G::SingleExcitationPlus,
+     false,
      {kHalf}},
-    {G::SingleExcitationMinus, "SingleExcitationMinus", 2, 1, 0, G::SingleExcitationMinus, false,
+    {G::SingleExcitationMinus,
+     "SingleExcitationMinus",
+     2,
+     1,
+     0,
+     G::SingleExcitationMinus,
+     false,
      {kHalf}},
     {G::DoubleExcitation, "DoubleExcitation", 4, 1, 0, G::DoubleExcitation, false, {kHalf}},
-    {G::DoubleExcitationPlus, "DoubleExcitationPlus", 4, 1, 0, G::DoubleExcitationPlus, false,
+    {G::DoubleExcitationPlus,
+     "DoubleExcitationPlus",
+     4,
+     1,
+     0,
+     G::DoubleExcitationPlus,
+     false,
      {kHalf}},
-    {G::DoubleExcitationMinus, "DoubleExcitationMinus", 4, 1, 0, G::DoubleExcitationMinus, false,
+    {G::DoubleExcitationMinus,
+     "DoubleExcitationMinus",
+     4,
+     1,
+     0,
+     G::DoubleExcitationMinus,
+     false,
      {kHalf}},
     {G::PSWAP, "PSWAP", 2, 1, 0, G::PSWAP, false, {1}},
     {G::ECR, "ECR", 2, 0, 0, G::ECR, false, {}},
@@ -198,8 +222,8 @@ Matrix base_matrix(G id, std::span<const double> p, int k) {
       return two_qubit({1, 0, 0, 0, 0, 0, e, 0, 0, e, 0, 0, 0, 0, 0, 1});
     }
     case G::ECR:
-      return two_qubit({0, 0, r2, kI * r2, 0, 0, kI * r2, r2, r2, -kI * r2, 0, 0, -kI * r2, r2, 0,
-                        0});
+      return two_qubit(
+          {0, 0, r2, kI * r2, 0, 0, kI * r2, r2, r2, -kI * r2, 0, 0, -kI * r2, r2, 0, 0});
     case G::SISWAP:
       return two_qubit({1, 0, 0, 0, 0, r2, kI * r2, 0, 0, kI * r2, r2, 0, 0, 0, 0, 1});
     case G::MultiRZ: {
