@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import operator
 
 import numpy as np
@@ -126,9 +127,33 @@ def _controlled_base(op):
     return None
 
 
+# Gates whose inverse is the same gate at negated angles (Rot: reversed too).
+_NEGATED_INVERSE = {
+    "RX", "RY", "RZ", "PhaseShift", "U1", "MultiRZ", "IsingXX", "IsingYY", "IsingZZ", "IsingXY",
+    "CRX", "CRY", "CRZ", "ControlledPhaseShift", "SingleExcitation", "SingleExcitationPlus",
+    "SingleExcitationMinus", "DoubleExcitation", "DoubleExcitationPlus", "DoubleExcitationMinus",
+    "PSWAP", "Rot"}
+_SELF_INVERSE = {"Identity", "PauliX", "PauliY", "PauliZ", "Hadamard", "CNOT", "CY", "CZ", "CH",
+                 "SWAP", "Toffoli", "CSWAP"}
+
+
+def _adjoint_base(op):
+    """For ``qml.adjoint(op)`` of a table gate: its base, when the engine runs the
+    inverse directly (negated angles, a self-inverse gate, or a fixed gate's
+    matrix). Else None."""
+    if op.name in _NATIVE or not isinstance(op, qml.ops.op_math.Adjoint):
+        return None
+    base = op.base
+    if base.name in _NEGATED_INVERSE or base.name in _SELF_INVERSE:
+        return base
+    if base.num_params == 0 and (base.name in _GATES or base.name in _MATRIX_OPS):
+        return base  # its matrix's inverse
+    return None
+
+
 def _native(op) -> bool:
     return (op.name in _NATIVE or _by_matrix(op) or _pauli_rot_gate(op) is not None
-            or _controlled_base(op) is not None)
+            or _controlled_base(op) is not None or _adjoint_base(op) is not None)
 
 
 def _adjoint_native(op) -> bool:
@@ -176,6 +201,10 @@ def _real_pauli_sum(obs) -> bool:
 
 
 def _value(p) -> float:
+    if isinstance(p, float):  # Python and NumPy floats: the common case, fast
+        if not math.isfinite(p):
+            raise DeviceError("qmlsim.qubit: a gate parameter is not a finite number")
+        return float(p)
     v = qml.math.unwrap(p)
     v = np.asarray(v)
     if v.ndim != 0:
@@ -220,6 +249,14 @@ def _ops(operations, n: int):
     or ((slot, factor), ...) when it feeds several engine angles."""
     ops, slots, phase, slot = [], [], 0.0, 0
     for index, op in enumerate(operations):
+        name = _GATES.get(op.name)
+        if name is not None and name != "QubitUnitary":  # the common case, first
+            params = [_value(p) for p in op.data]
+            ops.append((name, [n - 1 - int(w) for w in op.wires.labels], params, []))
+            for _ in params:
+                slots.append(slot)
+                slot += 1
+            continue
         if isinstance(op, StatePrepBase):  # the starting state, applied directly
             if index != 0:
                 raise DeviceError(f"qmlsim.qubit: {op.name} is supported only as the first operation")
@@ -245,6 +282,10 @@ def _ops(operations, n: int):
             continue
         if op.name == "PCPhase":
             phase, slot = _pc_phase(op, n, ops, slots, phase, slot)
+            continue
+        inverse = _adjoint_base(op)
+        if inverse is not None:
+            slot = _inverse(inverse, n, ops, slots, slot)
             continue
         controls, flips = [], []
         base = _controlled_base(op)
@@ -300,6 +341,26 @@ def _ops(operations, n: int):
         for q in flips:
             ops.append(("X", [q], [], []))
     return ops, slots, phase
+
+
+def _inverse(base, n, ops, slots, slot):
+    """The engine gates of adjoint(base) (see _adjoint_base); returns the next slot."""
+    wires = [n - 1 - int(w) for w in base.wires]
+    if base.name in _SELF_INVERSE:
+        ops.append((_GATES[base.name], wires, [], []))
+        return slot
+    if base.name not in _NEGATED_INVERSE:  # a fixed gate: its inverse's matrix
+        m = np.asarray(qml.math.unwrap(base.matrix()), dtype=np.complex128).conj().T
+        ops.append(("QubitUnitary", wires, [], m.reshape(-1).tolist()))
+        return slot
+    params = [-_value(p) for p in base.parameters]
+    order = list(range(len(params)))
+    if base.name == "Rot":  # Rot(a, b, c)^-1 = Rot(-c, -b, -a)
+        order.reverse()
+    ops.append((_GATES[base.name], wires, [params[i] for i in order], []))
+    for k in range(len(params)):  # tape parameter k is engine angle order.index(k), negated
+        slots.append(((slot + order.index(k), -1.0),))
+    return slot + len(params)
 
 
 def _pc_phase(op, n, ops, slots, phase, slot):

@@ -224,6 +224,14 @@ def lightning_gates(x):
     qml.OrbitalRotation(x[0], wires=[3, 1, 4, 0])
     qml.PCPhase(x[1], dim=5, wires=[2, 0, 3])
     qml.PCPhase(x[2], dim=2, wires=[1, 4])
+    # Inverses run directly: negated (and for Rot reversed) angles, or the matrix.
+    qml.adjoint(qml.RX(x[0], wires=3))
+    qml.adjoint(qml.Rot(x[0], x[1], x[2], wires=1))
+    qml.adjoint(qml.DoubleExcitation(x[1], wires=[4, 3, 2, 1]))
+    qml.adjoint(qml.IsingXY(x[2], wires=[0, 2]))
+    qml.adjoint(qml.SX(wires=2))
+    qml.adjoint(qml.ECR(wires=[4, 1]))
+    qml.adjoint(qml.Hadamard(wires=0))
 
 
 def lightning_circuit(x):
