@@ -43,7 +43,7 @@ from pennylane.devices.preprocess import (
     validate_observables,
 )
 from pennylane.devices.qubit import measure_final_state
-from pennylane.measurements import ExpectationMP
+from pennylane.measurements import ExpectationMP, MidMeasureMP
 from pennylane.operation import StatePrepBase
 from pennylane.transforms import broadcast_expand, defer_measurements
 from pennylane.transforms.core import CompilePipeline
@@ -432,6 +432,7 @@ class QmlsimQubit(Device):
         self._threads = _default_threads() if threads is None else threads
         self._fusion = _whole(fusion, "fusion", 0, 10)
         seed = np.random.randint(0, high=10_000_000) if seed == "global" else seed
+        self._supports_cache = {}  # supports_derivatives by circuit structure
         self._rng = np.random.default_rng(seed)
 
     @property
@@ -499,15 +500,36 @@ class QmlsimQubit(Device):
         num_op_params = sum(op.num_params for op in circuit.operations)
         if any(t >= num_op_params for t in circuit.trainable_params):
             return False  # a trainable observable coefficient
+        # The answer depends on the operations' kinds, wires, hyperparameters and
+        # trainability only, so a training loop's repeated structure asks once.
+        try:
+            key = (tuple((op.name, tuple(op.wires), repr(op.hyperparameters))
+                         for op in circuit.operations), tuple(circuit.trainable_params))
+        except Exception:  # noqa: BLE001 - an unusual hyperparameter: no caching
+            key = None
+        if key is not None and key in self._supports_cache:
+            return self._supports_cache[key]
         ops_only = qml.tape.QuantumScript(circuit.operations, [qml.expval(qml.Z(w)) for w in
                                                                circuit.wires[:1]],
                                           trainable_params=list(circuit.trainable_params))
+        program = CompilePipeline()
+        if any(isinstance(op, MidMeasureMP) for op in circuit.operations):
+            program = self.preprocess_transforms(self.setup_execution_config(execution_config))
+        else:  # the adjoint's own checks (the rest of the preprocessing cannot fail here)
+            program.add_transform(decompose, stopping_condition=_adjoint_native,
+                                  device_wires=self.wires, skip_initial_state_prep=False,
+                                  name=self.name)
+            program.add_transform(validate_adjoint_trainable_params)
         try:
-            config = self.setup_execution_config(execution_config)
-            self.preprocess_transforms(config)((ops_only,))
+            program((ops_only,))
+            answer = True
         except Exception:  # noqa: BLE001 - any preprocessing failure means "no"
-            return False
-        return True
+            answer = False
+        if key is not None:
+            if len(self._supports_cache) > 256:
+                self._supports_cache.clear()
+            self._supports_cache[key] = answer
+        return answer
 
     def supports_vjp(self, execution_config=None, circuit=None) -> bool:
         return self.supports_derivatives(execution_config, circuit)
