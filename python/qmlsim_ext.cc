@@ -338,8 +338,20 @@ std::vector<std::vector<std::vector<double>>> jacobian_batch(
     int n, const std::vector<std::vector<OpSpec>>& items,
     const std::vector<std::vector<TermSpec>>& obs, const Options& o) {
   const std::vector<PauliSum> h = make_observables(obs);
+  bool three = true;
+  try {
+    check_fits(n, single(o), 3);
+  } catch (const TooLarge&) {
+    three = false;
+  }
   return run_batch<std::vector<std::vector<double>>>(
       n, items, 2, o, [&](const Program& p, const AdjointOptions& a, bool f32) {
+        // One forward pass kept, then a backward pass per observable (on
+        // several threads for small states): three states. Where only two fit,
+        // a forward and a backward pass per observable.
+        if (three)
+          return f32 ? adjoint_jacobian<float>(p.circuit, p.theta, h, a)
+                     : adjoint_jacobian<double>(p.circuit, p.theta, h, a);
         std::vector<std::vector<double>> rows;
         for (std::size_t k = 0; k < h.size(); ++k) {
           std::vector<double> w(h.size(), 0.0);

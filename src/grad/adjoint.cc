@@ -389,9 +389,23 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
   const Segmented s = segment(tape, options.fusion, diagonal_block_qubits<SV>());
   SV final_state =
       detail::forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
+  std::vector<std::vector<double>> jac;
+  // Small states on the CPU: one observable's backward pass per thread (each
+  // with its own two states), as batch items run; the rows are the same.
+  if (detail::kCpuState<SV> && observables.size() > 1 &&
+      (std::int64_t{1} << c.num_qubits()) < kMinParallelWork) {
+    jac.assign(observables.size(), std::vector<double>(theta.size(), 0.0));
+    detail::for_each_item(observables.size(), c.num_qubits(), options,
+                          [&](std::size_t k, const AdjointOptions& inner) {
+                            SV phi = detail::make_state<SV>(c.num_qubits(), inner);
+                            SV lambda = detail::make_state<SV>(c.num_qubits(), inner);
+                            phi.copy_from(final_state);
+                            backward(s, phi, lambda, observables[k], jac[k]);
+                          });
+    return jac;
+  }
   SV phi = detail::make_state<SV>(c.num_qubits(), options);
   SV lambda = detail::make_state<SV>(c.num_qubits(), options);
-  std::vector<std::vector<double>> jac;
   for (const PauliSum& h : observables) {
     phi.copy_from(final_state);
     std::vector<double> row(theta.size(), 0.0);

@@ -389,7 +389,8 @@ TEST(Adjoint, VectorJacobianProductIsTheWeightedJacobian) {
   const std::vector<double> theta = {0.1, 0.2, -0.3, 1.4};
   const std::vector<PauliSum> obs = {random_observable(n, rng), random_observable(n, rng),
                                      parse_pauli_sum("Z0 Z1 + 0.5*X2", "test")};
-  const std::vector<std::vector<double>> jac = adjoint_jacobian<double>(c, theta, obs, {1, 3});
+  const std::vector<std::vector<double>> jac =
+      adjoint_jacobian<double>(c, theta, obs, {2, 3});  // rows on two threads
   const double w[] = {0.7, -1.3, 2.0};
   const AdjointResult v = adjoint_vjp<double>(c, theta, obs, w, {1, 3});
   for (std::size_t s = 0; s < theta.size(); ++s) {
