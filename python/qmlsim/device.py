@@ -43,7 +43,7 @@ from pennylane.devices.preprocess import (
     validate_observables,
 )
 from pennylane.devices.qubit import measure_final_state
-from pennylane.measurements import ExpectationMP, MidMeasureMP
+from pennylane.measurements import ExpectationMP, MidMeasureMP, ProbabilityMP
 from pennylane.operation import StatePrepBase
 from pennylane.transforms import broadcast_expand, defer_measurements
 from pennylane.transforms.core import CompilePipeline
@@ -227,6 +227,13 @@ def _whole(value, name: str, low: int, high: int) -> int:
         raise DeviceError(f"qmlsim.qubit: {name} must be a whole number from {low} to {high}, "
                           f"got {value!r}")
     return v
+
+
+def _standard_wires(circuit):
+    """The tape on wires 0..n-1 (map_to_standard_wires), itself when it already is."""
+    if circuit.wires.labels == tuple(range(len(circuit.wires))):
+        return circuit
+    return circuit.map_to_standard_wires()
 
 
 def _slot_value(row, spec) -> float:
@@ -561,7 +568,7 @@ class QmlsimQubit(Device):
         analytic tape of Pauli-sum expectation values, else None."""
         if circuit.shots or not all(isinstance(m, ExpectationMP) for m in circuit.measurements):
             return None
-        circuit = circuit.map_to_standard_wires()
+        circuit = _standard_wires(circuit)
         n = len(circuit.wires)
         terms = [_pauli_terms(m.obs, n) for m in circuit.measurements]
         if n == 0 or any(t is None for t in terms):
@@ -570,7 +577,7 @@ class QmlsimQubit(Device):
         return n, ops, tuple(tuple(t) for t in terms)
 
     def _simulate(self, circuit):
-        circuit = circuit.map_to_standard_wires()
+        circuit = _standard_wires(circuit)
         n = len(circuit.wires)
         if n == 0:
             raise DeviceError("qmlsim.qubit: the circuit acts on no wire")
@@ -578,12 +585,18 @@ class QmlsimQubit(Device):
         state = _qmlsim.state(n, ops, self._engine_options())
         if phase:
             state = state * np.exp(-1j * phase)
-        state = state.astype(self._c_dtype, copy=False).reshape((2,) * n)
-        return measure_final_state(circuit, state, False, rng=self._rng)
+        state = state.astype(self._c_dtype, copy=False)
+        m = circuit.measurements
+        if (not circuit.shots and len(m) == 1 and type(m[0]) is ProbabilityMP  # noqa: E721
+                and m[0].obs is None and m[0].mv is None
+                and m[0].wires.labels == tuple(range(n))):
+            # probs of every wire in order (a kernel matrix's overlaps): |amplitude|^2
+            return (state.real ** 2 + state.imag ** 2).astype(np.float64)
+        return measure_final_state(circuit, state.reshape((2,) * n), False, rng=self._rng)
 
     # -- derivatives
     def _adjoint_inputs(self, circuit):
-        circuit = circuit.map_to_standard_wires()
+        circuit = _standard_wires(circuit)
         n = len(circuit.wires)
         ops, slots, _ = _ops(circuit.operations, n)
         terms = [_pauli_terms(m.obs, n) for m in circuit.measurements]

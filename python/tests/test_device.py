@@ -264,6 +264,14 @@ def test_lightning_operations_match_default_qubit(c_dtype, tol):
         return qml.state()
 
     assert np.allclose(qml.QNode(state, dev)(XL), qml.QNode(state, ref_dev)(XL), atol=tol)
+
+    def probs(x, wires):
+        lightning_gates(x)
+        return qml.probs(wires=wires)
+
+    for wires in ([0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [1, 3]):  # all in order: |amplitude|^2
+        got = qml.QNode(probs, dev)(XL, wires)
+        assert np.allclose(got, qml.QNode(probs, ref_dev)(XL, wires), atol=tol), wires
     q = qml.QNode(lightning_circuit, dev, diff_method="adjoint")
     ref = qml.QNode(lightning_circuit, ref_dev, diff_method="backprop")
     assert np.allclose(q(XL), ref(XL), atol=tol)
