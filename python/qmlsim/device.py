@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+import weakref
 
 import numpy as np
 import pennylane as qml
@@ -177,6 +178,23 @@ def _pauli_terms(obs, n: int):
     rep = getattr(obs, "pauli_rep", None)
     if rep is None:
         return None
+    # PennyLane's tape copies share the observable's PauliSentence: a large
+    # Hamiltonian is converted once, not at every execution.
+    key = (id(rep), n)
+    hit = _TERMS_CACHE.get(key)
+    if hit is not None and hit[0]() is rep:
+        return hit[1]
+    terms = _convert_terms(rep, n)
+    if len(_TERMS_CACHE) >= 64:
+        _TERMS_CACHE.clear()
+    _TERMS_CACHE[key] = (weakref.ref(rep), terms)
+    return terms
+
+
+_TERMS_CACHE = {}  # (id of a PauliSentence, wires) -> (weak reference to it, terms)
+
+
+def _convert_terms(rep, n: int):
     terms = []
     for word, coeff in rep.items():
         c = complex(qml.math.unwrap(coeff))
@@ -197,7 +215,17 @@ def _real_pauli_sum(obs) -> bool:
     rep = getattr(obs, "pauli_rep", None)
     if rep is None:
         return False
-    return all(abs(complex(qml.math.unwrap(c)).imag) <= 1e-12 for c in rep.values())
+    hit = _REAL_CACHE.get(id(rep))
+    if hit is not None and hit[0]() is rep:
+        return hit[1]
+    real = all(abs(complex(qml.math.unwrap(c)).imag) <= 1e-12 for c in rep.values())
+    if len(_REAL_CACHE) >= 64:
+        _REAL_CACHE.clear()
+    _REAL_CACHE[id(rep)] = (weakref.ref(rep), real)
+    return real
+
+
+_REAL_CACHE = {}  # id of a PauliSentence -> (weak reference to it, whether its coefficients are real)
 
 
 def _value(p) -> float:
