@@ -2,7 +2,8 @@
 """qmlsim.qubit against lightning.qubit on the PennyLane workloads users run most.
 
 Each workload is written once and run on both devices from the same code:
-agreement first (values and gradients to 1e-8, complex128), then timed runs
+agreement first (values and gradients to 1e-8, complex128; 1e-6 for the torch
+rows, where lightning.qubit returns float32 tensors), then timed runs
 alternating between the devices; medians, and the ratio lightning / qmlsim
 (above 1: qmlsim is faster), as a markdown table.
 
@@ -199,7 +200,7 @@ def transfer_learning(n, train):
         def forward(batch):
             q_in = torch.tanh(pre(batch.double())) * np.pi / 2
             q_out = torch.stack([torch.hstack(net(row, weights)) for row in q_in])
-            return post(q_out)
+            return post(q_out.double())
 
         def run():
             if not train:
@@ -257,7 +258,8 @@ def main():
         runs = {name: make(name) for name in DEVICES}
         results = {name: flat(run()) for name, run in runs.items()}  # warm-up and agreement
         diff = float(np.max(np.abs(results[DEVICES[0]] - results[DEVICES[1]])))
-        if diff > 1e-8:
+        # lightning.qubit's torch results come back as float32 tensors
+        if diff > (1e-6 if title.startswith("transfer") else 1e-8):
             print(f"| {title} | {n} | disagree: max abs diff {diff:.1e} | | |", flush=True)
             failed = True
             continue
