@@ -27,6 +27,7 @@
 #include "backends/cuda/statevector.h"
 #include "circuit/circuit.h"
 #include "circuit/observable.h"
+#include "circuit/qasm.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "grad/adjoint.h"
@@ -227,6 +228,28 @@ std::vector<double> expvals(int n, const std::vector<OpSpec>& ops,
              : simulate<double>(p.circuit, p.theta, req, a).expvals;
 }
 
+// <H_k> of an OpenQASM 2.0 / 3 program without inputs, read and run in this
+// process: `qmlsim run` without the process start (the peers bench's warm column).
+std::vector<double> expvals_qasm(const std::string& text,
+                                 const std::vector<std::vector<TermSpec>>& obs, const Options& o) {
+  const QasmProgram prog = parse_qasm(text, "<qasm>");
+  if (!prog.inputs.empty())
+    throw Error("<qasm>: a program with inputs needs their values (qmlsim run --input)");
+  const int n = prog.circuit.num_qubits();
+  SimulateRequest req;
+  req.observables = make_observables(obs);
+  for (const PauliSum& h : req.observables)
+    for (const PauliTerm& t : h.terms)
+      if (((t.xmask | t.zmask) >> n) != 0)
+        throw Error("observable: a qubit beyond the program's " + std::to_string(n));
+  const bool f32 = single(o);
+  check_fits(n, f32, 1);
+  const AdjointOptions a = engine(o);
+  nb::gil_scoped_release release;
+  return f32 ? simulate<float>(prog.circuit, prog.angles, req, a).expvals
+             : simulate<double>(prog.circuit, prog.angles, req, a).expvals;
+}
+
 // [observable][parameter] by the adjoint method, and the expectation values.
 std::tuple<std::vector<double>, std::vector<std::vector<double>>> jacobian(
     int n, const std::vector<OpSpec>& ops, const std::vector<std::vector<TermSpec>>& obs,
@@ -396,6 +419,8 @@ NB_MODULE(_qmlsim, m) {
         "The final state from |0...0> (complex128 array, bit q of an index = qubit q).");
   m.def("expvals", &expvals, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("observables"),
         nb::arg("options"), "<H_k> for each Pauli sum H_k.");
+  m.def("expvals_qasm", &expvals_qasm, nb::arg("text"), nb::arg("observables"),
+        nb::arg("options"), "<H_k> of an OpenQASM 2.0 / 3 program (no inputs).");
   m.def("jacobian", &jacobian, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("observables"),
         nb::arg("options"),
         "(<H_k>, d<H_k>/d(parameter) for every gate parameter) by the adjoint method.");

@@ -3,7 +3,10 @@
 
 Every case first checks that qmlsim and the peer agree (expectation values and
 gradients), then times both, alternating runs, and reports medians and the
-ratio peer / qmlsim (> 1: qmlsim is faster). Threads = 2 everywhere.
+ratio peer / qmlsim (> 1: qmlsim is faster). Threads = 2 everywhere. Forward
+rows time qmlsim warm through its Python package, in this process, as the Python
+peers are timed (with `qmlsim run`, a fresh process, as a second column); the
+training rows time the `qmlsim train` steps.
 
   bench/peers/run.sh [--quick]        (creates the virtual environment, then runs this)
   python run.py --qmlsim build/release/qmlsim [--quick] [--json peers.json] [--cases random,grid,...]
@@ -20,6 +23,10 @@ import tempfile
 import time
 
 THREADS = 2
+try:  # the package (pip install .): qmlsim timed warm, in this process, like the peers
+    import qmlsim as QMLSIM_PACKAGE
+except ImportError:
+    QMLSIM_PACKAGE = None
 os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
 
 import h5py  # noqa: E402
@@ -172,29 +179,47 @@ def write_qasm(path, n, ops):
 
 
 def forward_rows(binary, case, size, n, qasm_path, reps, peers):
-    """Times `qmlsim run` on the file against each peer's prepared run(), <Z0> checked first.
-    peers: name -> (precision, run)."""
-    def ours(precision):
+    """Times qmlsim on the file against each peer's prepared run(), <Z0> checked first.
+    peers: name -> (precision, run). qmlsim is timed warm, as the peers are: the
+    qmlsim package reads and runs the file in this process (qmlsim.expval_qasm:
+    parse, bind, fuse, simulate, <Z0>); the second column is `qmlsim run` (a
+    fresh process, its reported simulation time)."""
+    text = open(qasm_path).read()
+
+    def cli(precision):
         out = json.loads(qmlsim(["run", qasm_path, "--observable", "Z0", "--json", "--threads",
                                  str(THREADS), "--precision", precision], binary))
         return out["expval"][0], out["time_s"]["simulate"]
 
+    def ours(precision):
+        if QMLSIM_PACKAGE is None:
+            return cli(precision)
+        t = time.perf_counter()
+        value = QMLSIM_PACKAGE.expval_qasm(text, "Z0", precision=precision, threads=THREADS)[0]
+        return value, time.perf_counter() - t
+
     refs = {p: ours(p) for p in ("c64", "c128")}  # (<Z0>, seconds)
+    for p in ("c64", "c128"):  # the fresh process agrees with the warm one
+        check(f"{case} {size} qmlsim run", [refs[p][0]], [cli(p)[0]], 1e-5 if p == "c128" else 1e-4)
     rows = []
     for peer, (precision, run) in peers.items():
         value = run()
         time.sleep(SETTLE_S)
         err = check(f"{case} {size} {peer}", [refs[precision][0]], [value],
                     1e-5 if precision == "c128" else 1e-4)
-        t_ours, t_peer = [], []
+        t_ours, t_peer, t_cli = [], [], []
         # Runs under a second alternate 3x as often: on a shared host one slow
         # burst can hold two of three samples (the median) of a 20 ms run.
         quick = refs[precision][1] < 1.0
         for _ in range(3 * reps if quick else reps):  # alternate
             t_ours.append(ours(precision)[1])
+            time.sleep(SETTLE_S)
             t_peer.append(median_time(run, 1))
+            if QMLSIM_PACKAGE is not None:
+                t_cli.append(cli(precision)[1])
         rows.append(dict(case=case, size=size, peer=peer, precision=precision,
                          qmlsim_s=statistics.median(t_ours), peer_s=statistics.median(t_peer),
+                         qmlsim_cli_s=statistics.median(t_cli) if t_cli else None,
                          max_error=err))
         report(rows[-1])
     return rows
@@ -735,9 +760,10 @@ def fmt(s):
 
 def report(row):
     row["ratio"] = row["peer_s"] / row["qmlsim_s"]
+    cli_s = row.get("qmlsim_cli_s")
     print(f"| {row['case']} | {row['size']} | {row['peer']} | {row['precision']} | "
           f"{fmt(row['qmlsim_s'])} | {fmt(row['peer_s'])} | **{row['ratio']:.2f}** | "
-          f"{row['max_error']:.1e} |", flush=True)
+          f"{fmt(cli_s) if cli_s else '-'} | {row['max_error']:.1e} |", flush=True)
 
 
 def versions():
@@ -775,8 +801,9 @@ def main():
                 python=platform.python_version(), versions=versions(), quick=quick)
     print(f"# {meta['date']}, {cpu}, {os.cpu_count()} cores, threads = {THREADS}")
     print("# versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()))
-    print("| case | size | peer | precision | qmlsim | peer | peer / qmlsim | max abs diff |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| case | size | peer | precision | qmlsim | peer | peer / qmlsim | qmlsim run "
+          "(fresh process) | max abs diff |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     rows, failures = [], []
     grids = [((4, 4), "fsim"), ((4, 5), "fsim")] if quick else [
         ((4, 4), "fsim"), ((4, 5), "fsim"), ((4, 6), "fsim"), ((4, 6), "cz"), ((4, 7), "fsim")]

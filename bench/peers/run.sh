@@ -10,6 +10,13 @@ if ! [ -x "$venv/bin/python" ] || ! "$venv/bin/pip" freeze | grep -q "^qulacs=="
   /usr/bin/python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r bench/peers/requirements.txt
 fi
+# The qmlsim package, so that qmlsim is timed warm like the Python peers; rebuilt
+# when the checkout's commit changed since it was installed.
+stamp="$venv/.qmlsim-commit"
+commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$commit" ]; then
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps . && echo "$commit" >"$stamp"
+fi
 # TensorFlow Quantum needs its own environment; the QCNN case uses it when it installs.
 tfq=bench/peers/.venv-tfq
 if ! [ -x "$tfq/bin/python" ] || ! "$tfq/bin/pip" freeze | grep -q "^tensorflow-quantum=="; then

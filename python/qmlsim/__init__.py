@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _qmlsim
 
-__all__ = ["Circuit", "expval", "expval_batch", "var", "jacobian", "vjp", "state", "probs",
+__all__ = ["Circuit", "expval", "expval_batch", "expval_qasm", "var", "jacobian", "vjp", "state", "probs",
            "sample", "pauli_terms", "max_qubits"]
 
 max_qubits = _qmlsim.max_qubits()
@@ -103,6 +103,15 @@ def expval(circuit: Circuit, observables, *, precision: str = "c128", threads: i
     """<H_k> for each Pauli sum H_k (strings like "0.5*Z0*Z1 - X2", or term lists)."""
     return np.array(_qmlsim.expvals(circuit.num_qubits, circuit.ops, _observables(observables),
                                     _options(precision, threads, fusion, backend)))
+
+
+def expval_qasm(text: str, observables, *, precision: str = "c128", threads: int | None = None,
+                fusion: int = 3, backend: str = "cpu") -> np.ndarray:
+    """<H_k> of an OpenQASM 2.0 or 3 program (its text; no inputs), read and run
+    in this process as ``qmlsim run`` would. Qubit q of the program is qubit q
+    of the observables ("Z0" is q[0] of the first register)."""
+    return np.array(_qmlsim.expvals_qasm(str(text), _observables(observables),
+                                         _options(precision, threads, fusion, backend)))
 
 
 def jacobian(circuit: Circuit, observables, *, precision: str = "c128",

@@ -116,3 +116,17 @@ def test_variance_matches_default_qubit():
 
     got = qmlsim.var(build(), "0.5*Z0*Z1 - X2 + 0.3*Y0*X1")
     assert np.allclose(got, ref(), atol=1e-12)
+
+
+def test_openqasm_programs_run_in_process():
+    bell = 'OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[3] q;\nh q[0];\ncx q[0], q[1];\nrx(0.4) q[2];\n'
+    for precision, tol in (("c128", 1e-12), ("c64", 1e-6)):
+        v = qmlsim.expval_qasm(bell, ["Z0 Z1", "X0 X1", "Z2", "Z0"], precision=precision)
+        assert np.allclose(v, [1, 1, np.cos(0.4), 0], atol=tol)
+    with pytest.raises(ValueError, match="a qubit beyond"):
+        qmlsim.expval_qasm(bell, "Z3")
+    with pytest.raises(ValueError, match="<qasm>:2"):
+        qmlsim.expval_qasm("OPENQASM 2.0;\nqreg q[1]; foo q[0];", "Z0")
+    with pytest.raises(ValueError, match="inputs"):
+        qmlsim.expval_qasm('OPENQASM 3.0;\ninclude "stdgates.inc";\ninput float[64] x;\n'
+                           "qubit q;\nrx(x) q;", "Z0")
