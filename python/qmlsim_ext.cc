@@ -419,8 +419,8 @@ NB_MODULE(_qmlsim, m) {
         "The final state from |0...0> (complex128 array, bit q of an index = qubit q).");
   m.def("expvals", &expvals, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("observables"),
         nb::arg("options"), "<H_k> for each Pauli sum H_k.");
-  m.def("expvals_qasm", &expvals_qasm, nb::arg("text"), nb::arg("observables"),
-        nb::arg("options"), "<H_k> of an OpenQASM 2.0 / 3 program (no inputs).");
+  m.def("expvals_qasm", &expvals_qasm, nb::arg("text"), nb::arg("observables"), nb::arg("options"),
+        "<H_k> of an OpenQASM 2.0 / 3 program (no inputs).");
   m.def("jacobian", &jacobian, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("observables"),
         nb::arg("options"),
         "(<H_k>, d<H_k>/d(parameter) for every gate parameter) by the adjoint method.");
