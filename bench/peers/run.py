@@ -93,8 +93,13 @@ class Rng:
 # while (libgomp: GOMP_SPINCOUNT PAUSE loops), on the cores the next timed run
 # needs: after a 20-qubit qsim call returned, its process used 0-20 ms of CPU
 # in the next 0.2 s (/proc task times, 2-vCPU VM), against a qmlsim run of
-# about 22 ms. Each peer call is followed by this pause, untimed.
-SETTLE_S = 0.1
+# about 22 ms. A pause after each call would keep those threads off the next
+# run, but on this VM an idle pause costs more than it saves: measured
+# (2026-12-03, 16-qubit random circuit, qmlsim warm and qsim alternated in one
+# process, medians of 8), a 0.0 / 0.1 / 0.5 s pause gave qmlsim 3.7 / 8.4 / 13.0
+# ms and qsim 8.4 / 18.6 / 24.6 ms (an idle vCPU wakes slowly, its caches cold).
+# So runs alternate back to back by default; --settle S sets a pause.
+SETTLE_S = 0.0
 
 
 def timed(fn):
@@ -217,6 +222,7 @@ def forward_rows(binary, case, size, n, qasm_path, reps, peers):
             t_peer.append(median_time(run, 1))
             if QMLSIM_PACKAGE is not None:
                 t_cli.append(cli(precision)[1])
+                time.sleep(SETTLE_S)  # the fresh process's exit, away from the next warm run
         rows.append(dict(case=case, size=size, peer=peer, precision=precision,
                          qmlsim_s=statistics.median(t_ours), peer_s=statistics.median(t_peer),
                          qmlsim_cli_s=statistics.median(t_cli) if t_cli else None,
@@ -789,7 +795,11 @@ def main():
     ap.add_argument("--peers", help="random and grid cases: only these peers (comma-separated "
                     "names as in the table, e.g. qsim)")
     ap.add_argument("--sizes", help="random and grid cases: only these qubit counts (e.g. 24,28)")
+    ap.add_argument("--settle", type=float, default=0.0,
+                    help="seconds of pause after each timed call (default 0: back to back)")
     args = ap.parse_args()
+    global SETTLE_S
+    SETTLE_S = args.settle
     wanted = set(args.cases.split(","))
     unknown = wanted - {"random", "grid", "qaoa", "sonar", "qcnn"}
     if unknown:
