@@ -24,12 +24,15 @@ FENCE = re.compile(r"^```(\w+)\s*$")
 
 
 def blocks(path):
-    """(line, language, marker kind or None, marker note, code) for every fenced block."""
+    """(blocks, dangling): (line, language, marker kind or None, marker note, code)
+    for every fenced block, and the lines of markers that no block follows."""
     lines = open(path, encoding="utf-8").read().split("\n")
-    out, marker, i = [], None, 0
+    out, dangling, marker, i = [], [], None, 0
     while i < len(lines):
         m = MARKER.search(lines[i])
         if m:
+            if marker:
+                dangling.append(marker[0])
             marker = (i + 1, m.group(1), m.group(2).strip())
             i += 1
             continue
@@ -47,9 +50,12 @@ def blocks(path):
             i = j + 1
             continue
         if lines[i].strip() and marker and not lines[i].lstrip().startswith("<!--"):
-            marker = None  # text between a marker and its block
+            dangling.append(marker[0])  # text between a marker and its block
+            marker = None
         i += 1
-    return out
+    if marker:
+        dangling.append(marker[0])
+    return out, dangling
 
 
 def main():
@@ -63,7 +69,11 @@ def main():
         for entry in os.listdir(root):
             if entry not in ("runs", ".git"):
                 os.symlink(os.path.join(root, entry), os.path.join(scratch, entry))
-        for line, lang, kind, note, code in blocks(readme):
+        found, dangling = blocks(readme)
+        for line in dangling:
+            print(f"FAIL {os.path.basename(readme)}:{line}: a readme-test marker with no block after it")
+            failed += 1
+        for line, lang, kind, note, code in found:
             where = f"{os.path.basename(readme)}:{line}"
             if lang not in ("sh", "python"):
                 continue
