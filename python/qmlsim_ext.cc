@@ -239,9 +239,9 @@ std::vector<double> expvals_qasm(const std::string& text,
   SimulateRequest req;
   req.observables = make_observables(obs);
   for (const PauliSum& h : req.observables)
-    for (const PauliTerm& t : h.terms)
-      if (((t.xmask | t.zmask) >> n) != 0)
-        throw Error("observable: a qubit beyond the program's " + std::to_string(n));
+    if (h.min_qubits() > n)
+      throw Error("observable: names qubit " + std::to_string(h.min_qubits() - 1) +
+                  ", a qubit beyond the program's " + std::to_string(n));
   const bool f32 = single(o);
   check_fits(n, f32, 1);
   const AdjointOptions a = engine(o);
@@ -250,30 +250,36 @@ std::vector<double> expvals_qasm(const std::string& text,
              : simulate<double>(prog.circuit, prog.angles, req, a).expvals;
 }
 
+// The Jacobian as one VJP per observable (a forward and a backward pass each):
+// memory stays at two states however many observables there are. The rows, and
+// the expectation values of the first pass.
+std::vector<std::vector<double>> rows_by_vjp(const Program& p, const std::vector<PauliSum>& h,
+                                             const AdjointOptions& a, bool f32,
+                                             std::vector<double>* values = nullptr) {
+  std::vector<std::vector<double>> rows;
+  for (std::size_t k = 0; k < h.size(); ++k) {
+    std::vector<double> w(h.size(), 0.0);
+    w[k] = 1;
+    const AdjointResult r = f32 ? adjoint_vjp<float>(p.circuit, p.theta, h, w, a)
+                                : adjoint_vjp<double>(p.circuit, p.theta, h, w, a);
+    if (k == 0 && values) *values = r.expvals;
+    rows.push_back(r.gradient);
+  }
+  return rows;
+}
+
 // [observable][parameter] by the adjoint method, and the expectation values.
 std::tuple<std::vector<double>, std::vector<std::vector<double>>> jacobian(
     int n, const std::vector<OpSpec>& ops, const std::vector<std::vector<TermSpec>>& obs,
     const Options& o) {
   const Program p = make_program(n, ops);
-  const Circuit& c = p.circuit;
-  const std::vector<double>& theta = p.theta;
   const std::vector<PauliSum> h = make_observables(obs);
   const bool f32 = single(o);
   check_fits(n, f32, 2);
   const AdjointOptions a = engine(o, &p);
   nb::gil_scoped_release release;
-  // One backward pass per observable keeps memory at two states, however many there are.
   std::vector<double> values;
-  std::vector<std::vector<double>> rows;
-  for (std::size_t k = 0; k < h.size(); ++k) {
-    std::vector<double> w(h.size(), 0.0);
-    w[k] = 1;
-    const AdjointResult r =
-        f32 ? adjoint_vjp<float>(c, theta, h, w, a) : adjoint_vjp<double>(c, theta, h, w, a);
-    if (k == 0) values = r.expvals;
-    rows.push_back(r.gradient);
-  }
-  if (h.empty()) values = {};
+  std::vector<std::vector<double>> rows = rows_by_vjp(p, h, a, f32, &values);
   return {values, rows};
 }
 
@@ -372,17 +378,9 @@ std::vector<std::vector<std::vector<double>>> jacobian_batch(
         // One forward pass kept, then a backward pass per observable (on
         // several threads for small states): three states. Where only two fit,
         // a forward and a backward pass per observable.
-        if (three)
-          return f32 ? adjoint_jacobian<float>(p.circuit, p.theta, h, a)
-                     : adjoint_jacobian<double>(p.circuit, p.theta, h, a);
-        std::vector<std::vector<double>> rows;
-        for (std::size_t k = 0; k < h.size(); ++k) {
-          std::vector<double> w(h.size(), 0.0);
-          w[k] = 1;
-          rows.push_back(f32 ? adjoint_vjp<float>(p.circuit, p.theta, h, w, a).gradient
-                             : adjoint_vjp<double>(p.circuit, p.theta, h, w, a).gradient);
-        }
-        return rows;
+        if (!three) return rows_by_vjp(p, h, a, f32);
+        return f32 ? adjoint_jacobian<float>(p.circuit, p.theta, h, a)
+                   : adjoint_jacobian<double>(p.circuit, p.theta, h, a);
       });
 }
 

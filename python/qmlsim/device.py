@@ -178,20 +178,26 @@ def _pauli_terms(obs, n: int):
     rep = getattr(obs, "pauli_rep", None)
     if rep is None:
         return None
-    # PennyLane's tape copies share the observable's PauliSentence: a large
-    # Hamiltonian is converted once, not at every execution.
-    key = (id(rep), n)
-    hit = _TERMS_CACHE.get(key)
+    return _per_sentence(_TERMS_CACHE, rep, n, lambda: _convert_terms(rep, n))
+
+
+# PennyLane's tape copies share the observable's PauliSentence, so what is
+# derived from it is derived once, not at every execution of a large Hamiltonian.
+_TERMS_CACHE = {}  # (id of a PauliSentence, wires) -> (weak reference to it, terms)
+_REAL_CACHE = {}  # (id of a PauliSentence, None) -> (weak reference to it, coefficients real)
+
+
+def _per_sentence(cache, rep, extra, compute):
+    """compute() for the PauliSentence rep (and `extra`), remembered while rep lives."""
+    key = (id(rep), extra)
+    hit = cache.get(key)
     if hit is not None and hit[0]() is rep:
         return hit[1]
-    terms = _convert_terms(rep, n)
-    if len(_TERMS_CACHE) >= 64:
-        _TERMS_CACHE.clear()
-    _TERMS_CACHE[key] = (weakref.ref(rep), terms)
-    return terms
-
-
-_TERMS_CACHE = {}  # (id of a PauliSentence, wires) -> (weak reference to it, terms)
+    value = compute()
+    if len(cache) >= 64:
+        cache.clear()
+    cache[key] = (weakref.ref(rep), value)
+    return value
 
 
 def _convert_terms(rep, n: int):
@@ -215,17 +221,8 @@ def _real_pauli_sum(obs) -> bool:
     rep = getattr(obs, "pauli_rep", None)
     if rep is None:
         return False
-    hit = _REAL_CACHE.get(id(rep))
-    if hit is not None and hit[0]() is rep:
-        return hit[1]
-    real = all(abs(complex(qml.math.unwrap(c)).imag) <= 1e-12 for c in rep.values())
-    if len(_REAL_CACHE) >= 64:
-        _REAL_CACHE.clear()
-    _REAL_CACHE[id(rep)] = (weakref.ref(rep), real)
-    return real
-
-
-_REAL_CACHE = {}  # id of a PauliSentence -> (weak reference to it, whether its coefficients are real)
+    return _per_sentence(_REAL_CACHE, rep, None, lambda: all(
+        abs(complex(qml.math.unwrap(c)).imag) <= 1e-12 for c in rep.values()))
 
 
 def _value(p) -> float:
@@ -330,7 +327,6 @@ def _ops(operations, n: int):
             for q in flips:
                 ops.append(("X", [q], [], []))
             op = base
-        start = len(ops)
         name = _GATES.get(op.name)
         wire_list = list(op.wires)
         rot = _pauli_rot_gate(op)
@@ -372,7 +368,6 @@ def _ops(operations, n: int):
             for _ in params:
                 slots.append(slot)
                 slot += 1
-        assert len(ops) == start + 1
         for q in flips:
             ops.append(("X", [q], [], []))
     return ops, slots, phase
