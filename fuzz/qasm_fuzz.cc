@@ -4,7 +4,7 @@
 //    located in the file ("fuzz.qasm:line:col: ..."), free of control bytes;
 //  - inputs bind (fixed values) to finite angles or give such an Error, and
 //    the chain rule runs on them;
-//  - every angle it returns is finite;
+//  - every angle it returns, and the global phase, is finite;
 //  - on programs of at most 6 qubits, the fused gates give the same state as
 //    the gates one by one, and that state has norm 1.
 // Anything else (a crash, a sanitizer report, another exception) is a finding.
@@ -65,6 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   for (double a : p.angles)
     if (!std::isfinite(a)) finding("non-finite angle accepted", std::to_string(a));
+  if (!std::isfinite(p.global_phase))
+    finding("non-finite global phase", std::to_string(p.global_phase));
   const int n = p.circuit.num_qubits();
   if (n == 0 || n > 6) return 0;
   const std::vector<qmlsim::BoundGate> gates = qmlsim::bind_params(p.circuit, p.angles);

@@ -8,6 +8,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/complex.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -17,6 +18,7 @@
 #include <cstddef>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -250,6 +252,59 @@ std::vector<double> expvals_qasm(const std::string& text,
              : simulate<double>(prog.circuit, prog.angles, req, a).expvals;
 }
 
+// The final state of an OpenQASM 2.0 / 3 program as complex128 (its global
+// phase included), every input given by name in `inputs`.
+nb::ndarray<nb::numpy, std::complex<double>> state_qasm(
+    const std::string& text, const std::map<std::string, std::vector<double>>& inputs,
+    const Options& o) {
+  QasmProgram prog = parse_qasm(text, "<qasm>");
+  std::vector<double> x(static_cast<std::size_t>(prog.num_input_values()), 0.0);
+  for (const auto& [name, values] : inputs) {
+    const auto it = std::find_if(prog.inputs.begin(), prog.inputs.end(),
+                                 [&](const QasmInput& in) { return in.name == name; });
+    if (it == prog.inputs.end())
+      throw Error("inputs: the program declares no input '" + name + "'");
+    if (static_cast<int>(values.size()) != it->size) {
+      throw Error("inputs: input '" + name + "' takes " + std::to_string(it->size) +
+                  " value(s), got " + std::to_string(values.size()));
+    }
+    std::copy(values.begin(), values.end(), x.begin() + it->offset);
+  }
+  for (const QasmInput& in : prog.inputs)
+    if (!inputs.count(in.name)) throw Error("inputs: input '" + in.name + "' needs a value");
+  if (!x.empty()) prog.bind_inputs(x);
+  const int n = prog.circuit.num_qubits();
+  const bool f32 = single(o);
+  const AdjointOptions a = engine(o);
+  if (a.backend == Backend::cpu) check_fits(n, f32, 1);
+  std::vector<std::complex<double>> out;
+  {
+    nb::gil_scoped_release release;
+    const std::vector<BoundGate> bound = bind_params(prog.circuit, prog.angles);
+    const std::vector<BoundGate> gates =
+        o.fusion > 0 ? fuse(bound, {o.fusion, std::max(10, o.fusion)}) : bound;
+    auto run = [&](auto sv) {
+      sv.apply(gates);
+      out = sv.to_vector();
+    };
+    if (a.backend == Backend::cuda) {
+      if (f32)
+        run(cuda::StateVector<float>(n));
+      else
+        run(cuda::StateVector<double>(n));
+    } else if (f32) {
+      run(cpu::StateVector<float>(n, a.threads));
+    } else {
+      run(cpu::StateVector<double>(n, a.threads));
+    }
+    const std::complex<double> phase = std::polar(1.0, prog.global_phase);
+    if (prog.global_phase != 0)
+      for (std::complex<double>& amp : out) amp *= phase;
+  }
+  const std::size_t size = out.size();
+  return to_numpy(std::move(out), {size});
+}
+
 // The Jacobian as one VJP per observable (a forward and a backward pass each):
 // memory stays at two states however many observables there are. The rows, and
 // the expectation values of the first pass.
@@ -419,6 +474,8 @@ NB_MODULE(_qmlsim, m) {
         nb::arg("options"), "<H_k> for each Pauli sum H_k.");
   m.def("expvals_qasm", &expvals_qasm, nb::arg("text"), nb::arg("observables"), nb::arg("options"),
         "<H_k> of an OpenQASM 2.0 / 3 program (no inputs).");
+  m.def("state_qasm", &state_qasm, nb::arg("text"), nb::arg("inputs"), nb::arg("options"),
+        "The final state of an OpenQASM 2.0 / 3 program, its global phase included.");
   m.def("jacobian", &jacobian, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("observables"),
         nb::arg("options"),
         "(<H_k>, d<H_k>/d(parameter) for every gate parameter) by the adjoint method.");

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _qmlsim
 
-__all__ = ["Circuit", "expval", "expval_batch", "expval_qasm", "var", "jacobian", "vjp", "state", "probs",
+__all__ = ["Circuit", "expval", "expval_batch", "expval_qasm", "state_qasm", "var", "jacobian", "vjp", "state", "probs",
            "sample", "pauli_terms", "max_qubits"]
 
 max_qubits = _qmlsim.max_qubits()
@@ -112,6 +112,17 @@ def expval_qasm(text: str, observables, *, precision: str = "c128", threads: int
     of the observables ("Z0" is q[0] of the first register)."""
     return np.array(_qmlsim.expvals_qasm(str(text), _observables(observables),
                                          _options(precision, threads, fusion, backend)))
+
+
+def state_qasm(text: str, inputs: dict | None = None, *, precision: str = "c128",
+               threads: int | None = None, fusion: int = 3, backend: str = "cpu") -> np.ndarray:
+    """The final state of an OpenQASM 2.0 or 3 program (its text) as complex128,
+    the program's global phase (``gphase``, Qiskit's ``global_phase`` gate)
+    included. ``inputs`` maps each OpenQASM 3 input's name to its value (a
+    number, or a sequence for an input array). Amplitude index bit q is qubit q."""
+    values = {str(k): [float(v)] if np.ndim(v) == 0 else [float(e) for e in np.ravel(v)]
+              for k, v in (inputs or {}).items()}
+    return _qmlsim.state_qasm(str(text), values, _options(precision, threads, fusion, backend))
 
 
 def jacobian(circuit: Circuit, observables, *, precision: str = "c128",

@@ -1,5 +1,5 @@
 """Type stubs for qmlsim (the C++ engine from Python); see the module docstring."""
-from typing import Iterable, Sequence, Union
+from typing import Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
@@ -32,6 +32,9 @@ def vjp(circuit: Circuit, observables: Observables, cotangent: Iterable[float], 
         precision: str = ..., threads: int | None = ..., fusion: int = ..., backend: str = ...) -> np.ndarray: ...
 def expval_qasm(text: str, observables: Observables, *, precision: str = ...,
                 threads: int | None = ..., fusion: int = ..., backend: str = ...) -> np.ndarray: ...
+def state_qasm(text: str, inputs: Mapping[str, float | Sequence[float]] | None = ..., *,
+               precision: str = ..., threads: int | None = ..., fusion: int = ...,
+               backend: str = ...) -> np.ndarray: ...
 def expval_batch(circuits: Sequence[Circuit], observables: Observables, *, precision: str = ...,
                  threads: int | None = ..., fusion: int = ..., backend: str = ...) -> np.ndarray: ...
 def sample(circuit: Circuit, shots: int, *, seed: int = ..., precision: str = ...,

@@ -20,7 +20,17 @@ int QasmProgram::num_input_values() const {
   return n;
 }
 
-void QasmProgram::bind_inputs(std::span<const double> x) { angles = angles_at(x); }
+void QasmProgram::bind_inputs(std::span<const double> x) {
+  angles = angles_at(x);
+  global_phase = global_phase_at(x);
+}
+
+double QasmProgram::global_phase_at(std::span<const double> x) const {
+  if (!input_angles) return global_phase;
+  double phase = input_angles->constant_phase;
+  for (const Expr& e : input_angles->phases) phase += qasm::eval(e, {}, x, input_angles->source);
+  return phase;
+}
 
 std::vector<double> QasmProgram::angles_at(std::span<const double> x) const {
   std::vector<double> out = angles;

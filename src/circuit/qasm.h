@@ -1,23 +1,29 @@
 // OpenQASM reader, versions 2.0 and 3 (the version line selects the dialect;
-// both produce the same circuit IR).
+// a file without one is OpenQASM 3; both produce the same circuit IR).
 //
 // OpenQASM 2.0: qreg/creg, the qelib1.inc gates (built in; no file is read),
 // user `gate` definitions, parameter expressions (pi, + - * / ^, sin cos tan
 // exp ln sqrt), `barrier`, terminal `measure`.
 //
-// OpenQASM 3: `qubit[n] q;` (and qreg), `bit[n] c;` (and creg), the
-// stdgates.inc gates (built in), `input float[64] x;`, `input angle[32] t;`,
-// `input array[float[64], N] w;` (indexed w[3]), `const` declarations, the
-// modifiers `ctrl @`, `ctrl(n) @`, `negctrl @`, `inv @`, `pow(k) @` on any
-// gate, `gphase`, `U`, `barrier`, terminal `measure` (`c = measure q;`,
-// `measure q -> c;`), expressions with ** and arcsin/arccos/arctan, constants
-// pi/π, tau/τ, euler/ℇ. Angles may depend on inputs: each angle of each gate
-// is one slot whose value is an expression of the inputs (`QasmProgram::
-// bind_inputs`), and gradients chain through it (`input_gradient`).
+// OpenQASM 3: `qubit[n] q;` (and qreg), `bit[n] c;` (and creg), slices
+// q[a:b], the stdgates.inc gates (built in), inputs (`input float[64] x;`,
+// angle, int, uint, bool, and `input array[float[64], N] w;` indexed w[3]),
+// constants (`const`, and variables declared with a constant value, scalars
+// and arrays), the modifiers `ctrl @`, `ctrl(n) @`, `negctrl @`, `inv @`,
+// `pow(k) @` on any gate, `gphase`, `U`, `barrier`, terminal `measure`
+// (`c = measure q;`, `measure q -> c;`), expressions with ** and
+// arcsin/arccos/arctan, constants pi/π, tau/τ, euler/ℇ, true/false; static
+// control flow unrolled as it is read: `for` over constant ranges, sets and
+// arrays, `def` subroutines with qubit and angle arguments and no result.
+// Angles may depend on inputs: each angle of each gate is one slot whose value
+// is an expression of the inputs (`QasmProgram::bind_inputs`), and gradients
+// chain through it (`input_gradient`). Uncontrolled phases form the program's
+// global phase; Qiskit's exported zero-qubit `global_phase` gate is one.
 //
-// Rejected with a located error, in both: `reset`, classical control flow,
-// mid-circuit measurement, `opaque` gates that are used; in OpenQASM 3 also
-// subroutines, `extern`, timing and classical variables.
+// Rejected with a located error, in both: `reset` after a gate, classical
+// control flow on measured bits, mid-circuit measurement, `opaque` gates that
+// are used; in OpenQASM 3 also `extern`, timing, calibrations, aliases,
+// subroutines with results and classical variables without a constant value.
 //
 // Gate names: OpenQASM 2.0 reserves the gates of the specification's
 // qelib1.inc once included; the further gates qmlsim builds in (cu, p, sx,
@@ -27,9 +33,10 @@
 //
 // Limits (each a located one-line Error): expressions nest at most 256 levels
 // (any length otherwise: they are evaluated without recursion), gate
-// definitions nest at most 64 levels, literals must be finite doubles, an
-// angle's expression of the inputs has at most 100,000 operations, and a
-// program may expand to at most `QasmLimits::max_gates` gates.
+// definitions and subroutine calls nest at most 64 levels, literals must be
+// finite doubles, an angle's expression of the inputs has at most 100,000
+// operations, a program may expand to at most `QasmLimits::max_gates` gates,
+// and loops run at most as many iterations in all.
 #pragma once
 
 #include <cstdint>
@@ -61,13 +68,19 @@ struct QasmProgram {
   std::vector<int> measured;             // qubits named by `measure`, in order of appearance
   std::vector<std::string> qubit_names;  // "q[0]", ... in global qubit order
   std::vector<QasmInput> inputs;         // OpenQASM 3 `input` declarations, in order
-  std::shared_ptr<const QasmAngleExprs> input_angles;  // null if no angle depends on an input
+  std::shared_ptr<const QasmAngleExprs> input_angles;  // null if nothing depends on an input
+  // e^{i global_phase} multiplies the final state: the uncontrolled `gphase`
+  // calls (and phases of modifiers) at the bound inputs. Expectation values and
+  // their gradients do not depend on it; states written out include it.
+  double global_phase = 0;
 
   int num_input_values() const;  // all inputs' elements
-  // Sets the input-dependent angles for input values x (REQUIRES x.size() ==
-  // num_input_values(): inputs in declaration order, arrays element by element).
-  // An angle that is not finite there is an Error located at its expression.
+  // Sets the input-dependent angles (and the global phase) for input values x
+  // (REQUIRES x.size() == num_input_values(): inputs in declaration order,
+  // arrays element by element). An angle that is not finite there is an Error
+  // located at its expression.
   void bind_inputs(std::span<const double> x);
+  double global_phase_at(std::span<const double> x) const;
   // The same without changing the program: all angles at input values x.
   std::vector<double> angles_at(std::span<const double> x) const;
   // The chain rule: d/d(input values) at x from d/d(angles) (size = slots).

@@ -220,20 +220,45 @@ TEST(Qasm3, UnsupportedConstructsGiveLocatedErrors) {
   const std::string h = "OPENQASM 3.0;\ninclude \"stdgates.inc\";\nqubit[2] q;\n";
   const Bad cases[] = {
       {"bit c;\nc = measure q[0];\nif (c) x q[0];", "6:1",
-       "'if' is not supported (classical control flow)"},
-      {"for int i in [0:1] { x q[0]; }", "4:1", "classical control flow"},
+       "'if' is not supported (classical control flow"},
+      {"for int i in [0:1] { if (true) x q[0]; }", "4:22", "'if' is not supported"},
       {"while (true) { }", "4:1", "classical control flow"},
-      {"def f(qubit a) { x a; }", "4:1", "'def' is not supported (subroutines)"},
+      {"def f(qubit a) -> bit { return measure a; }", "4:16", "returns a value"},
+      {"def f(qubit a) { return measure a; }\nf(q[0]);", "4:25", "returning a value"},
+      {"return;", "4:1", "'return' outside a subroutine"},
+      {"for i in [0:1] { qubit r; }", "4:18", "only at the top level"},
+      {"def f(qubit a) { gate g b { x b; } }\nf(q[0]);", "4:18", "only at the top level"},
+      {"def f(qubit[2] a) { x a; }\nf(q[0]);", "5:3", "takes 2 qubit(s), got 1"},
+      {"def f(qubit a, qubit b) { cx a, b; }\nf(q[1], q[1]);", "5:9", "same qubit is passed"},
+      {"def f(qubit a, qubit[2] b) { x a; }\nf(q[1], q);", "5:9", "same qubit is passed"},
+      {"def f(qubit a, angle t) { rx(t) a; }\nf(q[1]);", "5:1", "takes 2 argument(s), got 1"},
+      {"def f(qubit a) { x a; }\nf(q[1], q[0]);", "5:1", "takes 1 argument(s), got 2 or more"},
+      {"def f(qubit a) { f(a); }\nf(q[0]);", "4:18", "nest more than 64 levels"},
+      {"def f(array[int[8], 2] a) { }", "4:7", "array arguments"},
+      {"for i in [0:1] { x q[0]; ", "4:16", "unterminated loop body"},
+      {"for i in [0:1] x q[0]", "4:16", "unterminated loop body"},
+      {"for i in [0:0:3] { }", "4:1", "step cannot be 0"},
+      {"for i in [0:1.5] { }", "4:13", "must be a whole number"},
+      {"for i in (0, 1) { }", "4:10", "expected a range"},
+      {"for q in [0:1] { }", "4:5", "already declared"},
+      {"for i in [0:2] { x q[i]; }", "4:22", "out of range for register 'q'"},
+      {"const array[float[64], 2] a = {1, 2, 3};", "4:38", "too many values"},
+      {"const array[float[64], 3] a = {1, 2};", "4:31", "given 2 values"},
+      {"const array[float[64], 2] a = {1, 2};\nrx(a[2]) q[0];", "5:6", "out of range for array"},
+      {"const array[float[64], 2] a = {1, 2};\nrx(a) q[0];", "5:4", "needs an index"},
+      {"input float t;\nx q[t];", "5:5", "input 't' cannot be used here"},
+      {"def f(qubit a, angle t) { x a[t]; }\ninput float u;\nf(q[0], u);", "4:31",
+       "depends on an input"},
       {"extern f(float) -> float;", "4:1", "extern functions"},
       {"delay[10ns] q[0];", "4:1", "timing"},
       {"box { x q[0]; }", "4:1", "timing"},
-      {"int[32] k = 3;", "4:1", "classical variables"},
+      {"int[32] k;", "4:10", "'k' has no value"},
+      {"complex[float[64]] z = 1;", "4:1", "classical variables"},
       {"let r = q;", "4:1", "aliases"},
       {"x q[1];\nreset q[1];", "5:1", "'reset' of q[1] after a gate or measurement"},
       {"bit c;\nc = measure q[0];\nx q[0];", "6:1", "mid-circuit measurement"},
       {"opaque o a;", "4:1", "'opaque' is not part of OpenQASM 3"},
-      {"input int k;", "4:7", "inputs of type 'int' are not supported"},
-      {"input bool b;", "4:7", "of type 'bool' is not supported"},
+      {"input bit b;", "4:7", "of type 'bit' is not supported"},
       {"input array[float[64], 2, 2] m;", "4:25", "multi-dimensional input arrays"},
       {"input float x;\ngate g a { rx(x) a; }", "5:15", "input 'x' cannot be used here"},
       {"input array[float[64], 2] w;\nrx(w[2]) q[0];", "5:6", "out of range for input array 'w'"},
@@ -293,6 +318,160 @@ TEST(Qasm3, ExpansionIsCappedForModifiersToo) {
                 .size(),
             0u);
   EXPECT_EQ(parse_qasm(h + "pow(100) @ x q[0];", "t.qasm", limits).circuit.ops().size(), 100u);
+}
+
+TEST(Qasm3, TheVersionLineIsOptional) {
+  const std::string body = "include \"stdgates.inc\";\nqubit[2] q;\nh q[0];\ncx q[0], q[1];\n";
+  const QasmProgram with = parse_qasm("OPENQASM 3.0;\n" + body, "t.qasm");
+  const QasmProgram without = parse_qasm("// no version line\n" + body, "t.qasm");
+  EXPECT_LT(testing::max_abs_diff(run(with), run(without)), 1e-15);
+  try {  // a file without one is OpenQASM 3: qelib1.inc is not its library
+    parse_qasm("include \"qelib1.inc\";\n", "t.qasm");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("t.qasm:1:9: cannot include \"qelib1.inc\""),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Qasm3, StaticLoopsEqualTheirUnrolledForms) {
+  // Ranges include their end; steps may be negative; sets and arrays keep their order.
+  expect_equivalent("for int i in [0:3] { h q[i]; }", "h q[0]; h q[1]; h q[2]; h q[3];");
+  expect_equivalent("for uint[8] i in [3:-2:0] { rx(0.1 * i) q[i]; }",
+                    "rx(0.3) q[3]; rx(0.1) q[1];");
+  expect_equivalent("for i in {2, 0, 3} ry(i / 4) q[i];",
+                    "ry(0.5) q[2]; ry(0) q[0]; ry(0.75) q[3];");
+  expect_equivalent(
+      "const array[float[64], 3] w = {0.5, -0.25, 2};\nfor float t in w { rz(t) q[1]; }",
+      "rz(0.5) q[1]; rz(-0.25) q[1]; rz(2) q[1];");
+  // Nested loops whose ranges depend on outer variables; index expressions.
+  expect_equivalent("for int i in [0:2] { for int j in [i + 1:3] { cp(i + j) q[i], q[j]; } }",
+                    "cp(1) q[0], q[1]; cp(2) q[0], q[2]; cp(3) q[0], q[3]; cp(3) q[1], q[2]; "
+                    "cp(4) q[1], q[3]; cp(5) q[2], q[3];");
+  expect_equivalent("for int i in [0:1] cx q[2 * i], q[2 * i + 1];",
+                    "cx q[0], q[1]; cx q[2], q[3];");
+  // Constants declared in a body belong to one iteration; a loop variable
+  // shadows a constant until the loop ends.
+  expect_equivalent(
+      "const int i = 3;\nfor int i in [0:1] { const float a = 0.5 * i; int b = i + 1; rx(a + b) "
+      "q[i]; }\nrx(i) q[0];",
+      "rx(1) q[0]; rx(2.5) q[1]; rx(3) q[0];");
+  expect_equivalent("for int i in [1:0] { x q[0]; }", "");  // an empty range
+  // Typed constants and initialised variables, booleans, arrays indexed by expressions.
+  expect_equivalent(
+      "const uint n = 2;\nconst bool on = true;\nangle[32] a = pi / n;\nrx(a * on) q[n];\n"
+      "array[int[8], 3] k = {3, 1, 0};\nx q[k[n - 1] + k[2]];",
+      "rx(pi / 2) q[2]; x q[1];");
+}
+
+TEST(Qasm3, SubroutinesExpandAtTheirCalls) {
+  expect_equivalent(
+      "def rot(qubit a, angle t) { rx(t) a; rz(-t) a; }\nrot(q[1], 0.25);\nrot(q[3], pi / 3);",
+      "rx(0.25) q[1]; rz(-0.25) q[1]; rx(pi / 3) q[3]; rz(-pi / 3) q[3];");
+  // Register arguments broadcast; arguments shadow globals; calls nest; `return` ends a call.
+  expect_equivalent(
+      "const float t = 9;\n"
+      "def pair(qubit[2] q, angle t) { ry(t) q; cx q[0], q[1]; return; x q[0]; }\n"
+      "qubit[2] w;\npair(w, 0.5);\nrx(t) q[0];",
+      "qubit[2] w;\nry(0.5) w; cx w[0], w[1];\nrx(9) q[0];");
+  expect_equivalent("def f(qubit a, int k) { for int i in [1:k] { h a; s a; } }\nf(q[2], 3);",
+                    "h q[2]; s q[2]; h q[2]; s q[2]; h q[2]; s q[2];");
+  // Angle arguments may depend on inputs: gradients chain through them.
+  const std::string text = R"(include "stdgates.inc";
+input array[float[64], 2] x;
+def enc(qubit a, qubit b, angle t, angle u) { ry(t) a; cx a, b; rz(u * t) b; }
+qubit[2] q;
+for int i in [0:1] { enc(q[i], q[1 - i], x[i] ** 2, x[1 - i]); }
+)";
+  QasmProgram p = parse_qasm(text, "sub.qasm");
+  const std::vector<double> x = {0.4, -0.7};
+  p.bind_inputs(x);
+  Circuit c(2);
+  auto enc = [&](int a, int b, double t, double u) {
+    c.add(GateId::RY, {a}, std::vector<double>{t});
+    c.add(GateId::CNOT, {a, b});
+    c.add(GateId::RZ, {b}, std::vector<double>{u * t});
+  };
+  enc(0, 1, 0.16, -0.7);
+  enc(1, 0, 0.49, 0.4);
+  State psi(4, 0.0);
+  psi[0] = 1;
+  EXPECT_LT(testing::max_abs_diff(run(p), testing::run_dense(c, {}, psi)), 1e-12);
+  const PauliSum h = parse_pauli_sum("X0 + 0.5*Y1 + Z0*X1", "h");
+  const double eps = 1e-6;
+  std::vector<double> d_angles(p.angles.size());
+  for (std::size_t s = 0; s < p.angles.size(); ++s) {
+    QasmProgram q = p;
+    q.angles[s] += eps;
+    const double up = testing::expval_dense(h, run(q));
+    q.angles[s] -= 2 * eps;
+    d_angles[s] = (up - testing::expval_dense(h, run(q))) / (2 * eps);
+  }
+  const std::vector<double> grad = p.input_gradient(x, d_angles);
+  for (std::size_t k = 0; k < 2; ++k) {
+    std::vector<double> up = x, down = x;
+    up[k] += eps;
+    down[k] -= eps;
+    QasmProgram a = p, b = p;
+    a.bind_inputs(up);
+    b.bind_inputs(down);
+    const double fd =
+        (testing::expval_dense(h, run(a)) - testing::expval_dense(h, run(b))) / (2 * eps);
+    EXPECT_NEAR(grad[k], fd, 1e-7) << "input value " << k;
+  }
+}
+
+TEST(Qasm3, GlobalPhasesAreKept) {
+  const std::string h = "OPENQASM 3.0;\ninclude \"stdgates.inc\";\nqubit[2] q;\n";
+  EXPECT_NEAR(parse_qasm(h + "gphase(0.3);\nx q[0];\ngphase(0.2);", "t.qasm").global_phase, 0.5,
+              1e-15);
+  // Qiskit's exporter writes GlobalPhaseGate as an empty zero-qubit gate.
+  EXPECT_NEAR(parse_qasm(h + "gate global_phase(p0) {\n}\nglobal_phase(0.5) ;\nh q[0];", "t.qasm")
+                  .global_phase,
+              0.5, 1e-15);
+  // inv @ sx = e^{-i pi/4} RX(-pi/2); a zero-qubit gate whose body is gphase.
+  EXPECT_NEAR(parse_qasm(h + "inv @ sx q[0];", "t.qasm").global_phase, -std::numbers::pi / 4,
+              1e-15);
+  EXPECT_NEAR(
+      parse_qasm(h + "gate ph(a) { gphase(2 * a); }\ninv @ ph(0.25);", "t.qasm").global_phase, -0.5,
+      1e-15);
+  // Under control a global phase is a phase gate on the controls.
+  expect_equivalent("gate global_phase(p0) {\n}\nctrl @ global_phase(0.5) q[1];", "p(0.5) q[1];");
+  // A phase that depends on an input follows it.
+  QasmProgram p =
+      parse_qasm(h + "input float t;\ngphase(t / 2);\nrx(t) q[0];\ngphase(1);", "t.qasm");
+  const std::vector<double> x = {0.8};
+  p.bind_inputs(x);
+  EXPECT_NEAR(p.global_phase, 1.4, 1e-15);
+  EXPECT_NEAR(p.global_phase_at(std::vector<double>{2.0}), 2.0, 1e-15);
+}
+
+TEST(Qasm3, LoopsAndCallsAreCappedBeforeTheyExpand) {
+  QasmLimits limits;
+  limits.max_gates = 100;
+  const std::string h = "OPENQASM 3;\ninclude \"stdgates.inc\";\nqubit[2] q;\n";
+  auto error = [&](const std::string& text) -> std::string {
+    try {
+      parse_qasm(h + text, "t.qasm", limits);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  // A huge range is refused before any iteration runs (and before its values exist).
+  EXPECT_NE(error("for i in [0:1000000000000] { x q[0]; }").find("t.qasm:4:1: the loop runs"),
+            std::string::npos);
+  // After its first iteration a loop that would pass the limit is refused.
+  EXPECT_NE(error("for i in [1:40] { x q[0]; y q[1]; z q[0]; }")
+                .find("first iteration adds 3, and 39 more follow"),
+            std::string::npos);
+  // Empty iterations count too.
+  EXPECT_NE(error("for i in [1:50] { for j in [1:50] { } }").find("loops run more than"),
+            std::string::npos);
+  EXPECT_EQ(
+      parse_qasm(h + "for i in [1:50] { x q[0]; y q[1]; }", "t.qasm", limits).circuit.ops().size(),
+      100u);
 }
 
 }  // namespace

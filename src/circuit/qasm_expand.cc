@@ -95,10 +95,7 @@ void QasmParser::gate_statement() {
 void QasmParser::apply_call(const GateCall& call, const std::vector<Expr>& params,
                             const std::vector<int>& qubits, const Context& ctx) {
   const std::size_t nc = call.ctrl_neg.size();
-  const bool emits_nothing =
-      (call.def && call.def->gates == 0) ||
-      (call.name == "gphase" && !call.def && ctx.controls.empty() && nc == 0);
-  if (emits_nothing || call.exponent == 0) return;
+  if ((call.def && call.def->gates == 0) || call.exponent == 0) return;
   for (std::size_t i = 0; i < nc; ++i)
     if (call.ctrl_neg[i]) emit(GateId::X, {}, {qubits[i]}, {});
   Context inner = ctx;
@@ -260,6 +257,18 @@ void QasmParser::fractional_power(const GateCall& call, const std::vector<Expr>&
               "phases and x, y, z, s, t, sx (not '" +
                   call.name + "')");
   }
+}
+
+void QasmParser::add_global_phase(const Expr& theta) {
+  if (theta.size() == 1 && theta[0].kind == ExprOp::Num) {
+    phase_ = std::remainder(phase_ + theta[0].value, 2 * std::numbers::pi);
+    return;
+  }
+  if (static_cast<std::int64_t>(ops_.size() + input_phases_.size()) >= limits_.max_gates) {
+    fail_at(stmt_, "the program expands to more than the limit of " +
+                       std::to_string(limits_.max_gates) + " gates; raise it with --max-gates");
+  }
+  input_phases_.push_back(theta);
 }
 
 void QasmParser::emit(GateId g, const std::vector<int>& controls, const std::vector<int>& wires,

@@ -351,6 +351,32 @@ void QasmParser::primary(Expr& out) {
     out.push_back(op);
     return;
   }
+  if (version_ == 3 && (name_tok.text == "true" || name_tok.text == "false")) {
+    op.value = name_tok.text == "true" ? 1 : 0;
+    out.push_back(op);
+    return;
+  }
+  if (auto a = const_arrays_.find(name_tok.text); a != const_arrays_.end()) {
+    if (!at_sym("[")) fail_at(name_tok, "array '" + a->first + "' needs an index");
+    advance();
+    const Token idx_tok = cur_;
+    const int idx = literal_index();
+    expect_sym("]");
+    if (idx >= static_cast<int>(a->second.size())) {
+      fail_at(idx_tok, "index " + std::to_string(idx) + " is out of range for array '" + a->first +
+                           "' of length " + std::to_string(a->second.size()));
+    }
+    op.value = a->second[static_cast<std::size_t>(idx)];
+    out.push_back(op);
+    return;
+  }
+  if (auto l = locals_.find(name_tok.text); l != locals_.end()) {
+    if (!inputs_allowed_) {
+      fail_at(name_tok, "'" + name_tok.text + "' depends on an input and cannot be used here");
+    }
+    out.insert(out.end(), l->second.begin(), l->second.end());
+    return;
+  }
   if (const QasmInput* in = input_index(name_tok.text)) {
     if (!inputs_allowed_) {
       fail_at(name_tok,

@@ -50,6 +50,8 @@ class QasmAngleExprs {
  public:
   std::string source;
   std::vector<std::pair<int, Expr>> slots;
+  double constant_phase = 0;  // the global phase: this plus the sum of `phases`
+  std::vector<Expr> phases;
 };
 namespace qasm {
 

@@ -33,7 +33,7 @@ Token Lexer::next() {
       if (s_.substr(i_, 2) == sym) t.text.assign(sym.data(), sym.size());
     }
     if (t.text.empty()) {
-      if (std::string_view(";,()[]{}+-*/^@=").find(c) == std::string_view::npos) {
+      if (std::string_view(";,()[]{}+-*/^@=:").find(c) == std::string_view::npos) {
         throw_at({source_, line_, col_}, std::string("unexpected character '") + c + "'");
       }
       t.text = std::string(1, c);
@@ -83,6 +83,10 @@ void Lexer::number(Token& t) {
   t.text = std::string(s_.substr(i_, j - i_));
   if (t.text == ".") throw_at({source_, line_, col_}, "unexpected character '.'");
   t.kind = real ? Tok::Real : Tok::Int;
+  if (!real && strict_integers_ && t.text.size() > 1 && t.text[0] == '0') {
+    throw_at({source_, line_, col_}, "integer " + t.text.substr(0, 24) +
+                                         " has a leading zero, which OpenQASM 2.0 does not allow");
+  }
   t.num = std::strtod(t.text.c_str(), nullptr);
   if (!std::isfinite(t.num)) {
     const std::string shown = t.text.size() > 24 ? t.text.substr(0, 20) + "..." : t.text;

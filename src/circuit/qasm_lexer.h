@@ -28,6 +28,9 @@ class Lexer {
 
   Token next();
 
+  // OpenQASM 2.0's grammar has no integers with leading zeros ("00", "01").
+  void refuse_leading_zeros() { strict_integers_ = true; }
+
  private:
   // Letters, '_' and any byte of a multi-byte UTF-8 character (OpenQASM 3 names such as π).
   static bool ident_start(char c) {
@@ -55,6 +58,7 @@ class Lexer {
   std::string source_;
   std::size_t i_ = 0;
   int line_ = 1, col_ = 1;
+  bool strict_integers_ = false;
 };
 
 }  // namespace qmlsim::qasm

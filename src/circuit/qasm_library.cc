@@ -120,18 +120,18 @@ bool keyword(std::string_view name, int version) {
 // OpenQASM 3 statements qmlsim does not simulate, with the reason shown.
 std::optional<std::string> unsupported_v3(std::string_view word) {
   static const std::map<std::string, std::string, std::less<>> m = {
-      {"if", "classical control flow"},
+      {"if", "classical control flow on measured bits"},
       {"else", "classical control flow"},
-      {"for", "classical control flow"},
-      {"while", "classical control flow"},
+      {"while", "classical control flow (for loops over constant ranges are supported)"},
       {"switch", "classical control flow"},
       {"break", "classical control flow"},
       {"continue", "classical control flow"},
       {"end", "classical control flow"},
-      {"def", "subroutines"},
-      {"return", "subroutines"},
       {"extern", "extern functions"},
+      {"kernel", "extern functions"},
       {"box", "timing"},
+      {"boxas", "timing"},
+      {"length", "timing"},
       {"delay", "timing"},
       {"duration", "timing"},
       {"stretch", "timing"},
@@ -140,13 +140,7 @@ std::optional<std::string> unsupported_v3(std::string_view word) {
       {"defcalgrammar", "pulse-level calibration"},
       {"let", "aliases"},
       {"output", "outputs"},
-      {"int", "classical variables"},
-      {"uint", "classical variables"},
-      {"float", "classical variables"},
-      {"angle", "classical variables"},
-      {"bool", "classical variables"},
       {"complex", "classical variables"},
-      {"array", "classical variables"},
   };
   if (auto it = m.find(word); it != m.end()) return it->second;
   return std::nullopt;

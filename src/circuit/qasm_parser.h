@@ -34,8 +34,16 @@ class QasmParser {
   QasmProgram parse();
 
  private:
-  // -- token helpers
-  void advance() { cur_ = lex_.next(); }
+  // -- token helpers. Tokens come from the lexer, or, while a loop or
+  // subroutine body runs, from that body's tokens (read once, replayed).
+  void advance() {
+    if (replay_.empty()) {
+      cur_ = lex_.next();
+      return;
+    }
+    Replay& r = replay_.back();
+    cur_ = r.pos < r.block->tokens.size() ? r.block->tokens[r.pos++] : r.block->end;
+  }
   bool at(Tok k) const { return cur_.kind == k; }
   bool at_sym(std::string_view s) const { return cur_.kind == Tok::Sym && cur_.text == s; }
   bool at_id(std::string_view s) const { return cur_.kind == Tok::Id && cur_.text == s; }
@@ -47,7 +55,7 @@ class QasmParser {
   }
   [[noreturn]] void fail(const std::string& msg) const { fail_at(cur_, msg); }
   std::string describe_cur() const {
-    if (at(Tok::End)) return "end of file";
+    if (at(Tok::End)) return replay_.empty() ? "end of file" : "the end of the block";
     if (at(Tok::String)) return "\"" + cur_.text + "\"";
     return "'" + cur_.text + "'";
   }
@@ -63,9 +71,12 @@ class QasmParser {
   }
   // A non-negative integer: a literal, or in OpenQASM 3 a constant expression.
   int expect_int(const char* what);
-  // An index inside an expression: an integer literal or an integer constant
-  // (no nested expression, whose parse would reset the enclosing one's state).
+  // An index inside an expression: in OpenQASM 2.0 an integer literal or
+  // constant; in OpenQASM 3 a constant expression, parsed nested in the
+  // enclosing one (its depth counts toward kMaxExprDepth).
   int literal_index();
+  // A whole number in [0, 1e9] (an index, a count), or a located error.
+  int whole_number(double v, const Token& t, const char* what) const;
 
   // A constant expression (no inputs, no gate parameters), evaluated.
   double constant() { return eval(expression(nullptr, false), {}, {}, source_); }
@@ -128,7 +139,53 @@ class QasmParser {
 
   void input_decl();
 
-  void const_decl();
+  // `const T name = value;` and, in OpenQASM 3, `T name = value;` and
+  // `[const] array[T, n] name = {v, ...};`: named constant values. (qmlsim has
+  // no classical assignment, so an initialised variable never changes.)
+  void const_decl(bool is_const);
+
+  // Whether a name is taken by a register, input, constant, gate or subroutine.
+  bool declared(const std::string& name) const {
+    return qregs_.count(name) || cregs_.count(name) || input_index(name) || consts_.count(name) ||
+           const_arrays_.count(name) || subs_.count(name) || defs_.count(name);
+  }
+
+  // -- static control flow (OpenQASM 3), unrolled as it is read (qasm_control.cc).
+  // A block's tokens are read once and parsed again for every iteration or call.
+  struct Block {
+    std::vector<Token> tokens;
+    Token end;              // reported as "the end of the block"
+    bool declares = false;  // declares constants, which are scoped to one run of the block
+  };
+  struct Replay {
+    const Block* block;
+    std::size_t pos = 0;
+  };
+  // `{ statements }`, or one statement, read into a Block.
+  std::shared_ptr<const Block> capture_block(const char* what);
+  // Parses the block's statements, then continues after the statement that ran it.
+  void run_block(const Block& b);
+  // `for [type] name in [a:b] | [a:step:b] | {v, ...} | array { ... }` (ranges include b).
+  void for_loop();
+  std::vector<double> loop_values();
+  // `def name(qubit a, qubit[n] r, angle[32] t, float x, ...) { ... }`: no return value.
+  void def_decl();
+  struct Subroutine {
+    struct Param {
+      std::string name;
+      bool qubit = false;
+      int size = 1;  // qubits of a qubit argument
+    };
+    std::vector<Param> params;
+    std::shared_ptr<const Block> body;
+  };
+  void call_subroutine(const Subroutine& s);
+  void return_statement();
+  // Statements that declare global things may not appear in a loop or subroutine.
+  static bool top_level_only(std::string_view w) {
+    return w == "include" || w == "qreg" || w == "creg" || w == "gate" || w == "opaque" ||
+           w == "qubit" || w == "bit" || w == "input" || w == "def";
+  }
 
   const QasmInput* input_index(const std::string& name) const {
     for (const QasmInput& in : inputs_)
@@ -185,8 +242,8 @@ class QasmParser {
 
   // -- statements on qubits
   struct Arg {
-    int first = 0, size = 1;  // a whole register, or one qubit
-    bool whole = false;
+    int first = 0, size = 1;  // a whole register, a slice q[a:b], or one qubit
+    bool whole = false;       // a register or slice of several qubits (broadcasts)
   };
 
   Arg qubit_arg();
@@ -278,7 +335,7 @@ class QasmParser {
 
   // A global phase: nothing alone; on |1...1> of the controls when controlled.
   void emit_phase(const Expr& theta, std::vector<int> controls) {
-    if (controls.empty()) return;
+    if (controls.empty()) return add_global_phase(theta);
     const int target = controls.back();
     controls.pop_back();
     emit(GateId::PhaseShift, controls, {target}, {theta});
@@ -286,6 +343,8 @@ class QasmParser {
 
   void emit(GateId g, const std::vector<int>& controls, const std::vector<int>& wires,
             const std::vector<Expr>& params);
+  // An uncontrolled phase e^{i theta}: kept as the program's global phase.
+  void add_global_phase(const Expr& theta);
 
   std::string source_;
   Lexer lex_;
@@ -301,7 +360,17 @@ class QasmParser {
   std::string last_type_;
   std::map<std::string, std::pair<int, int>> qregs_;  // name -> (first qubit, size)
   std::map<std::string, int> cregs_;
-  std::map<std::string, double> consts_;
+  std::map<std::string, double> consts_;  // constants, loop variables, constant arguments
+  std::map<std::string, std::vector<double>> const_arrays_;
+  std::map<std::string, Expr> locals_;  // a subroutine's angle arguments that depend on inputs
+  std::map<std::string, std::shared_ptr<const Subroutine>> subs_;
+  std::vector<Replay> replay_;
+  int block_depth_ = 0;  // loop bodies and subroutine calls being run
+  int call_depth_ = 0;   // subroutine calls being run
+  bool returning_ = false;
+  std::int64_t loop_iterations_ = 0;
+  double phase_ = 0;                // the global phase's constant part
+  std::vector<Expr> input_phases_;  // its parts that depend on inputs
   std::vector<QasmInput> inputs_;
   int num_input_values_ = 0;
   std::map<std::string, std::shared_ptr<const GateDef>> defs_;

@@ -18,32 +18,48 @@ QasmProgram QasmParser::parse() {
   out.measured = std::move(measured_order_);
   out.qubit_names = std::move(qubit_names_);
   out.inputs = std::move(inputs_);
-  if (!input_angles_.empty()) {
+  out.global_phase = phase_;
+  if (!input_angles_.empty() || !input_phases_.empty()) {
     auto exprs = std::make_shared<QasmAngleExprs>();
     exprs->source = source_;
     exprs->slots = std::move(input_angles_);
+    exprs->constant_phase = phase_;
+    exprs->phases = std::move(input_phases_);
     out.input_angles = std::move(exprs);
   }
   return out;
 }
 
-int QasmParser::expect_int(const char* what) {
-  const Token t = cur_;
-  double v = 0;
-  if (version_ == 2 || at(Tok::Int)) {
-    if (!at(Tok::Int)) fail(std::string("expected ") + what + ", found " + describe_cur());
-    v = cur_.num;
-    advance();
-  } else {
-    v = constant();
-  }
+int QasmParser::whole_number(double v, const Token& t, const char* what) const {
   if (v > 1e9) fail_at(t, std::string(what) + " is too large");
   if (v < 0 || v != std::floor(v)) fail_at(t, std::string(what) + " must be a whole number");
   return static_cast<int>(v);
 }
 
+int QasmParser::expect_int(const char* what) {
+  const Token t = cur_;
+  if (version_ == 3) return whole_number(constant(), t, what);
+  if (!at(Tok::Int)) fail(std::string("expected ") + what + ", found " + describe_cur());
+  const double v = cur_.num;
+  advance();
+  return whole_number(v, t, what);
+}
+
 int QasmParser::literal_index() {
   const Token t = cur_;
+  if (version_ == 3) {  // nested in the enclosing expression: its state is kept
+    const auto* params = params_;
+    const bool inputs = inputs_allowed_;
+    params_ = nullptr;
+    inputs_allowed_ = false;
+    Expr e;
+    nest();
+    sum(e);
+    --depth_;
+    params_ = params;
+    inputs_allowed_ = inputs;
+    return whole_number(eval(e, {}, {}, source_), t, "an index");
+  }
   double v = -1;
   if (at(Tok::Int)) {
     v = cur_.num;
@@ -53,13 +69,16 @@ int QasmParser::literal_index() {
     fail("expected an index (a whole number or an integer constant), found " + describe_cur());
   }
   advance();
-  if (v < 0 || v > 1e9 || v != std::floor(v)) fail_at(t, "an index must be a whole number");
-  return static_cast<int>(v);
+  return whole_number(v, t, "an index");
 }
 
+// The version line is optional in OpenQASM 3 (and required in 2.0): a file
+// without one is OpenQASM 3.
 void QasmParser::parse_header() {
-  if (!at_id("OPENQASM"))
-    fail("expected 'OPENQASM 2.0;' or 'OPENQASM 3.0;' as the first statement");
+  if (!at_id("OPENQASM")) {
+    version_ = 3;
+    return;
+  }
   advance();
   if (!at(Tok::Real) && !at(Tok::Int)) fail("expected a version number after OPENQASM");
   if (cur_.num == 2.0) {
@@ -70,6 +89,7 @@ void QasmParser::parse_header() {
     fail("only OpenQASM 2.0 and 3 are supported, found version " + cur_.text);
   }
   advance();
+  if (version_ == 2) lex_.refuse_leading_zeros();  // before the lexer reads past ';'
   expect_sym(";");
 }
 
@@ -77,6 +97,9 @@ void QasmParser::statement() {
   if (!at(Tok::Id)) fail("expected a statement, found " + describe_cur());
   stmt_ = cur_;
   const std::string w = cur_.text;
+  if (block_depth_ > 0 && top_level_only(w)) {
+    fail("'" + w + "' may appear only at the top level, not in a loop or subroutine body");
+  }
   if (w == "include") return include();
   if (w == "qreg" || w == "creg") return reg_decl(w == "qreg");
   if (w == "gate") return gate_decl(false);
@@ -91,7 +114,14 @@ void QasmParser::statement() {
   }
   if (w == "qubit" || w == "bit") return typed_register(w == "qubit");
   if (w == "input") return input_decl();
-  if (w == "const") return const_decl();
+  if (w == "const") return const_decl(true);
+  if (w == "int" || w == "uint" || w == "float" || w == "angle" || w == "bool" || w == "array") {
+    return const_decl(false);
+  }
+  if (w == "for") return for_loop();
+  if (w == "def") return def_decl();
+  if (w == "return") return return_statement();
+  if (auto s = subs_.find(w); s != subs_.end()) return call_subroutine(*s->second);
   if (w == "opaque") fail("'opaque' is not part of OpenQASM 3");
   if (auto why = unsupported_v3(w)) {
     fail("'" + w + "' is not supported (" + *why +
@@ -134,7 +164,8 @@ void QasmParser::include() {
 
 void QasmParser::declare_register(const Token& name_tok, const std::string& name,
                                   const Token& size_tok, int size, bool quantum) {
-  if (qregs_.count(name) || cregs_.count(name) || input_index(name) || consts_.count(name)) {
+  if (qregs_.count(name) || cregs_.count(name) || input_index(name) || consts_.count(name) ||
+      const_arrays_.count(name) || subs_.count(name)) {
     fail_at(name_tok, "'" + name + "' is already declared");
   }
   if (version_ == 3 && keyword(name, 3)) fail_at(name_tok, "'" + name + "' is a reserved word");
@@ -155,11 +186,11 @@ void QasmParser::declare_register(const Token& name_tok, const std::string& name
 void QasmParser::scalar_type(const char* what) {
   const Token t = cur_;
   const std::string type = expect_id("a type");
-  if (type != "float" && type != "angle" && type != "int" && type != "uint") {
+  if (type != "float" && type != "angle" && type != "int" && type != "uint" && type != "bool") {
     fail_at(t, std::string(what) + " of type '" + type +
-                   "' is not supported (float, angle, int or uint)");
+                   "' is not supported (float, angle, int, uint or bool)");
   }
-  if (at_sym("[")) {
+  if (type != "bool" && at_sym("[")) {
     advance();
     expect_int("a bit width");
     expect_sym("]");
@@ -170,7 +201,6 @@ void QasmParser::scalar_type(const char* what) {
 void QasmParser::input_decl() {
   advance();
   QasmInput in;
-  const Token type_tok = cur_;
   if (at_id("array")) {
     advance();
     expect_sym("[");
@@ -185,16 +215,10 @@ void QasmParser::input_decl() {
   } else {
     scalar_type("an input");
   }
-  if (last_type_ != "float" && last_type_ != "angle") {
-    fail_at(type_tok, "inputs of type '" + last_type_ +
-                          "' are not supported: inputs are "
-                          "angles (float or angle)");
-  }
   const Token name_tok = cur_;
   in.name = expect_id("an input name");
   expect_sym(";");
-  if (qregs_.count(in.name) || cregs_.count(in.name) || input_index(in.name) ||
-      consts_.count(in.name) || keyword(in.name, 3) || functions(3).count(in.name)) {
+  if (declared(in.name) || keyword(in.name, 3) || functions(3).count(in.name)) {
     fail_at(name_tok, "'" + in.name + "' is already declared or reserved");
   }
   in.offset = num_input_values_;
@@ -202,25 +226,70 @@ void QasmParser::input_decl() {
   inputs_.push_back(std::move(in));
 }
 
-void QasmParser::const_decl() {
-  advance();
-  scalar_type("a constant");
+void QasmParser::const_decl(bool is_const) {
+  if (is_const) advance();
+  int length = -1;  // an array's, or -1 for a scalar
+  if (at_id("array")) {
+    advance();
+    expect_sym("[");
+    scalar_type("an array");
+    expect_sym(",");
+    const Token n_tok = cur_;
+    length = expect_int("an array length");
+    if (length <= 0) fail_at(n_tok, "an array length must be positive");
+    if (at_sym(",")) fail("multi-dimensional arrays are not supported");
+    expect_sym("]");
+  } else if (is_const && at(Tok::Id) && !keyword(cur_.text, 3)) {
+    last_type_ = "float";  // `const name = value;`, as early OpenQASM 3 drafts wrote it
+  } else {
+    scalar_type("a constant");
+  }
   const std::string type = last_type_;
   const Token name_tok = cur_;
-  const std::string name = expect_id("a constant name");
-  expect_sym("=");
-  const Token value_tok = cur_;
-  const double v = constant();
-  expect_sym(";");
-  if (qregs_.count(name) || cregs_.count(name) || input_index(name) || consts_.count(name) ||
-      keyword(name, 3) || functions(3).count(name)) {
+  const std::string name = expect_id(is_const ? "a constant name" : "a variable name");
+  if (declared(name) || keyword(name, 3) || functions(3).count(name)) {
     fail_at(name_tok, "'" + name + "' is already declared or reserved");
   }
-  if ((type == "int" || type == "uint") && v != std::floor(v)) {
-    fail_at(value_tok, "an " + type + " constant needs a whole number, got " + std::to_string(v));
+  if (!at_sym("=")) {
+    fail("'" + name +
+         "' has no value: qmlsim reads classical values only as constants (declared with a "
+         "constant value and never assigned)");
   }
-  if (type == "uint" && v < 0) fail_at(value_tok, "a uint constant cannot be negative");
-  consts_[name] = v;
+  advance();
+  auto value = [&] {
+    const Token t = cur_;
+    double v = constant();
+    if ((type == "int" || type == "uint") && v != std::floor(v)) {
+      fail_at(t, "an " + type + " value needs a whole number, got " + std::to_string(v));
+    }
+    if (type == "uint" && v < 0) fail_at(t, "a uint value cannot be negative");
+    if (type == "bool") v = v != 0 ? 1 : 0;
+    return v;
+  };
+  if (length < 0) {
+    const double v = value();
+    expect_sym(";");
+    consts_[name] = v;
+    return;
+  }
+  const Token open = cur_;
+  expect_sym("{");
+  std::vector<double> values;
+  while (true) {
+    if (static_cast<int>(values.size()) == length) {
+      fail("array '" + name + "' has length " + std::to_string(length) + ": too many values");
+    }
+    values.push_back(value());
+    if (!at_sym(",")) break;
+    advance();
+  }
+  expect_sym("}");
+  expect_sym(";");
+  if (static_cast<int>(values.size()) != length) {
+    fail_at(open, "array '" + name + "' has length " + std::to_string(length) + ", given " +
+                      std::to_string(values.size()) + " values");
+  }
+  const_arrays_[name] = std::move(values);
 }
 
 std::vector<std::string> QasmParser::id_list(const char* what, std::vector<Token>* toks) {
@@ -247,7 +316,8 @@ void QasmParser::check_new_gate_name(const std::string& name, const Token& at) c
     fail_at(at, "gate '" + name + "' is already defined by " +
                     (version_ == 2 ? "qelib1.inc" : "stdgates.inc"));
   }
-  if (qregs_.count(name) || cregs_.count(name) || input_index(name) || consts_.count(name)) {
+  if (qregs_.count(name) || cregs_.count(name) || input_index(name) || consts_.count(name) ||
+      const_arrays_.count(name) || subs_.count(name)) {
     fail_at(at, "'" + name + "' is already declared");
   }
 }
@@ -265,7 +335,7 @@ void QasmParser::gate_decl(bool opaque) {
     if (!at_sym(")")) def->params = id_list("a parameter name", &param_toks);
     expect_sym(")");
   }
-  def->args = id_list("a qubit argument name", &arg_toks);
+  if (version_ == 2 || !at_sym("{")) def->args = id_list("a qubit argument name", &arg_toks);
   check_unique(def->params, name_tok, "parameter");
   check_unique(def->args, name_tok, "qubit argument");
   for (std::size_t i = 0; i < def->params.size(); ++i) {
@@ -310,6 +380,19 @@ void QasmParser::gate_decl(bool opaque) {
     def->body.push_back(std::move(call));
   }
   advance();
+  if (name == "global_phase" && def->args.empty() && def->params.size() == 1 && def->body.empty()) {
+    // Qiskit's exporter writes GlobalPhaseGate as this empty zero-qubit gate;
+    // it is read as what it stands for, gphase(p0).
+    GateCall phase;
+    phase.name = "gphase";
+    phase.line = name_tok.line;
+    phase.col = name_tok.col;
+    ExprOp p0;
+    p0.kind = ExprOp::Param;
+    phase.params.push_back({p0});
+    def->body.push_back(std::move(phase));
+    def->gates = 1;
+  }
   defs_[name] = std::move(def);
 }
 
@@ -321,6 +404,8 @@ GateCall QasmParser::gate_call(const std::vector<std::string>* params,
   call.line = cur_.line;
   call.col = cur_.col;
   call.name = expect_id("a gate name");
+  if (at_sym("="))
+    fail("assigning to '" + call.name + "' is not supported: qmlsim has no classical variables");
   if (call.name == "measure" || call.name == "reset" || call.name == "if") {
     fail_at(name_tok,
             "'" + call.name + "' is not allowed " + (args ? "inside a gate definition" : "here"));
@@ -405,14 +490,23 @@ QasmParser::Arg QasmParser::indexed(std::pair<int, int> reg, const std::string& 
     advance();
     const Token idx_tok = cur_;
     const int idx = expect_int("an index");
+    int last = idx;
+    Token last_tok = idx_tok;
+    if (version_ == 3 && at_sym(":")) {  // a slice q[a:b], both ends included
+      advance();
+      last_tok = cur_;
+      last = expect_int("a slice's end");
+      if (at_sym(":")) fail("slices with a step are not supported");
+      if (last < idx) fail_at(last_tok, "a slice's end must not precede its start");
+    }
     expect_sym("]");
-    if (idx >= reg.second) {
-      fail_at(idx_tok, "index " + std::to_string(idx) + " is out of range for register '" + name +
-                           "' of size " + std::to_string(reg.second));
+    if (last >= reg.second) {
+      fail_at(last_tok, "index " + std::to_string(last) + " is out of range for register '" + name +
+                            "' of size " + std::to_string(reg.second));
     }
     a.first += idx;
-    a.size = 1;
-    a.whole = false;
+    a.size = last - idx + 1;
+    a.whole = last != idx;  // a slice broadcasts like a register
   }
   return a;
 }

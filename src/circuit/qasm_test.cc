@@ -117,7 +117,10 @@ struct BadQasm {
 TEST(Qasm, MalformedProgramsGiveLocatedErrors) {
   const std::string h = "OPENQASM 2.0;\ninclude \"qelib1.inc\";\n";
   const BadQasm cases[] = {
-      {"!qreg q[1];", "1:1", "expected 'OPENQASM 2.0;'"},
+      // Without a version line a file is OpenQASM 3, whose library is stdgates.inc.
+      {"!include \"qelib1.inc\";", "1:9", "only \"stdgates.inc\" is supported"},
+      {"qreg q[2];\nx q[01];", "4:5", "integer 01 has a leading zero"},
+      {"qreg q[00];", "3:8", "leading zero"},
       {"OPENQASM 4.0;", "1:10", "only OpenQASM 2.0 and 3 are supported"},
       {"OPENQASM 2.0", "1:13", "expected ';'"},
       {"OPENQASM 2.0;\nqreg q[2];\nh q[0];", "3:1", "missing include"},

@@ -237,6 +237,25 @@ TEST(Cli, WeightsAreReadableWithH5py) {
             "params/dense2/weight[1, 8] params/quantum/conv[15] params/quantum/pool[6]\n");
 }
 
+TEST(Cli, StateOutIncludesTheGlobalPhase) {
+  if (std::system("/usr/bin/python3 -c 'import h5py' 2>/dev/null") != 0)
+    GTEST_SKIP() << "h5py is not installed for /usr/bin/python3 (scripts/setup.sh installs it)";
+  // Qiskit's exported GlobalPhaseGate and gphase, in a file without a version line.
+  const std::string qasm = write("phase.qasm",
+                                 "include \"stdgates.inc\";\ngate global_phase(p0) {\n}\n"
+                                 "qubit[2] q;\nh q[0];\nglobal_phase(0.5) ;\ngphase(0.25);\n");
+  const std::string h5 = (temp_dir() / "phase.h5").string();
+  const Result r = run("run " + qasm + " --observable Z0 --state-out " + h5);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string py = write("phase.py",
+                               "import cmath, h5py, sys\n"
+                               "s = h5py.File(sys.argv[1], 'r')['state'][:]\n"
+                               "want = [cmath.exp(0.75j) / 2 ** 0.5] * 2 + [0, 0]\n"
+                               "err = max(abs(complex(*s[i]) - want[i]) for i in range(4))\n"
+                               "sys.exit(0 if err < 1e-12 else 1)\n");
+  EXPECT_EQ(std::system(("/usr/bin/python3 " + py + " " + h5).c_str()), 0);
+}
+
 TEST(Cli, TrainErrorsAreOneLocatedLine) {
   struct Case {
     std::string config, args, error;

@@ -79,7 +79,19 @@ struct Outcome {
   std::uint64_t peak_bytes = 0;          // the largest peak resident memory among the processes
 };
 
-// The same outcome from a state distributed over every process of the launch.
+// Multiplies `count` interleaved (re, im) amplitudes by e^{i phase}: the
+// program's global phase, which states written out include.
+template <class R>
+void rotate_phase(R* amps, std::uint64_t count, double phase) {
+  if (phase == 0) return;
+  const double c = std::cos(phase), s = std::sin(phase);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const double re = amps[2 * i], im = amps[2 * i + 1];
+    amps[2 * i] = static_cast<R>(re * c - im * s);
+    amps[2 * i + 1] = static_cast<R>(re * s + im * c);
+  }
+}
+
 // The final state into an HDF5 file, computed once more on the CPU (one process).
 template <class R>
 void write_state(const QasmProgram& prog, int threads, int fusion, const std::string& path) {
@@ -87,10 +99,12 @@ void write_state(const QasmProgram& prog, int threads, int fusion, const std::st
   cpu::StateVector<R> sv(n, threads);
   const std::vector<BoundGate> gates = bind_params(prog.circuit, prog.angles);
   sv.apply(fusion > 0 ? fuse(gates, {fusion, std::max(10, fusion)}) : gates);
+  rotate_phase(sv.data(), sv.size(), prog.global_phase);
   io::create_state_file(path, n, std::is_same_v<R, float>);
   io::write_state_rows(path, 0, sv.size(), sv.data());
 }
 
+// The same outcome from a state distributed over every process of the launch.
 template <class R>
 Outcome simulate_distributed(const QasmProgram& prog, const std::vector<PauliSum>& observables,
                              const distributed::Options& options, std::int64_t shots,
@@ -113,6 +127,7 @@ Outcome simulate_distributed(const QasmProgram& prog, const std::vector<PauliSum
   if (!state_out.empty()) {  // slice by slice into one file, in process order
     state.canonicalize();
     const std::uint64_t rows = state.local().size();
+    rotate_phase(state.local().data(), rows, prog.global_phase);
     for (int r = 0; r < world.size(); ++r) {
       if (r == world.rank()) {
         if (r == 0) io::create_state_file(state_out, state.num_qubits(), std::is_same_v<R, float>);
