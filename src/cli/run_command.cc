@@ -245,6 +245,7 @@ int run_command(const std::vector<std::string>& argv) {
 
   const auto t0 = Clock::now();
   const std::string& path = args.positionals()[0];
+  require_file_path(path, "circuit");
   QasmProgram prog = read_qasm_file(path, limits);
   const std::vector<double> inputs = bind_inputs(prog, args, path);
   const int n = prog.circuit.num_qubits();
@@ -267,6 +268,7 @@ int run_command(const std::vector<std::string>& argv) {
   const int states = gradient ? 3 : 1;  // the adjoint Jacobian keeps three
   const bool distributed = args.has("--distributed");
   const std::string state_out = args.get("--state-out").value_or("");
+  require_file_path(state_out, "--state-out");
   if (args.has("--exchange-mib") && !distributed)
     throw Error("--exchange-mib: needs --distributed");
   distributed::Options dopts;

@@ -82,6 +82,7 @@ int plan_command(const std::vector<std::string>& argv) {
   }
   if (args.positionals().size() != 1)
     throw Error("expected exactly one config file (see qmlsim plan --help)");
+  require_file_path(args.positionals()[0], "config");
   const io::Config config = train::load_job_config(args.positionals()[0], args.all("--set"));
   train::PlanOptions o;
   o.ranks = static_cast<int>(args.get_int("--ranks", 1, 1, 1 << 20));
@@ -123,6 +124,8 @@ int train_command(const std::vector<std::string>& argv) {
   if (args.positionals().size() != 1)
     throw Error("expected exactly one config file (see qmlsim train --help)");
   const std::string config_path = args.positionals()[0];
+  require_file_path(config_path, "config");
+  if (args.has("--run-dir")) require_file_path(*args.get("--run-dir"), "--run-dir");
   const io::Config config = train::load_job_config(config_path, sets_with_backend(args));
   const comm::Comm& world = comm::Comm::world();
   if (args.has("--expect-ranks")) {
@@ -151,6 +154,9 @@ int infer_command(const std::vector<std::string>& argv) {
   }
   if (args.positionals().size() > 1) throw Error("expected at most one run directory");
   const std::string dir = args.positionals().empty() ? "" : args.positionals()[0];
+  require_file_path(dir, "run directory");
+  for (const char* flag : {"--weights", "--config", "--data", "--out"})
+    if (args.has(flag)) require_file_path(*args.get(flag), flag);
   if (dir.empty() && (!args.has("--weights") || !args.has("--config")))
     throw Error("give a run directory, or both --weights and --config");
   const std::string config_path = args.get("--config").value_or(dir + "/config.toml");

@@ -1,5 +1,7 @@
 #include "core/error.h"
 
+#include <cctype>
+
 namespace qmlsim {
 
 std::string printable(std::string_view text) {
@@ -22,6 +24,20 @@ std::string printable(std::string_view text) {
 void throw_at(const SourceLoc& loc, const std::string& message) {
   throw Error(loc.source + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.column) +
               ": " + message);
+}
+
+void require_file_path(const std::string& path, const std::string& where) {
+  const std::size_t colon = path.find("://");
+  if (colon == std::string::npos || colon == 0) return;
+  for (std::size_t i = 0; i < colon; ++i) {
+    const char c = path[i];
+    const bool scheme_char = std::isalpha(static_cast<unsigned char>(c)) ||
+                             (i > 0 && (std::isdigit(static_cast<unsigned char>(c)) || c == '+' ||
+                                        c == '-' || c == '.'));
+    if (!scheme_char) return;
+  }
+  throw Error(where + ": " + path + ": URLs (" + path.substr(0, colon + 3) +
+              "...) are not supported: give a path on a local or shared file system");
 }
 
 }  // namespace qmlsim

@@ -31,4 +31,8 @@ struct SourceLoc {
 // Builds "source:line:column: message", with control bytes escaped (see printable).
 [[noreturn]] void throw_at(const SourceLoc& loc, const std::string& message);
 
+// Paths name files: a URL ("s3://bucket/run", "gs://...", "https://...") is an
+// Error "<where>: <path>: ... not supported", never a local folder named "s3:".
+void require_file_path(const std::string& path, const std::string& where);
+
 }  // namespace qmlsim

@@ -178,8 +178,10 @@ Config Config::parse(const std::string& text, const std::string& source,
       else
         tsec.insert_or_assign(name, v);
       impl->origin[key] = line_of(v.source());
-      if (std::find(path_keys.begin(), path_keys.end(), key) != path_keys.end())
+      if (std::find(path_keys.begin(), path_keys.end(), key) != path_keys.end()) {
+        require_file_path(*v.value<std::string>(), line_of(v.source()) + ": " + key);
         tsec.insert_or_assign(name, absolute_path(*v.value<std::string>(), base_dir));
+      }
     }
   }
 
@@ -200,6 +202,7 @@ Config Config::parse(const std::string& text, const std::string& source,
     impl->origin[key] = where;
     if (std::find(path_keys.begin(), path_keys.end(), key) != path_keys.end()) {
       toml::table& tsec = *t[section].as_table();
+      require_file_path(*tsec[name].value<std::string>(), where);
       tsec.insert_or_assign(name,
                             absolute_path(*tsec[name].value<std::string>(), fs::current_path()));
     }
