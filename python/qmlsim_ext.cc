@@ -13,6 +13,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstddef>
@@ -21,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -174,6 +176,8 @@ bool single(const Options& o) {
 
 using ComplexArray = nb::ndarray<nb::numpy, std::complex<double>, nb::ndim<1>>;
 using RealArray = nb::ndarray<nb::numpy, double>;
+// Rows of parameter values, one binding per row.
+using Matrix2 = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 
 template <class T>
 nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, std::vector<std::size_t> shape) {
@@ -439,6 +443,143 @@ std::vector<std::vector<std::vector<double>>> jacobian_batch(
       });
 }
 
+// An OpenQASM program parsed once and run for many bindings of its inputs (the
+// engine behind qmlsim.qiskit: a circuit is exported and parsed once, then each
+// call runs a whole batch of parameter bindings, threads across bindings when
+// states are small). Input values are columns in the order of inputs().
+class QasmRunner {
+ public:
+  explicit QasmRunner(const std::string& text) : prog_(parse_qasm(text, "<qasm>")) {}
+
+  int num_qubits() const { return prog_.circuit.num_qubits(); }
+  std::vector<std::tuple<std::string, int>> inputs() const {
+    std::vector<std::tuple<std::string, int>> out;
+    for (const QasmInput& in : prog_.inputs) out.emplace_back(in.name, in.size);
+    return out;
+  }
+
+  // <H_k> for every binding (row of x) and observable: [binding][k].
+  RealArray expvals(const Matrix2& x, const std::vector<std::vector<TermSpec>>& obs,
+                    const Options& o) const {
+    SimulateRequest req;
+    req.observables = observables(obs);
+    const std::vector<std::vector<double>> thetas = bind(x);
+    const int n = num_qubits();
+    const bool f32 = single(o);
+    check_fits(n, f32, 1);
+    const std::size_t k = req.observables.size();
+    std::vector<double> out(thetas.size() * k);
+    {
+      nb::gil_scoped_release release;
+      for_each_item(thetas.size(), n, engine(o), [&](std::size_t i, int threads) {
+        AdjointOptions a = engine(o);
+        a.threads = threads;
+        const std::vector<double> v =
+            f32 ? simulate<float>(prog_.circuit, thetas[i], req, a).expvals
+                : simulate<double>(prog_.circuit, thetas[i], req, a).expvals;
+        std::copy(v.begin(), v.end(), out.begin() + static_cast<std::ptrdiff_t>(i * k));
+      });
+    }
+    return to_numpy(std::move(out), {thetas.size(), k});
+  }
+
+  // d<H_{which[i]}>/d(input value) for every binding i, by the adjoint method
+  // (one forward and one backward pass per binding), and <H_{which[i]}>:
+  // ([binding][input value], [binding]).
+  std::tuple<RealArray, RealArray> gradients(const Matrix2& x,
+                                             const std::vector<std::vector<TermSpec>>& obs,
+                                             const std::vector<int>& which,
+                                             const Options& o) const {
+    const std::vector<PauliSum> h = observables(obs);
+    const std::vector<std::vector<double>> thetas = bind(x);
+    if (which.size() != thetas.size())
+      throw Error("observable indices: " + std::to_string(which.size()) + " for " +
+                  std::to_string(thetas.size()) + " bindings");
+    for (int w : which)
+      if (w < 0 || static_cast<std::size_t>(w) >= h.size())
+        throw Error("observable index " + std::to_string(w) + " is out of range");
+    const int n = num_qubits();
+    const bool f32 = single(o);
+    check_fits(n, f32, 2);
+    const std::size_t p = static_cast<std::size_t>(prog_.num_input_values());
+    std::vector<double> grads(thetas.size() * p), values(thetas.size());
+    {
+      nb::gil_scoped_release release;
+      for_each_item(thetas.size(), n, engine(o), [&](std::size_t i, int threads) {
+        AdjointOptions a = engine(o);
+        a.threads = threads;
+        const std::vector<PauliSum> one = {h[static_cast<std::size_t>(which[i])]};
+        const std::vector<double> w = {1.0};
+        const AdjointResult r = f32 ? adjoint_vjp<float>(prog_.circuit, thetas[i], one, w, a)
+                                    : adjoint_vjp<double>(prog_.circuit, thetas[i], one, w, a);
+        const std::vector<double> g = prog_.input_gradient(row(x, i), r.gradient);
+        std::copy(g.begin(), g.end(), grads.begin() + static_cast<std::ptrdiff_t>(i * p));
+        values[i] = r.expvals[0];
+      });
+    }
+    return {to_numpy(std::move(grads), {thetas.size(), p}),
+            to_numpy(std::move(values), {thetas.size()})};
+  }
+
+  // |amplitude|^2 of every basis state for every binding: [binding][2^n].
+  RealArray probabilities(const Matrix2& x, const Options& o) const {
+    const std::vector<std::vector<double>> thetas = bind(x);
+    const int n = num_qubits();
+    const bool f32 = single(o);
+    check_fits(n, f32, 1);
+    const std::size_t dim = std::size_t{1} << n;
+    std::vector<double> out(thetas.size() * dim);
+    {
+      nb::gil_scoped_release release;
+      for_each_item(thetas.size(), n, engine(o), [&](std::size_t i, int threads) {
+        auto run = [&](auto sv) {
+          sv.apply(bind_params(prog_.circuit, thetas[i]));
+          const auto* amps = sv.data();
+          for (std::size_t j = 0; j < dim; ++j) {
+            const double re = amps[2 * j], im = amps[2 * j + 1];
+            out[i * dim + j] = re * re + im * im;
+          }
+        };
+        if (f32)
+          run(cpu::StateVector<float>(n, threads));
+        else
+          run(cpu::StateVector<double>(n, threads));
+      });
+    }
+    return to_numpy(std::move(out), {thetas.size(), dim});
+  }
+
+ private:
+  std::span<const double> row(const Matrix2& x, std::size_t i) const {
+    const std::size_t p = x.shape(1);
+    return {x.data() + i * p, p};
+  }
+  // The angles of every binding; a non-finite angle is an Error located in the program.
+  std::vector<std::vector<double>> bind(const Matrix2& x) const {
+    const auto p = static_cast<std::size_t>(prog_.num_input_values());
+    if (x.shape(1) != p)
+      throw Error("parameter values: " + std::to_string(x.shape(1)) +
+                  " per binding, the circuit has " + std::to_string(p));
+    std::vector<std::vector<double>> thetas;
+    for (std::size_t i = 0; i < x.shape(0); ++i) {
+      for (double v : row(x, i))
+        if (!std::isfinite(v)) throw Error("parameter values: not a finite number");
+      thetas.push_back(prog_.angles_at(row(x, i)));
+    }
+    return thetas;
+  }
+  std::vector<PauliSum> observables(const std::vector<std::vector<TermSpec>>& obs) const {
+    std::vector<PauliSum> h = make_observables(obs);
+    for (const PauliSum& s : h)
+      if (s.min_qubits() > num_qubits())
+        throw Error("observable: names qubit " + std::to_string(s.min_qubits() - 1) +
+                    ", a qubit beyond the circuit's " + std::to_string(num_qubits()));
+    return h;
+  }
+
+  QasmProgram prog_;
+};
+
 }  // namespace
 
 NB_MODULE(_qmlsim, m) {
@@ -488,6 +629,18 @@ NB_MODULE(_qmlsim, m) {
   m.def("jacobian_batch", &jacobian_batch, nb::arg("num_qubits"), nb::arg("items"),
         nb::arg("observables"), nb::arg("options"),
         "Adjoint Jacobians of many circuits in one call: [item][observable][parameter].");
+  nb::class_<QasmRunner>(m, "QasmRunner")
+      .def(nb::init<const std::string&>(), nb::arg("text"))
+      .def_prop_ro("num_qubits", &QasmRunner::num_qubits)
+      .def("inputs", &QasmRunner::inputs, "(name, number of values) of every input, in order.")
+      .def("expvals", &QasmRunner::expvals, nb::arg("x"), nb::arg("observables"),
+           nb::arg("options"), "<H_k> for every binding (row of x): [binding][k].")
+      .def("gradients", &QasmRunner::gradients, nb::arg("x"), nb::arg("observables"),
+           nb::arg("which"), nb::arg("options"),
+           "(d<H_which[i]>/d(input value) [binding][value], <H_which[i]> [binding]) by the "
+           "adjoint method.")
+      .def("probabilities", &QasmRunner::probabilities, nb::arg("x"), nb::arg("options"),
+           "|amplitude|^2 of every basis state: [binding][2^n].");
   m.def("max_qubits", [] { return kMaxQubits; });
   m.def(
       "parse_pauli_sum",

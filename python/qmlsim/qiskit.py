@@ -1,0 +1,403 @@
+"""Qiskit on qmlsim's engine: V2 primitives and an adjoint gradient.
+
+- ``Estimator``: a ``BaseEstimatorV2`` (PUBs of circuit, observables, parameter
+  values, precision, with Qiskit's broadcasting rules), results as
+  ``StatevectorEstimator`` gives them. All bindings of one circuit in one
+  ``run`` go to the C++ engine as one batch.
+- ``Sampler``: a ``BaseSamplerV2`` (shots, seeded; classical registers and
+  final ``measure`` into them, bits ordered as ``StatevectorSampler`` orders them).
+- ``EstimatorGradient``: a ``qiskit_machine_learning`` ``BaseEstimatorGradient``
+  computing exact gradients by the adjoint method (one forward and one backward
+  pass per binding), for ``EstimatorQNN(..., gradient=EstimatorGradient())``.
+
+A circuit is translated once (cached per circuit object): exported with
+``qiskit.qasm3.dumps`` (every standard gate, ``UnitaryGate`` and
+``PauliEvolutionGate`` through their definitions) and read by qmlsim's OpenQASM 3
+reader, whose ``input`` angles carry the circuit's parameters: parameter
+expressions (``0.3*theta + phi``, ``ParameterVector`` elements, ``sin``) are
+evaluated in C++ and differentiated by the chain rule. Qubit q of the circuit
+is qubit q of the observables (Qiskit's order: the rightmost Pauli letter acts
+on qubit 0). ``delay`` and ``barrier`` are identities. Instructions the engine
+cannot run (``reset`` after a gate, mid-circuit measurement, classical control
+flow, ``initialize``) are a ``ValueError`` naming the instruction and its line in
+the exported program. ``PauliEvolutionGate`` runs through its definition (its
+synthesis: Lie-Trotter by default), as transpiled for hardware; for commuting
+terms (QAOA, ``QAOAAnsatz``) that is exact, for non-commuting ones it differs
+from ``StatevectorEstimator``, which exponentiates the operator exactly.
+
+Qiskit is an optional dependency: ``pip install qiskit`` (and
+``qiskit-machine-learning`` for ``EstimatorGradient``).
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import weakref
+from typing import Iterable
+
+import numpy as np
+from qiskit import QuantumCircuit, qasm3
+from qiskit.circuit import Parameter
+from qiskit.primitives import (BaseEstimatorV2, BaseSamplerV2, BitArray, DataBin, PrimitiveJob,
+                               PrimitiveResult, PubResult, SamplerPubResult)
+from qiskit.primitives.containers.estimator_pub import EstimatorPub
+from qiskit.primitives.containers.sampler_pub import SamplerPub
+from qiskit.quantum_info import SparsePauliOp
+
+from . import _qmlsim
+
+__all__ = ["Estimator", "Sampler", "EstimatorGradient"]
+
+
+def _options(precision: str, threads: int | None, fusion: int) -> "_qmlsim.Options":
+    if precision not in ("c64", "c128"):
+        raise ValueError(f"precision: {precision!r} is not one of c64, c128")
+    if threads is not None and (not isinstance(threads, (int, np.integer)) or threads < 1):
+        raise ValueError(f"threads: {threads!r} is not a positive integer")
+    if not isinstance(fusion, (int, np.integer)) or not 0 <= fusion <= 6:
+        raise ValueError(f"fusion: {fusion!r} is not an integer from 0 to 6")
+    o = _qmlsim.Options()
+    o.precision = precision
+    o.threads = int(threads) if threads is not None else (os.cpu_count() or 1)
+    o.fusion = int(fusion)
+    return o
+
+
+class _Translation:
+    """A circuit as the engine runs it: the parsed program, and for each of its
+    input values the index of the circuit parameter it carries."""
+
+    def __init__(self, circuit: QuantumCircuit):
+        self.parameters = list(circuit.parameters)
+        flat = QuantumCircuit(circuit.num_qubits, circuit.num_clbits)  # one register each
+        flat.compose(circuit, inplace=True)
+        flat.data = [i for i in flat.data if i.operation.name != "delay"]  # identity here
+        flat = _standard_gates_only(flat)
+        flat.global_phase = 0  # unobservable here, and possibly a parameter expression
+        if self.parameters:
+            flat = flat.assign_parameters(
+                {p: Parameter(f"qmlsim_p{i}") for i, p in enumerate(self.parameters)})
+        try:
+            text = qasm3.dumps(flat)
+        except Exception as e:  # the exporter's own refusal, e.g. an opaque instruction
+            raise ValueError(f"cannot translate the circuit: {e}") from e
+        try:
+            self.runner = _qmlsim.QasmRunner(text)
+        except ValueError as e:
+            line = _line_of(str(e), text)
+            raise ValueError(f"the circuit is not supported: {e}{line}") from None
+        self.columns = np.array([int(name[len("qmlsim_p"):]) for name, _ in self.runner.inputs()],
+                                dtype=np.int64)
+        self.num_qubits = circuit.num_qubits
+
+    def values(self, parameter_values: np.ndarray) -> np.ndarray:
+        """Rows of input values from rows of circuit parameter values."""
+        x = np.asarray(parameter_values, dtype=np.float64).reshape(-1, len(self.parameters))
+        return np.ascontiguousarray(x[:, self.columns]) if len(self.columns) else \
+            np.zeros((x.shape[0], 0))
+
+
+_KEPT = {"measure", "barrier", "reset"}
+
+
+def _standard_gates_only(circuit: QuantumCircuit) -> QuantumCircuit:
+    """`circuit` with every instruction outside Qiskit's standard gate library
+    replaced by its definition, recursively. (Qiskit's exporter names the
+    parameters of a composite gate's definition after the circuit parameters in
+    its body but passes them in the instruction's order, which scrambles them
+    when the orders differ, as in QAOAAnsatz: only standard gates are exported.)"""
+    from qiskit.circuit.library import get_standard_gate_name_mapping
+    standard = set(get_standard_gate_name_mapping()) | _KEPT
+    for _ in range(64):
+        others = {i.operation.name for i in circuit.data} - standard
+        if not others:
+            break
+        unrolled = circuit.decompose(gates_to_decompose=sorted(others))
+        if len(unrolled.data) == len(circuit.data) and all(
+                a.operation.name == b.operation.name for a, b in zip(unrolled.data, circuit.data)):
+            break  # nothing has a definition: the exporter or the reader says why
+        circuit = unrolled
+    return circuit
+
+
+def _line_of(message: str, text: str) -> str:
+    """The exported line an error of the reader points at ("<qasm>:L:C: ...")."""
+    parts = message.split(":")
+    if len(parts) > 2 and parts[0] == "<qasm>" and parts[1].isdigit():
+        lines = text.splitlines()
+        k = int(parts[1]) - 1
+        if 0 <= k < len(lines):
+            return f" (in `{lines[k].strip()}`)"
+    return ""
+
+
+_CACHE: dict = {}  # id(circuit) -> (weak reference, fingerprint, translation)
+atexit.register(_CACHE.clear)  # engine objects go before the extension module does
+
+
+def _translate(circuit: QuantumCircuit) -> _Translation:
+    """The cached translation of `circuit` (made again if the circuit changed
+    size; circuits are not hashable, so the cache is keyed by identity and an
+    entry leaves with its circuit)."""
+    key = (len(circuit.data), circuit.num_qubits, circuit.num_clbits, circuit.num_parameters)
+    hit = _CACHE.get(id(circuit))
+    if hit is not None and hit[0]() is circuit and hit[1] == key:
+        return hit[2]
+    t = _Translation(circuit)
+    k = id(circuit)
+    _CACHE[k] = (weakref.ref(circuit, lambda _, k=k: _CACHE.pop(k, None)), key, t)
+    return t
+
+
+def _terms(observable, num_qubits: int) -> list:
+    """(coefficient, X mask, Z mask) terms of a Pauli sum: a {label: coeff}
+    mapping (an ObservablesArray element) or anything SparsePauliOp accepts."""
+    if isinstance(observable, dict):
+        items = observable.items()
+    else:
+        op = observable if isinstance(observable, SparsePauliOp) else SparsePauliOp(observable)
+        items = zip(op.paulis.to_labels(), op.coeffs)
+    terms = []
+    for label, coeff in items:
+        c = complex(coeff)
+        if abs(c.imag) > 1e-12 * max(1.0, abs(c.real)):
+            raise ValueError(f"observable: the coefficient {coeff} of {label} is not real "
+                             "(observables must be Hermitian)")
+        if len(label) != num_qubits:
+            raise ValueError(f"observable: {label} acts on {len(label)} qubits, the circuit has "
+                             f"{num_qubits}")
+        x = z = 0
+        for q, ch in enumerate(reversed(label)):
+            if ch in "XY":
+                x |= 1 << q
+            if ch in "ZY":
+                z |= 1 << q
+            if ch not in "IXYZ":
+                raise ValueError(f"observable: {label} is not a Pauli string")
+        terms.append((c.real, x, z))
+    return terms
+
+
+class Estimator(BaseEstimatorV2):
+    """``BaseEstimatorV2`` on qmlsim's engine. ``default_precision`` and ``seed``
+    behave as in Qiskit's ``StatevectorEstimator`` (precision > 0 adds seeded
+    Gaussian noise of that width to exact values; ``EstimatorQNN`` asks for 1/64
+    unless given ``default_precision=0``). ``precision`` ("c64" or "c128") is
+    the amplitudes' precision; ``threads`` (default: all cores) and ``fusion``
+    (gate fusion width, 0 = off) as in the rest of qmlsim."""
+
+    def __init__(self, *, default_precision: float = 0.0, seed=None, precision: str = "c128",
+                 threads: int | None = None, fusion: int = 3):
+        self._default_precision = default_precision
+        self._seed = seed
+        self._engine = _options(precision, threads, fusion)
+
+    @property
+    def default_precision(self) -> float:
+        return self._default_precision
+
+    @property
+    def engine_options(self) -> "_qmlsim.Options":
+        return self._engine
+
+    def run(self, pubs: Iterable, *, precision: float | None = None) -> PrimitiveJob:
+        if precision is None:
+            precision = self._default_precision
+        coerced = [EstimatorPub.coerce(pub, precision) for pub in pubs]
+        job = PrimitiveJob(self._run, coerced)
+        job._submit()
+        return job
+
+    def _run(self, pubs: list) -> PrimitiveResult:
+        # Bindings of PUBs that share a circuit run as one batch.
+        exact = self._exact_values(pubs)
+        return PrimitiveResult([self._result(pub, evs) for pub, evs in zip(pubs, exact)],
+                               metadata={"version": 2})
+
+    def _exact_values(self, pubs: list) -> list:
+        groups: dict = {}
+        for i, pub in enumerate(pubs):
+            groups.setdefault(id(pub.circuit), []).append(i)
+        out = [None] * len(pubs)
+        for members in groups.values():
+            t = _translate(pubs[members[0]].circuit)
+            rows, observables, plan = [], [], []
+            for i in members:
+                pub = pubs[i]
+                pv = pub.parameter_values
+                x = pv.as_array(t.parameters) if t.parameters else np.zeros(pv.shape + (0,))
+                obs = pub.observables
+                first_row, first_obs = len(rows), len(observables)
+                rows.extend(t.values(x))
+                for o in obs.ravel().tolist():
+                    observables.append(_terms(o, t.num_qubits))
+                plan.append((i, first_row, pv.shape, first_obs, obs.shape))
+            x = np.ascontiguousarray(np.array(rows, dtype=np.float64).reshape(len(rows), -1))
+            values = t.runner.expvals(x, observables, self._engine)  # [row][observable]
+            for i, first_row, pv_shape, first_obs, obs_shape in plan:
+                row = first_row + np.arange(int(np.prod(pv_shape, dtype=int))).reshape(pv_shape)
+                col = first_obs + np.arange(int(np.prod(obs_shape, dtype=int))).reshape(obs_shape)
+                row, col = np.broadcast_arrays(row, col)
+                out[i] = values[row, col]
+        return out
+
+    def _result(self, pub, evs: np.ndarray) -> PubResult:
+        precision = pub.precision
+        evs = np.array(evs, dtype=np.float64)
+        if precision != 0:
+            rng = np.random.default_rng(self._seed)
+            for index in np.ndindex(*evs.shape):
+                evs[index] = rng.normal(evs[index], precision)
+        data = DataBin(evs=evs, stds=np.zeros_like(evs), shape=evs.shape)
+        return PubResult(data, metadata={"target_precision": precision,
+                                         "circuit_metadata": pub.circuit.metadata})
+
+
+def _final_measurements(circuit: QuantumCircuit):
+    """{(register name, bit index): qubit} of the final measurements, and the
+    circuit without them; a measurement followed by a gate on its qubit is a
+    ValueError (mid-circuit measurement)."""
+    mapping, done = {}, set()
+    kept = []
+    for item in reversed(circuit.data):
+        name = item.operation.name
+        if name == "measure":
+            q = circuit.find_bit(item.qubits[0]).index
+            loc = circuit.find_bit(item.clbits[0])
+            if q in done:
+                raise ValueError(f"qubit {q} is measured and then used again: mid-circuit "
+                                 "measurement is not supported")
+            for creg, j in loc.registers:
+                mapping.setdefault((creg.name, j), q)
+            continue
+        if name not in ("barrier", "delay"):
+            done.update(circuit.find_bit(b).index for b in item.qubits)
+        kept.append(item)
+    stripped = circuit.copy_empty_like()
+    for item in reversed(kept):
+        stripped.append(item)
+    return mapping, stripped
+
+
+class Sampler(BaseSamplerV2):
+    """``BaseSamplerV2`` on qmlsim's engine: ``default_shots`` (1024, as
+    ``StatevectorSampler``) and ``seed`` (an int or a Generator): outcomes are
+    drawn as ``StatevectorSampler`` draws them, so the same seed gives the same
+    bits as it does. Each binding's final state is computed once in C++;
+    results are ``BitArray``s per classical register, bit j of a register being
+    its clbit j."""
+
+    def __init__(self, *, default_shots: int = 1024, seed=None, precision: str = "c128",
+                 threads: int | None = None, fusion: int = 3):
+        self._default_shots = default_shots
+        self._seed = seed
+        self._engine = _options(precision, threads, fusion)
+
+    @property
+    def default_shots(self) -> int:
+        return self._default_shots
+
+    def run(self, pubs: Iterable, *, shots: int | None = None) -> PrimitiveJob:
+        if shots is None:
+            shots = self._default_shots
+        coerced = [SamplerPub.coerce(pub, shots) for pub in pubs]
+        job = PrimitiveJob(self._run, coerced)
+        job._submit()
+        return job
+
+    def _run(self, pubs: list) -> PrimitiveResult:
+        return PrimitiveResult([self._run_pub(pub) for pub in pubs], metadata={"version": 2})
+
+    def _run_pub(self, pub) -> SamplerPubResult:
+        circuit = pub.circuit
+        mapping, stripped = _final_measurements(circuit)
+        t = _translate(stripped)
+        pv = pub.parameter_values
+        x = pv.as_array(t.parameters) if t.parameters else np.zeros(pv.shape + (0,))
+        probs = t.runner.probabilities(t.values(x), self._engine)
+        shape, shots, n = pv.shape, pub.shots, t.num_qubits
+        # Outcomes over the measured qubits in ascending order (bit k of an
+        # outcome is qargs[k]), drawn as StatevectorSampler draws them: each
+        # binding from a generator seeded afresh with `seed`.
+        qargs = sorted(set(mapping.values()))
+        position = {q: k for k, q in enumerate(qargs)}
+        others = tuple(n - 1 - q for q in range(n) if q not in position)
+        outcomes = np.zeros((probs.shape[0], shots), dtype=np.int64)
+        for b in range(probs.shape[0]):
+            if not qargs:
+                continue
+            p = np.clip(probs[b], 0, None).reshape([2] * n).sum(axis=others).ravel()
+            rng = np.random.default_rng(self._seed)
+            outcomes[b] = rng.choice(p.size, size=shots, p=p / p.sum())
+        meas = {}
+        for creg in circuit.cregs:
+            bits = np.zeros((probs.shape[0], shots, creg.size), dtype=bool)
+            for j in range(creg.size):
+                q = mapping.get((creg.name, j))
+                if q is not None:
+                    bits[:, :, j] = (outcomes >> position[q]) & 1
+            bits = bits.reshape(shape + (shots, creg.size))
+            meas[creg.name] = BitArray.from_bool_array(bits[..., ::-1], order="big")
+        return SamplerPubResult(DataBin(**meas, shape=shape),
+                                metadata={"shots": shots, "circuit_metadata": circuit.metadata})
+
+
+def _estimator_gradient_base():
+    try:
+        from qiskit_machine_learning.gradients import BaseEstimatorGradient
+    except ImportError:  # qiskit-machine-learning not installed: a stand-in base
+        return object
+    return BaseEstimatorGradient
+
+
+class EstimatorGradient(_estimator_gradient_base()):
+    """Exact gradients of expectation values by the adjoint method, as a
+    ``qiskit_machine_learning`` ``BaseEstimatorGradient``: one forward and one
+    backward pass per (circuit, observable, binding), all bindings of a circuit
+    in one C++ call. Real derivatives only (``DerivativeType.REAL``, the
+    default, which ``EstimatorQNN`` uses). ``estimator`` may be a qmlsim
+    ``Estimator`` (its engine options are used) or omitted."""
+
+    def __init__(self, estimator: Estimator | None = None, options=None, derivative_type=None,
+                 pass_manager=None, *, precision: str = "c128", threads: int | None = None,
+                 fusion: int = 3):
+        from qiskit_machine_learning.gradients import BaseEstimatorGradient, DerivativeType
+        if derivative_type is None:
+            derivative_type = DerivativeType.REAL
+        if derivative_type != DerivativeType.REAL:
+            raise ValueError("EstimatorGradient computes real derivatives (DerivativeType.REAL)")
+        if pass_manager is not None:
+            raise ValueError("EstimatorGradient runs circuits as they are: no pass_manager")
+        estimator = estimator if estimator is not None else Estimator(
+            precision=precision, threads=threads, fusion=fusion)
+        if not isinstance(estimator, Estimator):
+            raise ValueError("EstimatorGradient runs on qmlsim's engine: give it a "
+                             "qmlsim.qiskit.Estimator (or none)")
+        BaseEstimatorGradient.__init__(self, estimator, options, derivative_type)
+        self._engine = estimator.engine_options
+
+    def _run(self, circuits, observables, parameter_values, parameters, **options):
+        from qiskit.providers import Options
+        from qiskit_machine_learning.gradients import EstimatorGradientResult
+        groups: dict = {}
+        for i, c in enumerate(circuits):
+            groups.setdefault(id(c), []).append(i)
+        gradients = [None] * len(circuits)
+        for members in groups.values():
+            t = _translate(circuits[members[0]])
+            index = {p: k for k, p in enumerate(t.parameters)}
+            observable_terms, which, rows = [], [], []
+            for i in members:
+                observable_terms.append(_terms(observables[i], t.num_qubits))
+                which.append(len(observable_terms) - 1)
+                rows.append(t.values(np.asarray(parameter_values[i], dtype=np.float64))[0])
+            x = np.ascontiguousarray(np.array(rows, dtype=np.float64).reshape(len(rows), -1))
+            d_inputs, _ = t.runner.gradients(x, observable_terms, which, self._engine)
+            for row, i in enumerate(members):
+                full = np.zeros(len(t.parameters))
+                np.add.at(full, t.columns, d_inputs[row])  # an input per parameter it carries
+                gradients[i] = np.array([full[index[p]] for p in parameters[i]])
+        opts = Options(**options)
+        return EstimatorGradientResult(gradients=gradients,
+                                       metadata=[{"parameters": p} for p in parameters],
+                                       options=opts)

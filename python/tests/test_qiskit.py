@@ -1,0 +1,204 @@
+"""qmlsim.qiskit against Qiskit's reference primitives: StatevectorEstimator
+(values to 1e-10, broadcasting, precision noise from the same seed),
+StatevectorSampler (the same bits for the same seed: both draw from the same
+probabilities with the same generator), parameter-shift gradients, and
+EstimatorQNN's forward and backward passes; bad input as ValueError."""
+import numpy as np
+import pytest
+
+pytest.importorskip("qiskit")
+from qiskit import QuantumCircuit  # noqa: E402
+from qiskit.circuit import Parameter, ParameterVector  # noqa: E402
+from qiskit.circuit.library import (get_standard_gate_name_mapping, real_amplitudes,  # noqa: E402
+                                    zz_feature_map)
+from qiskit.primitives import StatevectorEstimator, StatevectorSampler  # noqa: E402
+from qiskit.quantum_info import SparsePauliOp  # noqa: E402
+
+from qmlsim.qiskit import Estimator, EstimatorGradient, Sampler  # noqa: E402
+
+GATES = {name: gate for name, gate in get_standard_gate_name_mapping().items()
+         if name not in ("delay", "measure", "reset")}
+
+
+def random_circuit(rng, n, depth, params):
+    """Every standard gate; angles that are numbers or expressions of `params`."""
+    qc = QuantumCircuit(n)
+    names = sorted(GATES)
+    for k in range(depth):
+        proto = GATES[names[k % len(names)] if k < len(names) else names[rng.integers(len(names))]]
+        if proto.num_qubits > n:
+            continue
+        values = []
+        for _ in proto.params:
+            a, b = params[rng.integers(len(params))], params[rng.integers(len(params))]
+            v = float(rng.uniform(-np.pi, np.pi))
+            values.append([v, a, 0.3 * a + b, a * b - v, a.sin() + 2 * b][rng.integers(5)])
+        gate = type(proto)(*values) if proto.params else proto
+        qc.append(gate, [int(q) for q in rng.permutation(n)[:gate.num_qubits]])
+    return qc
+
+
+def random_observable(rng, n, terms=3):
+    labels = ["".join(rng.choice(list("IXYZ"), n)) for _ in range(terms)]
+    return SparsePauliOp(labels, rng.uniform(-1, 1, terms))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_estimator_agrees_with_statevector_estimator(seed):
+    rng = np.random.default_rng(seed)
+    theta = ParameterVector("θ", 3)
+    qc = random_circuit(rng, 4, 80, list(theta) + [Parameter("phi")])
+    values = rng.uniform(-2, 2, (2, 3, qc.num_parameters))  # broadcast against (2, 1)
+    obs = [[random_observable(rng, 4)], [random_observable(rng, 4)]]
+    pubs = [(qc, obs, values), (qc, random_observable(rng, 4), values[0, 0])]
+    want = StatevectorEstimator().run(pubs).result()
+    got = Estimator().run(pubs).result()
+    assert got.metadata == want.metadata
+    for w, g in zip(want, got):
+        assert g.data.evs.shape == w.data.evs.shape
+        assert np.abs(g.data.evs - w.data.evs).max() < 1e-10
+        assert g.data.stds.shape == w.data.stds.shape
+        assert g.metadata == w.metadata
+    # precision > 0: the same seeded noise as the reference.
+    want = StatevectorEstimator(seed=5).run(pubs, precision=0.1).result()
+    got = Estimator(seed=5).run(pubs, precision=0.1).result()
+    for w, g in zip(want, got):
+        assert np.abs(g.data.evs - w.data.evs).max() < 1e-10
+        assert g.metadata["target_precision"] == 0.1
+    # Single precision: the same values to float32 accuracy.
+    got = Estimator(precision="c64").run(pubs).result()
+    assert np.abs(got[0].data.evs - StatevectorEstimator().run(pubs).result()[0].data.evs).max() < 1e-4
+
+
+def test_sampler_gives_the_reference_bits_for_the_same_seed():
+    rng = np.random.default_rng(7)
+    a, b = Parameter("a"), Parameter("b")
+    qc = random_circuit(rng, 4, 40, [a, b])
+    full = QuantumCircuit(4, 3)
+    full.compose(qc, inplace=True)
+    full.measure([3, 0, 2], [0, 1, 2])  # a permuted, partial measurement
+    second = full.copy()
+    second.measure_all()  # a second register over all qubits
+    values = rng.uniform(-1, 1, (2, 2))
+    for circuit in (full, second):
+        want = StatevectorSampler(seed=11).run([(circuit, values)], shots=500).result()[0]
+        got = Sampler(seed=11).run([(circuit, values)], shots=500).result()[0]
+        assert got.metadata == want.metadata
+        for name in [c.name for c in circuit.cregs]:
+            w, g = getattr(want.data, name), getattr(got.data, name)
+            assert g.shape == w.shape and g.num_bits == w.num_bits and g.num_shots == 500
+            assert np.array_equal(g.array, w.array), name
+
+
+def test_gradient_agrees_with_parameter_shift():
+    from qiskit_machine_learning.gradients import ParamShiftEstimatorGradient
+    rng = np.random.default_rng(3)
+    theta = ParameterVector("t", 4)
+    qc = QuantumCircuit(3)
+    for k in range(3):  # gates parameter shift supports; expressions of the parameters
+        qc.rx(theta[0] * (k + 1), k)
+        qc.ry(0.5 * theta[1] + theta[2], k)
+    qc.cx(0, 1)
+    qc.rzz(theta[3], 1, 2)
+    qc.rz(theta[0] * theta[2], 2)
+    obs = [random_observable(rng, 3), random_observable(rng, 3)]
+    values = [rng.uniform(-2, 2, 4), rng.uniform(-2, 2, 4)]
+    subset = [None, [theta[2], theta[0]]]
+    want = ParamShiftEstimatorGradient(StatevectorEstimator()).run(
+        [qc, qc], obs, values, parameters=subset).result().gradients
+    got = EstimatorGradient().run([qc, qc], obs, values, parameters=subset).result().gradients
+    assert [len(g) for g in got] == [4, 2]
+    for w, g in zip(want, got):
+        assert np.abs(np.asarray(g) - np.asarray(w)).max() < 1e-10
+
+
+def test_estimator_qnn_forward_and_backward():
+    from qiskit_machine_learning.gradients import ParamShiftEstimatorGradient
+    from qiskit_machine_learning.neural_networks import EstimatorQNN
+    fm, ansatz = zz_feature_map(3), real_amplitudes(3, reps=2)
+    qc = fm.compose(ansatz)
+    obs = [SparsePauliOp("ZZI"), SparsePauliOp(["XII", "IIY"], [0.5, 0.5])]
+
+    def qnn(estimator, gradient):
+        return EstimatorQNN(circuit=qc, observables=obs, input_params=fm.parameters,
+                            weight_params=ansatz.parameters, estimator=estimator,
+                            gradient=gradient, default_precision=0, input_gradients=True)
+
+    reference = StatevectorEstimator()
+    ref = qnn(reference, ParamShiftEstimatorGradient(reference))
+    estimator = Estimator()
+    ours = qnn(estimator, EstimatorGradient(estimator))
+    rng = np.random.default_rng(0)
+    x, w = rng.uniform(-1, 1, (5, 3)), rng.uniform(-1, 1, ansatz.num_parameters)
+    assert np.abs(ours.forward(x, w) - ref.forward(x, w)).max() < 1e-10
+    (gi_ref, gw_ref), (gi, gw) = ref.backward(x, w), ours.backward(x, w)
+    assert gw.shape == gw_ref.shape and gi.shape == gi_ref.shape
+    assert np.abs(gw - gw_ref).max() < 1e-10
+    assert np.abs(gi - gi_ref).max() < 1e-10
+
+
+def test_bad_input_is_a_value_error():
+    a = Parameter("a")
+    qc = QuantumCircuit(2)
+    qc.rx(a, 0)
+    qc.cx(0, 1)
+    est = Estimator()
+    with pytest.raises(ValueError, match="number of values"):
+        est.run([(qc, "ZZ")]).result()  # unbound parameter
+    with pytest.raises(ValueError):
+        est.run([(qc, "ZZZ", [0.1])]).result()  # an observable on a qubit the circuit lacks
+    with pytest.raises(ValueError, match="not broadcastable"):
+        est.run([(qc, ["ZZ", "XX", "YY"], [[0.1], [0.2]])]).result()
+    bad = qc.copy()
+    bad.reset(0)
+    with pytest.raises(ValueError, match=r"'reset' of q\[0\] after a gate.*reset q\[0\]"):
+        est.run([(bad, "ZZ", [0.1])]).result()
+    ctl = QuantumCircuit(2, 1)
+    ctl.h(0)
+    ctl.measure(0, 0)
+    with ctl.if_test((ctl.clbits[0], 1)):
+        ctl.x(1)
+    with pytest.raises(ValueError, match="'if' is not supported"):
+        est.run([(ctl, "ZZ")]).result()
+    mid = QuantumCircuit(2, 1)
+    mid.h(0)
+    mid.measure(0, 0)
+    mid.x(0)
+    with pytest.raises(ValueError, match="mid-circuit measurement"):
+        Sampler().run([mid]).result()
+    with pytest.raises(ValueError, match="precision"):
+        Estimator(precision="c32")
+    with pytest.raises(ValueError, match="threads"):
+        Estimator(threads=0)
+    # delay is an identity, as in StatevectorEstimator.
+    d = qc.copy()
+    d.delay(100, 1)
+    assert abs(est.run([(d, "ZZ", [0.3])]).result()[0].data.evs -
+               StatevectorEstimator().run([(qc, "ZZ", [0.3])]).result()[0].data.evs) < 1e-12
+
+
+def test_translation_is_cached_per_circuit():
+    from qmlsim import qiskit as qq
+    qc = zz_feature_map(2)
+    t = qq._translate(qc)
+    assert qq._translate(qc) is t
+    qc.h(0)  # a changed circuit is translated again
+    assert qq._translate(qc) is not t
+
+
+def test_composite_gates_whose_parameters_are_reordered():
+    """QAOAAnsatz: a composite gate whose parameter order differs from the
+    circuit's (Qiskit's exporter scrambles such definitions; they are unrolled)."""
+    from qiskit.circuit.library import QAOAAnsatz
+    from qiskit_machine_learning.gradients import ParamShiftEstimatorGradient
+    h = SparsePauliOp.from_sparse_list(
+        [("ZZ", [0, 1], 0.5), ("ZZ", [1, 2], -1.0), ("ZZ", [2, 3], 0.7), ("Z", [3], 0.2)],
+        num_qubits=4)
+    ansatz = QAOAAnsatz(h, reps=2)
+    x = np.random.default_rng(1).uniform(-1, 1, ansatz.num_parameters)
+    want = StatevectorEstimator().run([(ansatz, h, x)]).result()[0].data.evs
+    assert abs(Estimator().run([(ansatz, h, x)]).result()[0].data.evs - want) < 1e-10
+    g_want = ParamShiftEstimatorGradient(StatevectorEstimator()).run(
+        [ansatz], [h], [x]).result().gradients[0]
+    g = EstimatorGradient().run([ansatz], [h], [x]).result().gradients[0]
+    assert np.abs(g - g_want).max() < 1e-10
