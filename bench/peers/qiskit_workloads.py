@@ -3,14 +3,16 @@
 
 Rows: an EstimatorQNN (zz_feature_map + real_amplitudes(reps=3), one <Z...Z>
 readout) forward pass and weight gradient for a batch of 32 inputs at 8, 12,
-16 and 20 qubits; a QAOA Max-Cut cost and gradient at 18 nodes (QAOAAnsatz,
-p = 2, the graph of reference job 1). Columns: qmlsim's Estimator with its
+16 and 20 qubits (--qubits), its forward pass alone (--forward), and a QAOA
+Max-Cut cost and gradient at 18 nodes (QAOAAnsatz, p = 2, the graph of
+reference job 1; --graph "" leaves it out). Columns: qmlsim's Estimator with its
 adjoint EstimatorGradient; Aer's EstimatorV2 (exact, default_precision 0) with
 ParamShiftEstimatorGradient and with LinCombEstimatorGradient. Agreement first
 (values and gradients to 1e-8), then timed runs alternating between the
 columns; medians, and each peer's time over qmlsim's (above 1: qmlsim is faster).
 
-    python bench/peers/qiskit_workloads.py [--reps 3] [--qubits 8,12,16,20] [--batch 32]
+    python bench/peers/qiskit_workloads.py [--reps 3] [--qubits 8,12,16,20] [--forward 8,12,16,20]
+        [--batch 32] [--skip "Aer + lin comb"]
 
 The environment needs qmlsim (pip install .), qiskit, qiskit-aer and
 qiskit-machine-learning (bench/peers/requirements.txt).
@@ -43,7 +45,7 @@ def peers():
     }
 
 
-def qnn_row(n, batch):
+def qnn_row(n, batch, backward=True):
     fm, ansatz = zz_feature_map(n), real_amplitudes(n, reps=3)
     circuit = fm.compose(ansatz)
     observable = SparsePauliOp("Z" * n)
@@ -55,9 +57,12 @@ def qnn_row(n, batch):
         qnn = EstimatorQNN(circuit=circuit, observables=observable, input_params=fm.parameters,
                            weight_params=ansatz.parameters, estimator=estimator,
                            gradient=gradient, default_precision=0)
-        return lambda: (qnn.forward(x, w), qnn.backward(x, w)[1])
+        if backward:
+            return lambda: (qnn.forward(x, w), qnn.backward(x, w)[1])
+        return lambda: qnn.forward(x, w)
 
-    return f"EstimatorQNN forward + weight gradient, {n} qubits, batch {batch}", make
+    what = "forward + weight gradient" if backward else "forward only"
+    return f"EstimatorQNN {what}, {n} qubits, batch {batch}", make
 
 
 def qaoa_row(graph_path):
@@ -90,11 +95,14 @@ def main():
     ap.add_argument("--qubits", default="8,12,16,20")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--graph", default="examples/data/graphs/gnm_n18_m24_seed1967.edges")
+    ap.add_argument("--forward", default="8,12,16,20", help="qubits of the forward-only rows")
     ap.add_argument("--skip", default="", help="columns to leave out, comma-separated")
     args = ap.parse_args()
     columns = {k: v for k, v in peers().items() if k not in args.skip.split(",")}
     rows = [qnn_row(int(n), args.batch) for n in args.qubits.split(",") if n]
-    rows.append(qaoa_row(args.graph))
+    rows += [qnn_row(int(n), args.batch, False) for n in args.forward.split(",") if n]
+    if args.graph:
+        rows.append(qaoa_row(args.graph))
     names = list(columns)
     print("| workload | " + " | ".join(f"{c} (s)" for c in names) + " | " +
           " | ".join(f"{c} / qmlsim" for c in names[1:]) + " |")
