@@ -3,7 +3,8 @@
 # because torch from PyPI is about 3 GB with its CUDA libraries: PennyLane's
 # device test suite with torch installed (its torch gradient tests then run),
 # the package's tests (one checks that torch and the engine share one OpenMP
-# runtime), and the Sonar comparison with lightning.qubit through TorchLayer.
+# runtime), the Sonar comparison with lightning.qubit through TorchLayer, and the
+# Qiskit EstimatorQNN + TorchConnector example (two epochs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=build/python-venv-torch
@@ -17,3 +18,4 @@ for shots in None 10000; do
     --skip-ops --shots=$shots -q --no-header --disable-warnings -p no:cacheprovider)
 done
 "$venv/bin/python" bench/peers/pennylane_devices.py --nodes "" --sonar 16,20 --rows 8 --reps 3
+"$venv/bin/python" examples/qiskit/estimator_qnn_classifier.py --epochs 2
