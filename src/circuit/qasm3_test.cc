@@ -469,6 +469,10 @@ TEST(Qasm3, LoopsAndCallsAreCappedBeforeTheyExpand) {
   // Empty iterations count too.
   EXPECT_NE(error("for i in [1:50] { for j in [1:50] { } }").find("loops run more than"),
             std::string::npos);
+  // So do the tokens loops read again: a nest that emits nothing still ends.
+  EXPECT_NE(error("for i in [1:90] { const int a = i; const int b = a + 1; const int c = b * 2; }")
+                .find("read more than 1600 tokens"),
+            std::string::npos);
   EXPECT_EQ(
       parse_qasm(h + "for i in [1:50] { x q[0]; y q[1]; }", "t.qasm", limits).circuit.ops().size(),
       100u);

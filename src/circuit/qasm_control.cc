@@ -21,6 +21,12 @@ bool declaration_word(std::string_view w) {
 
 }  // namespace
 
+void QasmParser::replay_budget_exceeded() const {
+  fail_at(stmt_, "loops and subroutine calls read more than " + std::to_string(replay_budget()) +
+                     " tokens in all (16 per gate of the --max-gates limit of " +
+                     std::to_string(limits_.max_gates) + "); raise it with --max-gates");
+}
+
 std::shared_ptr<const QasmParser::Block> QasmParser::capture_block(const char* what) {
   auto b = std::make_shared<Block>();
   const Token open = cur_;

@@ -41,9 +41,14 @@ class QasmParser {
       cur_ = lex_.next();
       return;
     }
+    if (++replayed_ > replay_budget()) replay_budget_exceeded();
     Replay& r = replay_.back();
     cur_ = r.pos < r.block->tokens.size() ? r.block->tokens[r.pos++] : r.block->end;
   }
+  // Tokens that loops and calls may read again, in all: 16 per gate of
+  // `max_gates` (a nest of loops that emits nothing still ends).
+  std::int64_t replay_budget() const { return saturating_mul(limits_.max_gates, 16); }
+  [[noreturn]] void replay_budget_exceeded() const;
   bool at(Tok k) const { return cur_.kind == k; }
   bool at_sym(std::string_view s) const { return cur_.kind == Tok::Sym && cur_.text == s; }
   bool at_id(std::string_view s) const { return cur_.kind == Tok::Id && cur_.text == s; }
@@ -369,6 +374,7 @@ class QasmParser {
   int call_depth_ = 0;   // subroutine calls being run
   bool returning_ = false;
   std::int64_t loop_iterations_ = 0;
+  std::int64_t replayed_ = 0;       // tokens read from loop and subroutine bodies
   double phase_ = 0;                // the global phase's constant part
   std::vector<Expr> input_phases_;  // its parts that depend on inputs
   std::vector<QasmInput> inputs_;
