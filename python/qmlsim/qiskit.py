@@ -92,7 +92,8 @@ class _Translation:
 
     def values(self, parameter_values: np.ndarray) -> np.ndarray:
         """Rows of input values from rows of circuit parameter values."""
-        x = np.asarray(parameter_values, dtype=np.float64).reshape(-1, len(self.parameters))
+        x = np.asarray(parameter_values, dtype=np.float64)
+        x = x.reshape(int(np.prod(x.shape[:-1], dtype=np.int64)), len(self.parameters))
         return np.ascontiguousarray(x[:, self.columns]) if len(self.columns) else \
             np.zeros((x.shape[0], 0))
 

@@ -177,6 +177,20 @@ def test_bad_input_is_a_value_error():
                StatevectorEstimator().run([(qc, "ZZ", [0.3])]).result()[0].data.evs) < 1e-12
 
 
+def test_circuits_without_parameters():
+    qc = QuantumCircuit(2)
+    qc.h(0)
+    qc.cx(0, 1)
+    obs = ["ZZ", "XX", "ZI"]
+    want = StatevectorEstimator().run([(qc, obs)]).result()[0].data.evs
+    assert np.abs(Estimator().run([(qc, obs)]).result()[0].data.evs - want).max() < 1e-12
+    m = qc.copy()
+    m.measure_all()
+    want = StatevectorSampler(seed=2).run([m], shots=50).result()[0].data.meas
+    got = Sampler(seed=2).run([m], shots=50).result()[0].data.meas
+    assert np.array_equal(got.array, want.array)
+
+
 def test_translation_is_cached_per_circuit():
     from qmlsim import qiskit as qq
     qc = zz_feature_map(2)
