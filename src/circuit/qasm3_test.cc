@@ -469,6 +469,14 @@ TEST(Qasm3, LoopsAndCallsAreCappedBeforeTheyExpand) {
   // Empty iterations count too.
   EXPECT_NE(error("for i in [1:50] { for j in [1:50] { } }").find("loops run more than"),
             std::string::npos);
+  // Input-dependent arguments passed down nested calls cannot grow without bound.
+  std::string nest = "input float x;\ndef f0(qubit a, angle t) { rx(t) a; }\n";
+  for (int k = 1; k < 20; ++k) {
+    nest += "def f" + std::to_string(k) + "(qubit a, angle t) { f" + std::to_string(k - 1) +
+            "(a, t * t + t * t); }\n";
+  }
+  EXPECT_NE(error(nest + "f19(q[0], x);").find("grows beyond 100000 operations"),
+            std::string::npos);
   // So do the tokens loops read again: a nest that emits nothing still ends.
   EXPECT_NE(error("for i in [1:90] { const int a = i; const int b = a + 1; const int c = b * 2; }")
                 .find("read more than 1600 tokens"),

@@ -374,6 +374,10 @@ void QasmParser::primary(Expr& out) {
     if (!inputs_allowed_) {
       fail_at(name_tok, "'" + name_tok.text + "' depends on an input and cannot be used here");
     }
+    if (out.size() + l->second.size() > kMaxAngleOps) {  // arguments of arguments grow fast
+      fail_at(name_tok, "an angle's expression grows beyond " + std::to_string(kMaxAngleOps) +
+                            " operations through subroutine arguments");
+    }
     out.insert(out.end(), l->second.begin(), l->second.end());
     return;
   }
