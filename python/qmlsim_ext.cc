@@ -449,7 +449,18 @@ std::vector<std::vector<std::vector<double>>> jacobian_batch(
 // states are small). Input values are columns in the order of inputs().
 class QasmRunner {
  public:
-  explicit QasmRunner(const std::string& text) : prog_(parse_qasm(text, "<qasm>")) {}
+  // `initial`: the state the program starts from (2^n amplitudes, normalised), or empty for
+  // |0...0>.
+  QasmRunner(const std::string& text, std::vector<cplx> initial)
+      : prog_(parse_qasm(text, "<qasm>")), initial_(std::move(initial)) {
+    if (initial_.empty()) return;
+    if (initial_.size() != std::size_t{1} << num_qubits())
+      throw Error("initial state: " + std::to_string(initial_.size()) + " amplitudes for " +
+                  std::to_string(num_qubits()) + " qubits");
+    double norm = 0;
+    for (const cplx& a : initial_) norm += std::norm(a);
+    if (!(std::abs(norm - 1) < 1e-6)) throw Error("initial state: not normalised");
+  }
 
   int num_qubits() const { return prog_.circuit.num_qubits(); }
   std::vector<std::tuple<std::string, int>> inputs() const {
@@ -474,6 +485,7 @@ class QasmRunner {
       for_each_item(thetas.size(), n, engine(o), [&](std::size_t i, int threads) {
         AdjointOptions a = engine(o);
         a.threads = threads;
+        a.initial_state = initial_;
         const std::vector<double> v =
             f32 ? simulate<float>(prog_.circuit, thetas[i], req, a).expvals
                 : simulate<double>(prog_.circuit, thetas[i], req, a).expvals;
@@ -508,6 +520,7 @@ class QasmRunner {
       for_each_item(thetas.size(), n, engine(o), [&](std::size_t i, int threads) {
         AdjointOptions a = engine(o);
         a.threads = threads;
+        a.initial_state = initial_;
         const std::vector<PauliSum> one = {h[static_cast<std::size_t>(which[i])]};
         const std::vector<double> w = {1.0};
         const AdjointResult r = f32 ? adjoint_vjp<float>(prog_.circuit, thetas[i], one, w, a)
@@ -533,6 +546,7 @@ class QasmRunner {
       nb::gil_scoped_release release;
       for_each_item(thetas.size(), n, engine(o), [&](std::size_t i, int threads) {
         auto run = [&](auto sv) {
+          if (!initial_.empty()) sv.set_amplitudes(initial_);
           sv.apply(bind_params(prog_.circuit, thetas[i]));
           const auto* amps = sv.data();
           for (std::size_t j = 0; j < dim; ++j) {
@@ -578,6 +592,7 @@ class QasmRunner {
   }
 
   QasmProgram prog_;
+  std::vector<cplx> initial_;
 };
 
 }  // namespace
@@ -630,7 +645,8 @@ NB_MODULE(_qmlsim, m) {
         nb::arg("observables"), nb::arg("options"),
         "Adjoint Jacobians of many circuits in one call: [item][observable][parameter].");
   nb::class_<QasmRunner>(m, "QasmRunner")
-      .def(nb::init<const std::string&>(), nb::arg("text"))
+      .def(nb::init<const std::string&, std::vector<cplx>>(), nb::arg("text"),
+           nb::arg("initial") = std::vector<cplx>{})
       .def_prop_ro("num_qubits", &QasmRunner::num_qubits)
       .def("inputs", &QasmRunner::inputs, "(name, number of values) of every input, in order.")
       .def("expvals", &QasmRunner::expvals, nb::arg("x"), nb::arg("observables"),

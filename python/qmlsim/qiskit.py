@@ -19,8 +19,10 @@ evaluated in C++ and differentiated by the chain rule. Qubit q of the circuit
 is qubit q of the observables (Qiskit's order: the rightmost Pauli letter acts
 on qubit 0). ``delay`` and ``barrier`` are identities. Instructions the engine
 cannot run (``reset`` after a gate, mid-circuit measurement, classical control
-flow, ``initialize``) are a ``ValueError`` naming the instruction and its line in
-the exported program. ``PauliEvolutionGate`` runs through its definition (its
+flow, ``initialize`` anywhere but first on every qubit) are a ``ValueError``
+naming the instruction and its line in the exported program. An ``initialize`` or
+``StatePreparation`` on every qubit as the first instruction is the engine's
+starting state. ``PauliEvolutionGate`` runs through its definition (its
 synthesis: Lie-Trotter by default), as transpiled for hardware; for commuting
 terms (QAOA, ``QAOAAnsatz``) that is exact, for non-commuting ones it differs
 from ``StatevectorEstimator``, which exponentiates the operator exactly.
@@ -37,7 +39,7 @@ from typing import Iterable
 
 import numpy as np
 from qiskit import QuantumCircuit, qasm3
-from qiskit.circuit import Parameter
+from qiskit.circuit import Parameter, ParameterExpression
 from qiskit.primitives import (BaseEstimatorV2, BaseSamplerV2, BitArray, DataBin, PrimitiveJob,
                                PrimitiveResult, PubResult, SamplerPubResult)
 from qiskit.primitives.containers.estimator_pub import EstimatorPub
@@ -72,6 +74,9 @@ class _Translation:
         flat = QuantumCircuit(circuit.num_qubits, circuit.num_clbits)  # one register each
         flat.compose(circuit, inplace=True)
         flat.data = [i for i in flat.data if i.operation.name != "delay"]  # identity here
+        initial = _initial_state(flat)
+        if len(initial):
+            flat.data = flat.data[1:]
         flat = _standard_gates_only(flat)
         flat.global_phase = 0  # unobservable here, and possibly a parameter expression
         if self.parameters:
@@ -82,7 +87,7 @@ class _Translation:
         except Exception as e:  # the exporter's own refusal, e.g. an opaque instruction
             raise ValueError(f"cannot translate the circuit: {e}") from e
         try:
-            self.runner = _qmlsim.QasmRunner(text)
+            self.runner = _qmlsim.QasmRunner(text, initial)
         except ValueError as e:
             line = _line_of(str(e), text)
             raise ValueError(f"the circuit is not supported: {e}{line}") from None
@@ -98,7 +103,26 @@ class _Translation:
             np.zeros((x.shape[0], 0))
 
 
-_KEPT = {"measure", "barrier", "reset"}
+_KEPT = {"measure", "barrier", "reset", "initialize"}  # exported as they are (or refused)
+
+
+def _initial_state(circuit: QuantumCircuit) -> list:
+    """The state an `initialize` or `StatePreparation` on every qubit, as the
+    circuit's first instruction, prepares (Qiskit computes it), or [] if the
+    circuit does not start so. Elsewhere they are refused when exported."""
+    if not circuit.data:
+        return []
+    first = circuit.data[0]
+    op = first.operation
+    if op.name not in ("initialize", "state_preparation") or op.num_qubits != circuit.num_qubits:
+        return []
+    if any(isinstance(p, ParameterExpression) for p in op.params):
+        return []
+    from qiskit.circuit.library import StatePreparation
+    from qiskit.quantum_info import Statevector
+    prep = QuantumCircuit(circuit.num_qubits)
+    prep.append(StatePreparation(op.params), first.qubits)
+    return list(Statevector(prep).data)
 
 
 def _standard_gates_only(circuit: QuantumCircuit) -> QuantumCircuit:

@@ -191,6 +191,35 @@ def test_circuits_without_parameters():
     assert np.array_equal(got.array, want.array)
 
 
+def test_state_preparation_as_the_first_instruction():
+    from qiskit.circuit.library import StatePreparation
+    rng = np.random.default_rng(5)
+    amps = rng.normal(size=8) + 1j * rng.normal(size=8)
+    amps /= np.linalg.norm(amps)
+    t = Parameter("t")
+    for first in ("initialize", "prepare"):
+        qc = QuantumCircuit(3)
+        if first == "initialize":
+            qc.initialize(amps, [2, 0, 1])
+        else:
+            qc.append(StatePreparation(amps), [0, 1, 2])
+        qc.rx(t, 1)
+        qc.cx(1, 2)
+        obs = random_observable(rng, 3)
+        want = StatevectorEstimator().run([(qc, obs, [0.4])]).result()[0].data.evs
+        assert abs(Estimator().run([(qc, obs, [0.4])]).result()[0].data.evs - want) < 1e-10
+        eps = 1e-6
+        plus, minus = (StatevectorEstimator().run([(qc, obs, [0.4 + d])]).result()[0].data.evs
+                       for d in (eps, -eps))
+        g = EstimatorGradient().run([qc], [obs], [[0.4]]).result().gradients[0]
+        assert abs(g[0] - (plus - minus) / (2 * eps)) < 1e-7
+    late = QuantumCircuit(2)
+    late.h(0)
+    late.initialize([0, 1, 0, 0])
+    with pytest.raises(ValueError, match="initialize"):
+        Estimator().run([(late, "ZZ")]).result()
+
+
 def test_translation_is_cached_per_circuit():
     from qmlsim import qiskit as qq
     qc = zz_feature_map(2)
