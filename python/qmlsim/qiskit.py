@@ -9,6 +9,8 @@
 - ``EstimatorGradient``: a ``qiskit_machine_learning`` ``BaseEstimatorGradient``
   computing exact gradients by the adjoint method (one forward and one backward
   pass per binding), for ``EstimatorQNN(..., gradient=EstimatorGradient())``.
+- ``Backend``: a ``BackendV2`` for ``transpile`` + ``backend.run`` scripts, with
+  counts as ``AerSimulator`` gives them.
 
 A circuit is translated once (cached per circuit object): exported with
 ``qiskit.qasm3.dumps`` (every standard gate, ``UnitaryGate`` and
@@ -34,7 +36,10 @@ from __future__ import annotations
 
 import atexit
 import os
+import time
+import uuid
 import weakref
+from collections import Counter
 from typing import Iterable
 
 import numpy as np
@@ -44,11 +49,13 @@ from qiskit.primitives import (BaseEstimatorV2, BaseSamplerV2, BitArray, DataBin
                                PrimitiveResult, PubResult, SamplerPubResult)
 from qiskit.primitives.containers.estimator_pub import EstimatorPub
 from qiskit.primitives.containers.sampler_pub import SamplerPub
+from qiskit.providers import BackendV2, JobStatus, JobV1, Options
 from qiskit.quantum_info import SparsePauliOp
+from qiskit.result import Result
 
 from . import _qmlsim
 
-__all__ = ["Estimator", "Sampler", "EstimatorGradient"]
+__all__ = ["Estimator", "Sampler", "EstimatorGradient", "Backend"]
 
 
 def _options(precision: str, threads: int | None, fusion: int) -> "_qmlsim.Options":
@@ -279,21 +286,19 @@ class Estimator(BaseEstimatorV2):
 
 
 def _final_measurements(circuit: QuantumCircuit):
-    """{(register name, bit index): qubit} of the final measurements, and the
-    circuit without them; a measurement followed by a gate on its qubit is a
-    ValueError (mid-circuit measurement)."""
+    """{clbit index: qubit} of the final measurements, and the circuit without
+    them; a measurement followed by a gate on its qubit is a ValueError
+    (mid-circuit measurement)."""
     mapping, done = {}, set()
     kept = []
     for item in reversed(circuit.data):
         name = item.operation.name
         if name == "measure":
             q = circuit.find_bit(item.qubits[0]).index
-            loc = circuit.find_bit(item.clbits[0])
             if q in done:
                 raise ValueError(f"qubit {q} is measured and then used again: mid-circuit "
                                  "measurement is not supported")
-            for creg, j in loc.registers:
-                mapping.setdefault((creg.name, j), q)
+            mapping.setdefault(circuit.find_bit(item.clbits[0]).index, q)
             continue
         if name not in ("barrier", "delay"):
             done.update(circuit.find_bit(b).index for b in item.qubits)
@@ -302,6 +307,36 @@ def _final_measurements(circuit: QuantumCircuit):
     for item in reversed(kept):
         stripped.append(item)
     return mapping, stripped
+
+
+def _sample(circuit: QuantumCircuit, bindings, shots: int, seed, engine) -> np.ndarray:
+    """Classical bits [binding][shot][clbit] of `shots` runs of `circuit` for
+    every binding (a BindingsArray, or None for a circuit without parameters).
+    Outcomes over the measured qubits in ascending order are drawn as
+    StatevectorSampler draws them: each binding from a generator seeded afresh
+    with `seed`; unmeasured clbits are 0."""
+    mapping, stripped = _final_measurements(circuit)
+    t = _translate(stripped)
+    if bindings is None:
+        x = np.zeros((1, len(t.parameters)))
+    else:
+        x = bindings.as_array(t.parameters) if t.parameters else np.zeros(bindings.shape + (0,))
+    probs = t.runner.probabilities(t.values(x), engine)
+    n = t.num_qubits
+    qargs = sorted(set(mapping.values()))
+    position = {q: k for k, q in enumerate(qargs)}
+    others = tuple(n - 1 - q for q in range(n) if q not in position)
+    outcomes = np.zeros((probs.shape[0], shots), dtype=np.int64)
+    for b in range(probs.shape[0]):
+        if not qargs:
+            continue
+        p = np.clip(probs[b], 0, None).reshape([2] * n).sum(axis=others).ravel()
+        rng = np.random.default_rng(seed)
+        outcomes[b] = rng.choice(p.size, size=shots, p=p / p.sum())
+    bits = np.zeros((probs.shape[0], shots, circuit.num_clbits), dtype=bool)
+    for clbit, q in mapping.items():
+        bits[:, :, clbit] = (outcomes >> position[q]) & 1
+    return bits
 
 
 class Sampler(BaseSamplerV2):
@@ -335,34 +370,14 @@ class Sampler(BaseSamplerV2):
 
     def _run_pub(self, pub) -> SamplerPubResult:
         circuit = pub.circuit
-        mapping, stripped = _final_measurements(circuit)
-        t = _translate(stripped)
         pv = pub.parameter_values
-        x = pv.as_array(t.parameters) if t.parameters else np.zeros(pv.shape + (0,))
-        probs = t.runner.probabilities(t.values(x), self._engine)
-        shape, shots, n = pv.shape, pub.shots, t.num_qubits
-        # Outcomes over the measured qubits in ascending order (bit k of an
-        # outcome is qargs[k]), drawn as StatevectorSampler draws them: each
-        # binding from a generator seeded afresh with `seed`.
-        qargs = sorted(set(mapping.values()))
-        position = {q: k for k, q in enumerate(qargs)}
-        others = tuple(n - 1 - q for q in range(n) if q not in position)
-        outcomes = np.zeros((probs.shape[0], shots), dtype=np.int64)
-        for b in range(probs.shape[0]):
-            if not qargs:
-                continue
-            p = np.clip(probs[b], 0, None).reshape([2] * n).sum(axis=others).ravel()
-            rng = np.random.default_rng(self._seed)
-            outcomes[b] = rng.choice(p.size, size=shots, p=p / p.sum())
+        shape, shots = pv.shape, pub.shots
+        bits = _sample(circuit, pv, shots, self._seed, self._engine)  # [binding][shot][clbit]
         meas = {}
         for creg in circuit.cregs:
-            bits = np.zeros((probs.shape[0], shots, creg.size), dtype=bool)
-            for j in range(creg.size):
-                q = mapping.get((creg.name, j))
-                if q is not None:
-                    bits[:, :, j] = (outcomes >> position[q]) & 1
-            bits = bits.reshape(shape + (shots, creg.size))
-            meas[creg.name] = BitArray.from_bool_array(bits[..., ::-1], order="big")
+            columns = [circuit.find_bit(b).index for b in creg]
+            reg = bits[:, :, columns].reshape(shape + (shots, creg.size))
+            meas[creg.name] = BitArray.from_bool_array(reg[..., ::-1], order="big")
         return SamplerPubResult(DataBin(**meas, shape=shape),
                                 metadata={"shots": shots, "circuit_metadata": circuit.metadata})
 
@@ -402,7 +417,6 @@ class EstimatorGradient(_estimator_gradient_base()):
         self._engine = estimator.engine_options
 
     def _run(self, circuits, observables, parameter_values, parameters, **options):
-        from qiskit.providers import Options
         from qiskit_machine_learning.gradients import EstimatorGradientResult
         groups: dict = {}
         for i, c in enumerate(circuits):
@@ -426,3 +440,95 @@ class EstimatorGradient(_estimator_gradient_base()):
         return EstimatorGradientResult(gradients=gradients,
                                        metadata=[{"parameters": p} for p in parameters],
                                        options=opts)
+
+
+class _Job(JobV1):
+    """A job that ran when it was made (as Qiskit's BasicSimulator's do)."""
+
+    def __init__(self, backend, job_id: str, result: Result):
+        super().__init__(backend, job_id)
+        self._result = result
+
+    def submit(self):
+        return None
+
+    def result(self) -> Result:
+        return self._result
+
+    def status(self) -> JobStatus:
+        return JobStatus.DONE
+
+
+class Backend(BackendV2):
+    """A ``BackendV2`` on qmlsim's engine, for ``transpile`` + ``backend.run``
+    scripts: its ``Target`` holds Qiskit's standard gates (any number of qubits,
+    no coupling map), and ``run(circuits, shots=1024, seed_simulator=None,
+    memory=False)`` returns a ``Result`` whose counts and memory read as
+    ``AerSimulator``'s (``result.get_counts(circuit)``). Outcomes are drawn as
+    ``Sampler`` draws them; ``precision``, ``threads`` and ``fusion`` as
+    elsewhere in qmlsim."""
+
+    def __init__(self, *, precision: str = "c128", threads: int | None = None, fusion: int = 3):
+        super().__init__(name="qmlsim_statevector", backend_version="0.1.0",
+                         description="qmlsim state-vector simulator")
+        self._engine = _options(precision, threads, fusion)
+        from qiskit.circuit.library import get_standard_gate_name_mapping
+        from qiskit.transpiler import Target
+        self._target = Target(description="qmlsim", num_qubits=None)
+        for name, gate in get_standard_gate_name_mapping().items():
+            self._target.add_instruction(gate, properties=None, name=name)
+
+    @property
+    def target(self):
+        return self._target
+
+    @property
+    def max_circuits(self):
+        return None
+
+    @classmethod
+    def _default_options(cls) -> Options:
+        return Options(shots=1024, seed_simulator=None, memory=False)
+
+    def run(self, run_input, **options) -> _Job:
+        unknown = set(options) - {"shots", "seed_simulator", "memory"}
+        if unknown:
+            raise ValueError(f"unknown run options: {', '.join(sorted(unknown))} "
+                             "(shots, seed_simulator, memory)")
+        opts = {**self.options.__dict__, **options}
+        shots = opts["shots"]
+        if not isinstance(shots, (int, np.integer)) or shots < 1:
+            raise ValueError(f"shots: {shots!r} is not a positive integer")
+        circuits = [run_input] if isinstance(run_input, QuantumCircuit) else list(run_input)
+        results = []
+        for circuit in circuits:
+            if circuit.num_parameters:
+                raise ValueError(f"circuit {circuit.name!r} has unbound parameters: "
+                                 f"{', '.join(p.name for p in circuit.parameters)}")
+            start = time.perf_counter()
+            bits = _sample(circuit, None, int(shots), opts["seed_simulator"], self._engine)[0]
+            weights = 1 << np.arange(circuit.num_clbits, dtype=np.int64)
+            values = bits.astype(np.int64) @ weights if circuit.num_clbits else \
+                np.zeros(int(shots), dtype=np.int64)
+            memory = [hex(int(v)) for v in values]
+            data = {"counts": dict(Counter(memory))}
+            if opts["memory"]:
+                data["memory"] = memory
+            header = {
+                "name": circuit.name,
+                "n_qubits": circuit.num_qubits,
+                "qreg_sizes": [[r.name, r.size] for r in circuit.qregs],
+                "creg_sizes": [[r.name, r.size] for r in circuit.cregs],
+                "memory_slots": circuit.num_clbits,
+                "global_phase": float(circuit.global_phase),
+                "metadata": circuit.metadata or {},
+            }
+            results.append({"name": circuit.name, "shots": int(shots), "success": True,
+                            "status": "DONE", "seed_simulator": opts["seed_simulator"],
+                            "data": data, "header": header,
+                            "time_taken": time.perf_counter() - start})
+        job_id = str(uuid.uuid4())
+        result = Result.from_dict({"backend_name": self.name, "backend_version": "0.1.0",
+                                   "job_id": job_id, "results": results, "status": "COMPLETED",
+                                   "success": True})
+        return _Job(self, job_id, result)

@@ -245,3 +245,46 @@ def test_composite_gates_whose_parameters_are_reordered():
         [ansatz], [h], [x]).result().gradients[0]
     g = EstimatorGradient().run([ansatz], [h], [x]).result().gradients[0]
     assert np.abs(g - g_want).max() < 1e-10
+
+
+def test_backend_runs_transpiled_circuits_with_counts():
+    from qiskit import ClassicalRegister, QuantumRegister, transpile
+    from qiskit.providers.basic_provider import BasicSimulator
+    from qiskit.quantum_info import Statevector
+    from qmlsim.qiskit import Backend
+    q, a, b = QuantumRegister(3, "q"), ClassicalRegister(2, "a"), ClassicalRegister(1, "b")
+    qc = QuantumCircuit(q, a, b)
+    qc.h(0)
+    qc.rxx(0.7, 0, 2)
+    qc.cry(1.1, 2, 1)
+    qc.measure([0, 1], [1, 0])
+    qc.measure(2, 2)
+    backend = Backend()
+    t = transpile(qc, backend, optimization_level=1, seed_transpiler=1)
+    shots = 20000
+    counts = backend.run(t, shots=shots, seed_simulator=3).result().get_counts()
+    # The same keys as Qiskit's BasicSimulator gives ("b a", highest clbit first).
+    ref = BasicSimulator().run(qc, shots=shots, seed_simulator=3).result().get_counts()
+    assert set(counts) <= set(ref) | {k for k in counts if counts[k] < 50}
+    assert sum(counts.values()) == shots
+    # Frequencies agree with the exact distribution (within 5 standard deviations).
+    probs = Statevector(qc.remove_final_measurements(inplace=False)).probabilities_dict()
+    exact = {}
+    for key, p in probs.items():  # key: qubit 2 qubit 1 qubit 0
+        q2, q1, q0 = key
+        label = f"{q2} {q0}{q1}"  # b = q2; a[1] = q0, a[0] = q1
+        exact[label] = exact.get(label, 0) + p
+    for label, p in exact.items():
+        sigma = np.sqrt(shots * p * (1 - p)) + 1
+        assert abs(counts.get(label, 0) - shots * p) < 5 * sigma, label
+    # Seeded: the same counts again; memory on request.
+    again = backend.run(t, shots=shots, seed_simulator=3, memory=True).result()
+    assert again.get_counts() == counts
+    assert len(again.get_memory()) == shots
+    with pytest.raises(ValueError, match="unknown run options"):
+        backend.run(t, noise_model=None)
+    with pytest.raises(ValueError, match="unbound parameters"):
+        unbound = QuantumCircuit(1, 1)
+        unbound.rx(Parameter("x"), 0)
+        unbound.measure(0, 0)
+        backend.run(unbound)
