@@ -269,6 +269,8 @@ TEST(Qasm3, UnsupportedConstructsGiveLocatedErrors) {
       {"pow(0.5) @ h q[0];", "4:12", "non-integer k"},
       {"ctrl @ x q[0];", "4:8", "takes 2 qubit(s) with its controls, got 1"},
       {"ctrl(0) @ x q[0], q[1];", "4:6", "at least 1"},
+      {"ctrl(792300367) @ x q[0], q[1];", "4:6", "cannot have 792300367 more controls"},
+      {"ctrl(30) @ ctrl(20) @ x q[0], q[1];", "4:17", "cannot have 20 more controls"},
       {"gate x a { }", "4:6", "already defined by stdgates.inc"},
       {"gate cu a { }", "4:6", "already defined by stdgates.inc"},
       {"gate g a { cx a, a; }", "4:18", "used twice in one gate"},

@@ -465,6 +465,10 @@ void QasmParser::modifiers(GateCall& call, const std::vector<std::string>* param
         const Token n_tok = cur_;
         n = expect_int("a number of controls");
         if (n < 1) fail_at(n_tok, "a number of controls must be at least 1");
+        if (n + static_cast<int>(call.ctrl_neg.size()) >= kMaxQubits) {  // before any is stored
+          fail_at(n_tok, "a gate cannot have " + std::to_string(n) + " more controls: qmlsim " +
+                             "supports at most " + std::to_string(kMaxQubits) + " qubits");
+        }
         expect_sym(")");
       }
       for (int i = 0; i < n; ++i) call.ctrl_neg.push_back(m.text == "negctrl");
