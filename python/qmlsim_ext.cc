@@ -186,6 +186,35 @@ nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, std::vector<std::size_t> 
   return nb::ndarray<nb::numpy, T>(owned->data(), shape.size(), shape.data(), owner);
 }
 
+// The final state of c at theta, from `initial` (or |0...0> if empty), as
+// complex128 (a copy when the engine ran in complex64), on a's backend.
+std::vector<std::complex<double>> final_state(const Circuit& c, std::span<const double> theta,
+                                              std::span<const cplx> initial, const Options& o,
+                                              const AdjointOptions& a) {
+  const int n = c.num_qubits();
+  const bool f32 = single(o);
+  const std::vector<BoundGate> gates =
+      o.fusion > 0 ? fuse(bind_params(c, theta), {o.fusion, std::max(10, o.fusion)})
+                   : bind_params(c, theta);
+  std::vector<std::complex<double>> out;
+  auto run = [&](auto sv) {
+    if (!initial.empty()) sv.set_amplitudes(initial);
+    sv.apply(gates);
+    out = sv.to_vector();
+  };
+  if (a.backend == Backend::cuda) {
+    if (f32)
+      run(cuda::StateVector<float>(n));
+    else
+      run(cuda::StateVector<double>(n));
+  } else if (f32) {
+    run(cpu::StateVector<float>(n, a.threads));
+  } else {
+    run(cpu::StateVector<double>(n, a.threads));
+  }
+  return out;
+}
+
 // The final state as complex128 (a copy when the engine ran in complex64).
 nb::ndarray<nb::numpy, std::complex<double>> state(int n, const std::vector<OpSpec>& ops,
                                                    const Options& o) {
@@ -198,24 +227,7 @@ nb::ndarray<nb::numpy, std::complex<double>> state(int n, const std::vector<OpSp
   std::vector<std::complex<double>> out;
   {
     nb::gil_scoped_release release;
-    const std::vector<BoundGate> gates =
-        o.fusion > 0 ? fuse(bind_params(c, theta), {o.fusion, std::max(10, o.fusion)})
-                     : bind_params(c, theta);
-    auto run = [&](auto sv) {
-      if (!prog.initial.empty()) sv.set_amplitudes(prog.initial);
-      sv.apply(gates);
-      out = sv.to_vector();
-    };
-    if (a.backend == Backend::cuda) {
-      if (f32)
-        run(cuda::StateVector<float>(n));
-      else
-        run(cuda::StateVector<double>(n));
-    } else if (f32) {
-      run(cpu::StateVector<float>(n, a.threads));
-    } else {
-      run(cpu::StateVector<double>(n, a.threads));
-    }
+    out = final_state(c, theta, prog.initial, o, a);
   }
   const std::size_t size = out.size();
   return to_numpy(std::move(out), {size});
@@ -284,23 +296,7 @@ nb::ndarray<nb::numpy, std::complex<double>> state_qasm(
   std::vector<std::complex<double>> out;
   {
     nb::gil_scoped_release release;
-    const std::vector<BoundGate> bound = bind_params(prog.circuit, prog.angles);
-    const std::vector<BoundGate> gates =
-        o.fusion > 0 ? fuse(bound, {o.fusion, std::max(10, o.fusion)}) : bound;
-    auto run = [&](auto sv) {
-      sv.apply(gates);
-      out = sv.to_vector();
-    };
-    if (a.backend == Backend::cuda) {
-      if (f32)
-        run(cuda::StateVector<float>(n));
-      else
-        run(cuda::StateVector<double>(n));
-    } else if (f32) {
-      run(cpu::StateVector<float>(n, a.threads));
-    } else {
-      run(cpu::StateVector<double>(n, a.threads));
-    }
+    out = final_state(prog.circuit, prog.angles, {}, o, a);
     const std::complex<double> phase = std::polar(1.0, prog.global_phase);
     if (prog.global_phase != 0)
       for (std::complex<double>& amp : out) amp *= phase;
