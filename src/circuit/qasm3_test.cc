@@ -30,6 +30,19 @@ State run(const QasmProgram& p) {
 
 State run_text(const std::string& text) { return run(parse_qasm(text, "t.qasm")); }
 
+// d<h>/d(angle) for every slot of p, by central differences of width eps.
+std::vector<double> angle_gradient(const QasmProgram& p, const PauliSum& h, double eps) {
+  std::vector<double> d(p.angles.size());
+  for (std::size_t s = 0; s < p.angles.size(); ++s) {
+    QasmProgram q = p;
+    q.angles[s] += eps;
+    const double up = testing::expval_dense(h, run(q));
+    q.angles[s] -= 2 * eps;
+    d[s] = (up - testing::expval_dense(h, run(q))) / (2 * eps);
+  }
+  return d;
+}
+
 // `a` and `b` act the same on a scrambled 4-qubit state, phase included.
 void expect_equivalent(const std::string& a, const std::string& b) {
   const State sa = run_text(kHead + kScramble + a), sb = run_text(kHead + kScramble + b);
@@ -192,14 +205,7 @@ U(half, tau / 8, euler) q[2];
     return testing::expval_dense(h, run(q));
   };
   const double eps = 1e-5;
-  std::vector<double> d_angles(p.angles.size());
-  for (std::size_t s = 0; s < p.angles.size(); ++s) {
-    QasmProgram q = p;
-    q.angles[s] += eps;
-    const double up = testing::expval_dense(h, run(q));
-    q.angles[s] -= 2 * eps;
-    d_angles[s] = (up - testing::expval_dense(h, run(q))) / (2 * eps);
-  }
+  const std::vector<double> d_angles = angle_gradient(p, h, eps);
   const std::vector<double> grad = p.input_gradient(x, d_angles);
   ASSERT_EQ(grad.size(), 5u);
   for (std::size_t k = 0; k < 5; ++k) {
@@ -402,14 +408,7 @@ for int i in [0:1] { enc(q[i], q[1 - i], x[i] ** 2, x[1 - i]); }
   EXPECT_LT(testing::max_abs_diff(run(p), testing::run_dense(c, {}, psi)), 1e-12);
   const PauliSum h = parse_pauli_sum("X0 + 0.5*Y1 + Z0*X1", "h");
   const double eps = 1e-6;
-  std::vector<double> d_angles(p.angles.size());
-  for (std::size_t s = 0; s < p.angles.size(); ++s) {
-    QasmProgram q = p;
-    q.angles[s] += eps;
-    const double up = testing::expval_dense(h, run(q));
-    q.angles[s] -= 2 * eps;
-    d_angles[s] = (up - testing::expval_dense(h, run(q))) / (2 * eps);
-  }
+  const std::vector<double> d_angles = angle_gradient(p, h, eps);
   const std::vector<double> grad = p.input_gradient(x, d_angles);
   for (std::size_t k = 0; k < 2; ++k) {
     std::vector<double> up = x, down = x;
