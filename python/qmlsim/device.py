@@ -152,16 +152,128 @@ def _adjoint_base(op):
     return None
 
 
+# Templates the device builds itself when their parameters are data (not
+# trainable: a trainable one is decomposed for the adjoint, whose tape parameters
+# must be scalars): PennyLane's decomposition creates an operator object per
+# gate, which costs more than running the gates (a kernel matrix's embeddings).
+# Each builder: (template, its parameter as a float array, the engine qubits of
+# its wires in order) -> engine operations.
+def _angle_embedding(op, x, q):
+    _expect_shape(op, x, (len(q),))
+    rot = op.hyperparameters["rotation"].__name__
+    return [(rot, [q[i]], [float(x[i])], []) for i in range(len(q))]
+
+
+def _iqp_embedding(op, x, q):
+    _expect_shape(op, x, (len(q),))
+    pos = {w: i for i, w in enumerate(op.wires.labels)}
+    pairs = [(pos[a], pos[b]) for a, b in op.hyperparameters["pattern"]]
+    layer = []
+    for i in range(len(q)):
+        layer += [("H", [q[i]], [], []), ("RZ", [q[i]], [float(x[i])], [])]
+    layer += [("MultiRZ", [q[i], q[j]], [float(x[i] * x[j])], []) for i, j in pairs]
+    return layer * op.hyperparameters["n_repeats"]
+
+
+def _strongly_entangling(op, w, q):
+    k = len(q)
+    _expect_shape(op, w, (w.shape[0] if w.ndim else 0, k, 3))
+    entangler = _GATES[op.hyperparameters["imprimitive"].__name__]
+    ops = []
+    for layer, r in enumerate(op.hyperparameters["ranges"]):
+        ops += [("Rot", [q[i]], [float(a) for a in w[layer, i]], []) for i in range(k)]
+        if k > 1:
+            ops += [(entangler, [q[i], q[(i + r) % k]], [], []) for i in range(k)]
+    return ops
+
+
+def _basic_entangler(op, w, q):
+    k = len(q)
+    _expect_shape(op, w, (w.shape[0] if w.ndim else 0, k))
+    rot = op.hyperparameters["rotation"].__name__
+    ring = [] if k < 2 else [("CNOT", [q[0], q[1]], [], [])] if k == 2 else [
+        ("CNOT", [q[i], q[(i + 1) % k]], [], []) for i in range(k)]
+    ops = []
+    for layer in range(w.shape[0]):
+        ops += [(rot, [q[i]], [float(w[layer, i])], []) for i in range(k)] + ring
+    return ops
+
+
+def _expect_shape(op, x, shape):
+    if x.shape != shape:  # broadcast_expand splits batches before execution
+        raise DeviceError(f"qmlsim.qubit: {op.name} parameter of shape {x.shape}, "
+                          f"expected {shape}")
+
+
+_TEMPLATES = {"AngleEmbedding": _angle_embedding, "IQPEmbedding": _iqp_embedding,
+              "StronglyEntanglingLayers": _strongly_entangling,
+              "BasicEntanglerLayers": _basic_entangler}
+_TEMPLATE_ROTATIONS = {"RX", "RY", "RZ"}
+_TEMPLATE_ENTANGLERS = {"CNOT", "CY", "CZ", "CH", "SWAP"}  # self-inverse: adjoints invert
+
+
+def _template(op):
+    """The builder of a template the device builds itself, or None."""
+    build = _TEMPLATES.get(op.name)
+    if build is None or len(op.data) != 1:
+        return None
+    h = op.hyperparameters
+    if "rotation" in h and getattr(h["rotation"], "__name__", None) not in _TEMPLATE_ROTATIONS:
+        return None
+    if "imprimitive" in h and getattr(h["imprimitive"], "__name__", None) not in \
+            _TEMPLATE_ENTANGLERS:
+        return None
+    return build
+
+
+def _adjoint_template(op):
+    """For qml.adjoint of such a template: its base, else None."""
+    if not isinstance(op, qml.ops.op_math.Adjoint):
+        return None
+    return op.base if _template(op.base) is not None else None
+
+
+# Inverting a template's engine operations: reversed, angles negated (Rot's
+# reversed too), the fixed gates self-inverse.
+_ENGINE_NEGATED = {"RX", "RY", "RZ", "MultiRZ"}
+
+
+def _inverted(ops):
+    out = []
+    for name, wires, params, matrix in reversed(ops):
+        if name == "Rot":
+            params = [-params[2], -params[1], -params[0]]
+        elif name in _ENGINE_NEGATED:
+            params = [-p for p in params]
+        out.append((name, wires, params, matrix))
+    return out
+
+
+def _template_ops(op, n):
+    """Engine operations of a template or of its adjoint (see _TEMPLATES), or None."""
+    base = _adjoint_template(op)
+    target = base if base is not None else op
+    build = _template(target)
+    if build is None:
+        return None
+    x = np.asarray(qml.math.unwrap(target.data[0]), dtype=float)
+    if not np.all(np.isfinite(x)):
+        raise DeviceError(f"qmlsim.qubit: a parameter of {target.name} is not a finite number")
+    ops = build(target, x, [n - 1 - int(w) for w in target.wires.labels])
+    return _inverted(ops) if base is not None else ops
+
+
 def _native(op) -> bool:
     return (op.name in _NATIVE or _by_matrix(op) or _pauli_rot_gate(op) is not None
-            or _controlled_base(op) is not None or _adjoint_base(op) is not None)
+            or _controlled_base(op) is not None or _adjoint_base(op) is not None
+            or _template(op) is not None or _adjoint_template(op) is not None)
 
 
 def _adjoint_native(op) -> bool:
     """Native, and differentiable by the C++ adjoint when trainable. A state
     preparation (only the first operation remains one) is the starting state:
     it may not be trainable."""
-    if isinstance(op, StatePrepBase):
+    if isinstance(op, StatePrepBase) or _template(op) or _adjoint_template(op):
         return not qml.operation.is_trainable(op)
     if not _native(op):
         return False
@@ -314,6 +426,12 @@ def _ops(operations, n: int):
             continue
         if op.name == "PCPhase":
             phase, slot = _pc_phase(op, n, ops, slots, phase, slot)
+            continue
+        built = _template_ops(op, n)
+        if built is not None:  # data, not trainable: no tape parameter's slot
+            ops += built
+            slots.extend([None] * op.num_params)
+            slot += sum(len(params) for _, _, params, _ in built)
             continue
         inverse = _adjoint_base(op)
         if inverse is not None:

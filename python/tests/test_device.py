@@ -326,3 +326,50 @@ def _instance(op_class, wires):
     if name == "MultiRZ":
         return op_class(0.1, wires=[0, 1])
     return op_class(*([0.1] * op_class.num_params), wires=list(range(wires)))
+
+
+def template_gates(data, w):
+    """Data-fed templates (built by the device), their adjoints, and trainable
+    gates and templates around them (decomposed for the adjoint)."""
+    qml.AngleEmbedding(data[:3], wires=[3, 0, 2], rotation="Y")
+    qml.IQPEmbedding(data, wires=range(4), n_repeats=2)
+    qml.RX(w[0, 0, 0], wires=1)
+    qml.StronglyEntanglingLayers(data.reshape(1, 4, 1) * np.ones(3), wires=[1, 3, 0, 2],
+                                 ranges=[3], imprimitive=qml.CZ)
+    qml.BasicEntanglerLayers(data.reshape(2, 2)[:, ::-1] - 0.2, wires=[2, 1], rotation=qml.RZ)
+    qml.BasicEntanglerLayers(data.reshape(1, 4), wires=range(4))
+    qml.StronglyEntanglingLayers(w, wires=range(4))  # trainable
+    qml.adjoint(qml.IQPEmbedding)(data[::-1], wires=[1, 2, 3, 0], pattern=[[1, 3], [0, 2]])
+    qml.adjoint(qml.AngleEmbedding)(data, wires=range(4))
+    qml.adjoint(qml.StronglyEntanglingLayers(data.reshape(1, 4, 1) * np.array([1, -0.5, 0.3]),
+                                             wires=range(4)))
+
+
+def template_circuit(data, w):
+    template_gates(data, w)
+    return [qml.expval(qml.Z(0) @ qml.X(1)), qml.expval(qml.Y(2)), qml.expval(qml.Z(3))]
+
+
+@pytest.mark.parametrize("c_dtype,tol", [(np.complex128, 1e-10), ("complex64", 1e-5)])
+def test_templates_built_by_the_device_match_default_qubit(c_dtype, tol):
+    data = np.array([0.3, -1.1, 0.7, 2.0])
+    w = pnp.array(np.random.default_rng(9).uniform(0, 2 * np.pi, (2, 4, 3)), requires_grad=True)
+    dev = qml.device("qmlsim.qubit", wires=4, c_dtype=c_dtype)
+    tape = qml.workflow.construct_tape(qml.QNode(template_circuit, dev))(data, w)
+    kept = dev.preprocess_transforms()((tape,))[0][0].operations
+    assert [op.name for op in kept][:6] == ["AngleEmbedding", "IQPEmbedding", "RX",
+                                            "StronglyEntanglingLayers", "BasicEntanglerLayers",
+                                            "BasicEntanglerLayers"]
+    ref = qml.QNode(template_circuit, qml.device("default.qubit", wires=4), diff_method="backprop")
+    q = qml.QNode(template_circuit, dev, diff_method="adjoint")
+    assert np.allclose(q(data, w), ref(data, w), atol=tol)
+    stack = lambda f: (lambda v: qml.math.stack(f(data, v)))  # noqa: E731
+    assert np.allclose(qml.jacobian(stack(q))(w), qml.jacobian(stack(ref))(w), atol=tol * 10)
+
+    def state(x):
+        template_gates(x, w)
+        return qml.state()
+
+    assert np.allclose(qml.QNode(state, dev)(data), qml.QNode(state, qml.device("default.qubit",
+                                                                                 wires=4))(data),
+                       atol=tol)
