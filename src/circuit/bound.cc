@@ -66,19 +66,15 @@ BoundGate bind_params(const Operation& op, std::span<const double> theta) {
   std::sort(b.controls.begin(), b.controls.end());
 
   Matrix m;
+  b.diagonal = g.diagonal;
   if (op.gate == GateId::QubitUnitary) {
     m = *op.unitary;
   } else {
     std::array<double, kMaxGateParams> p{};
     for (int i = 0; i < g.num_params; ++i) p[i] = op.params[i].value(theta);
-    m = target_matrix(op.gate, std::span(p.data(), g.num_params), static_cast<int>(targets.size()));
-  }
-  b.diagonal = g.diagonal;
-  if (b.diagonal) {
-    const std::size_t dim = std::size_t{1} << targets.size();
-    Matrix d(dim);
-    for (std::size_t i = 0; i < dim; ++i) d[i] = m[i * dim + i];
-    m = std::move(d);
+    const std::span<const double> values(p.data(), g.num_params);
+    const int k = static_cast<int>(targets.size());
+    m = b.diagonal ? target_diagonal(op.gate, values, k) : target_matrix(op.gate, values, k);
   }
   b.matrix = to_canonical(std::move(m), b.diagonal, targets);
   b.targets = std::move(targets);

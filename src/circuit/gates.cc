@@ -257,6 +257,37 @@ Matrix target_matrix(GateId id, std::span<const double> params, int num_targets)
   return base_matrix(g.base, params, num_targets);
 }
 
+Matrix target_diagonal(GateId id, std::span<const double> params, int num_targets) {
+  const GateInfo& g = gate_info(id);
+  assert(g.diagonal && static_cast<int>(params.size()) == g.num_params);
+  const index_t dim = index_t{1} << num_targets;
+  Matrix d(dim);
+  if (g.base == GateId::MultiRZ) {  // variable width: never dense
+    const cplx a = exp(-kI * (params[0] / 2)), b = exp(kI * (params[0] / 2));
+    for (index_t j = 0; j < dim; ++j) d[j] = parity(j) ? b : a;
+    return d;
+  }
+  const Matrix m = base_matrix(g.base, params, num_targets);  // fixed width: small
+  for (index_t j = 0; j < dim; ++j) d[j] = m[j * dim + j];
+  return d;
+}
+
+Matrix target_diagonal_derivative(GateId id, std::span<const double> params, int num_targets,
+                                  int p) {
+  const GateInfo& g = gate_info(id);
+  assert(p >= 0 && p < g.num_params);
+  const double w = g.frequency[p];
+  const double s = std::numbers::pi / (2 * w);
+  std::array<double, kMaxGateParams> plus{}, minus{};
+  for (int i = 0; i < g.num_params; ++i) plus[i] = minus[i] = params[i];
+  plus[p] += s;
+  minus[p] -= s;
+  Matrix a = target_diagonal(id, std::span(plus.data(), g.num_params), num_targets);
+  const Matrix b = target_diagonal(id, std::span(minus.data(), g.num_params), num_targets);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = w * (a[i] - b[i]) / 2.0;
+  return a;
+}
+
 Matrix full_matrix(GateId id, std::span<const double> params, int num_wires) {
   const GateInfo& g = gate_info(id);
   const int nt = num_wires - g.num_controls;

@@ -88,6 +88,13 @@ std::optional<GateId> gate_by_name(std::string_view name);  // case-sensitive ta
 // significant. REQUIRES params.size() == num_params; num_targets for variable-size gates.
 Matrix target_matrix(GateId id, std::span<const double> params, int num_targets);
 
+// The diagonal of a diagonal gate's target matrix (GateInfo::diagonal), and of
+// its derivative by parameter p, formed without the dense matrix (a MultiRZ on
+// k targets: 2^k entries, not 4^k).
+Matrix target_diagonal(GateId id, std::span<const double> params, int num_targets);
+Matrix target_diagonal_derivative(GateId id, std::span<const double> params, int num_targets,
+                                  int p);
+
 // Full matrix over all wires, controls included (for tests and small QubitUnitary use).
 Matrix full_matrix(GateId id, std::span<const double> params, int num_wires);
 

@@ -219,6 +219,37 @@ TEST(Gates, EveryGateIsUnitaryAndDerivativesAreExact) {
   EXPECT_FALSE(is_unitary({1, 1, 0, 1}));
 }
 
+// Diagonal gates are bound from their diagonal alone (a wide MultiRZ is never
+// formed dense): it equals the dense matrix's diagonal, off-diagonal zeros.
+TEST(Gates, DiagonalsEqualTheDenseMatricesDiagonals) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> angle(-3, 3);
+  int checked = 0;
+  for (int gi = 0; gi < static_cast<int>(GateId::kCount); ++gi) {
+    const auto id = static_cast<GateId>(gi);
+    const GateInfo& g = gate_info(id);
+    if (!g.diagonal) continue;
+    for (int targets : {1, 2, 5}) {
+      if (g.num_wires > 0) targets = g.num_wires - g.num_controls;
+      std::vector<double> p(g.num_params);
+      for (double& x : p) x = angle(rng);
+      const std::size_t dim = std::size_t{1} << targets;
+      const Matrix dense = target_matrix(id, p, targets), diag = target_diagonal(id, p, targets);
+      ASSERT_EQ(diag.size(), dim) << g.name;
+      for (std::size_t r = 0; r < dim; ++r)
+        for (std::size_t c = 0; c < dim; ++c)
+          EXPECT_EQ(dense[r * dim + c], r == c ? diag[r] : cplx{0}) << g.name;
+      for (int k = 0; k < g.num_params; ++k) {
+        const Matrix dd = target_matrix_derivative(id, p, targets, k);
+        const Matrix d = target_diagonal_derivative(id, p, targets, k);
+        for (std::size_t r = 0; r < dim; ++r) EXPECT_EQ(d[r], dd[r * dim + r]) << g.name;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 8);
+}
+
 TEST(Gates, HugeAnglesStillGiveUnitaryMatrices) {
   // Found by the fuzz target: U3(t, 0.8, 8.9e109) computed e^{i(phi+lambda)}
   // from the rounded sum, which drops phi: the matrix was not unitary.

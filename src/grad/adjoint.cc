@@ -235,15 +235,16 @@ Matrix restrict_to_step(const BlockStep& t, const Matrix& cur, std::size_t dim, 
 }
 
 // dL/da += 2 Re sum_ab (dU/da U^dagger)_ab m_ab for each angle of step t, m its
-// cross matrix over its own targets.
+// cross matrix over its own targets (for a diagonal gate its diagonal entries
+// alone, as the CPU sweep forms them, or dense).
 void add_step_gradient(const TapeStep& t, const Matrix& mi, std::vector<double>& grad) {
   const BoundGate& u = t.gate;
   const std::size_t dim = u.dim();
   for (const TapeDerivative& d : t.derivatives) {
     cplx acc = 0;
-    if (u.diagonal) {  // dU is diagonal too (MultiRZ can be wide: stay O(dim))
-      for (std::size_t a = 0; a < dim; ++a)
-        acc += d.d[a * dim + a] * std::conj(u.matrix[a]) * mi[a * dim + a];
+    if (u.diagonal) {  // dU is diagonal too, held as its diagonal (MultiRZ can be wide: O(dim))
+      const std::size_t stride = mi.size() == dim ? 1 : dim + 1;
+      for (std::size_t a = 0; a < dim; ++a) acc += d.d[a] * std::conj(u.matrix[a]) * mi[a * stride];
     } else {
       const cplx* du = d.d.data();
       for (std::size_t a = 0; a < dim; ++a, du += dim) {
@@ -275,6 +276,10 @@ void accumulate(const Segmented& s, const std::vector<Matrix>& m, std::vector<do
     }
     const BoundGate& block = s.gates[i];
     cur = m[i];
+    if (block.diagonal && cur.size() == block.dim() && block.dim() > 1) {  // diagonal alone
+      cur.assign(block.dim() * block.dim(), cplx{0});
+      for (std::size_t a = 0; a < block.dim(); ++a) cur[a * block.dim() + a] = m[i][a];
+    }
     for (std::size_t j = steps.size(); j-- > 0;) {
       if (j + 1 < steps.size() && !block.diagonal)
         conjugate_by(steps[j + 1], cur, block.num_targets());

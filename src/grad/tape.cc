@@ -17,10 +17,12 @@ std::vector<TapeStep> make_tape(const Circuit& c, std::span<const double> theta)
     for (int p = 0; p < g.num_params; ++p) {
       const ParamExpr& e = op.params[p];
       if (e.slot < 0) continue;
-      Matrix d = target_matrix_derivative(op.gate, std::span(values.data(), g.num_params),
-                                          static_cast<int>(targets.size()), p);
+      const std::span<const double> v(values.data(), g.num_params);
+      const int k = static_cast<int>(targets.size());
+      Matrix d = g.diagonal ? target_diagonal_derivative(op.gate, v, k, p)
+                            : target_matrix_derivative(op.gate, v, k, p);
       std::vector<int> wires = targets;  // sorted by to_canonical
-      step.derivatives.push_back({e.slot, e.scale, to_canonical(std::move(d), false, wires)});
+      step.derivatives.push_back({e.slot, e.scale, to_canonical(std::move(d), g.diagonal, wires)});
     }
     tape.push_back(std::move(step));
   }

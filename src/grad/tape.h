@@ -14,7 +14,8 @@ namespace qmlsim {
 struct TapeDerivative {
   int slot = -1;
   double scale = 0;  // d(angle)/d(slot)
-  Matrix d;          // dU/d(angle): dense, canonical order of the step's targets
+  Matrix d;          // dU/d(angle), canonical order of the step's targets: dense, or for a
+                     // diagonal gate (GateInfo::diagonal) its diagonal alone
 };
 
 struct TapeStep {

@@ -182,4 +182,11 @@ Circuit random_circuit(int n, int num_gates, std::mt19937_64& rng, bool with_ext
   return c;
 }
 
+Matrix dense_sums(const Matrix& m, std::size_t dim) {
+  if (m.size() != dim || dim * dim == dim) return m;
+  Matrix out(dim * dim, cplx{0});
+  for (std::size_t a = 0; a < dim; ++a) out[a * dim + a] = m[a];
+  return out;
+}
+
 }  // namespace qmlsim::testing

@@ -33,6 +33,10 @@ double max_abs_diff(const State& a, const State& b);
 // M_ab = sum conj(bra_a) ket_b over g's groups (target bits 0, control bits 1).
 Matrix cross_matrix_sum(const BoundGate& g, const State& bra, const State& ket);
 
+// An adjoint sweep's sums for a gate of dimension dim as a dense dim x dim
+// matrix: the CPU sweep holds a diagonal gate's as its dim diagonal entries.
+Matrix dense_sums(const Matrix& m, std::size_t dim);
+
 // A random circuit of `num_gates` gates drawn from the whole gate table
 // (extra controls sometimes added), angles as literals.
 Circuit random_circuit(int n, int num_gates, std::mt19937_64& rng, bool with_extra_controls);

@@ -23,20 +23,15 @@ void to_matrix(const double* v, std::size_t n, Matrix& m) {
   for (std::size_t e = 0; e < n; ++e) m[e] = cplx{v[2 * e], v[2 * e + 1]};
 }
 
-// The dim x dim matrix whose diagonal is d (a diagonal gate's sums are formed
-// as the diagonal alone).
-Matrix from_diagonal(const Matrix& d) {
-  const std::size_t dim = d.size();
-  Matrix m(dim * dim, cplx{0});
-  for (std::size_t a = 0; a < dim; ++a) m[a * dim + a] = d[a];
+// The anti-Hermitian part of a diagonal held as its entries: i Im m_aa.
+Matrix antihermitian_diagonal(Matrix m) {
+  for (cplx& x : m) x = cplx{0, x.imag()};
   return m;
 }
 
-// The diagonal of a dim x dim matrix.
-Matrix diagonal_of(const Matrix& m, std::size_t dim) {
-  Matrix d(dim);
-  for (std::size_t a = 0; a < dim; ++a) d[a] = m[a * dim + a];
-  return d;
+// The anti-Hermitian part of gate g's cross matrix m (cross_matrix's form).
+Matrix antihermitian(const BoundGate& g, Matrix m) {
+  return g.diagonal ? antihermitian_diagonal(std::move(m)) : antihermitian_part(m);
 }
 
 constexpr std::size_t kMaxAdjointDiagonalDim = 256;  // KernelSet::adjoint_step
@@ -78,8 +73,7 @@ template <class R>
 void measured_step(const PreparedGates<R>& p, const BoundGate& local, int b, R* bra, R* ket,
                    Matrix& m, bool write_back) {
   if (fused_step(p, bra, ket, local, m, write_back)) return;
-  m = antihermitian_part(cross_matrix(bra, ket, b, local, 1));
-  if (local.diagonal) m = diagonal_of(m, local.dim());
+  m = antihermitian(local, cross_matrix(bra, ket, b, local, 1));
   if (!write_back) return;
   p.run(ket, 1);
   p.run(bra, 1);
@@ -237,13 +231,11 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
       const PreparedGates<R> gate(*kernels_, &k, 1, n_);  // once for both states
       const int i = orig(j);
       if (measure[i] && serial &&
-          fused_step(gate, lambda.amps_.data(), amps_.data(), rev[j], out[i], needed[i])) {
-        if (rev[j].diagonal) out[i] = from_diagonal(out[i]);
+          fused_step(gate, lambda.amps_.data(), amps_.data(), rev[j], out[i], needed[i]))
         continue;
-      }
       if (measure[i])
-        out[i] = antihermitian_part(
-            cross_matrix(lambda.amps_.data(), amps_.data(), n_, rev[j], threads_));
+        out[i] = antihermitian(
+            rev[j], cross_matrix(lambda.amps_.data(), amps_.data(), n_, rev[j], threads_));
       if (!needed[i]) continue;
       gate.run(amps_.data(), threads_);
       gate.run(lambda.amps_.data(), threads_);
@@ -429,7 +421,7 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
         const Matrix& m = partial[static_cast<std::size_t>(c * nmeasure + slot[j])];
         for (std::size_t e = 0; e < sum.size(); ++e) sum[e] += m[e];
       }
-      out[orig(s.begin + j)] = g.diagonal ? from_diagonal(sum) : std::move(sum);
+      out[orig(s.begin + j)] = std::move(sum);
     }
   }
   return expval;

@@ -406,9 +406,9 @@ template <class R>
 double apply_pauli_sum(const PauliSum& h, const R* in, R* out, int n, int threads);
 
 // M[r][c] = sum conj(bra[base|off_r]) ket[base|off_c] over the groups of gate g
-// (target bits free, control bits 1), in double; a diagonal gate's diagonal
-// alone. Fixed blocks of groups summed in order, so the result does not depend
-// on the thread count (cross_matrix.cc).
+// (target bits free, control bits 1), in double, dense; for a diagonal gate
+// its dim diagonal entries alone. Fixed blocks of groups summed in order, so the result does not
+// depend on the thread count (cross_matrix.cc).
 template <class R>
 Matrix cross_matrix(const R* bra, const R* ket, int n, const BoundGate& g, int threads);
 

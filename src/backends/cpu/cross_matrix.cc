@@ -168,11 +168,11 @@ Matrix cross_matrix_diagonal(const R* bra, const R* ket, int n, const BoundGate&
       }
     }
   });
-  Matrix sum(dim * dim, 0.0);
+  Matrix sum(dim, 0.0);  // the diagonal alone (a 10-qubit MultiRZ: 1,024 entries, not 2^20)
   for (std::int64_t blk = 0; blk < nblocks; ++blk)
     for (std::size_t a = 0; a < dim; ++a) {
       const double* acc = &partial[static_cast<std::size_t>(blk) * 2 * dim];
-      sum[a * dim + a] += cplx{acc[2 * a], acc[2 * a + 1]};
+      sum[a] += cplx{acc[2 * a], acc[2 * a + 1]};
     }
   return sum;
 }

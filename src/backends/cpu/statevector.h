@@ -61,7 +61,8 @@ class StateVector {
   // a forward gate list, in forward order. For i from last to first, where
   // measure[i]: out[i] = (M - M^dagger) / 2 with M_ab = sum conj(lambda_a) this_b
   // over gate i's targets (controls 1), both states as they are after gate i of
-  // the forward list (for a diagonal gate, only the diagonal is formed); then
+  // the forward list (for a diagonal gate, out[i] holds its dim diagonal
+  // entries alone: a wide MultiRZ's sums stay O(dim)); then
   // this = inverse[i] this and lambda = inverse[i] lambda. With U gate i and
   // dU/da its derivative, 2 Re <lambda| dU/da |phi before gate i> equals
   // 2 sum_ab (dU/da U^dagger)_ab out[i]_ab (dU U^dagger is anti-Hermitian).
