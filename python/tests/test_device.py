@@ -373,3 +373,35 @@ def test_templates_built_by_the_device_match_default_qubit(c_dtype, tol):
     assert np.allclose(qml.QNode(state, dev)(data), qml.QNode(state, qml.device("default.qubit",
                                                                                  wires=4))(data),
                        atol=tol)
+
+
+def fermionic_circuit(w):
+    qml.BasisState(np.array([1, 1, 0, 0, 0, 0]), wires=range(6))
+    qml.FermionicSingleExcitation(w[0], wires=[1, 2, 3])
+    qml.FermionicSingleExcitation(w[1], wires=[0, 1])
+    qml.FermionicDoubleExcitation(w[2], wires1=[0, 1], wires2=[2, 3, 4, 5])
+    qml.FermionicDoubleExcitation(w[3], wires1=[0, 1, 2], wires2=[4, 5])
+    qml.FermionicDoubleExcitation(w[4], wires1=[1, 2], wires2=[4, 5])
+    qml.UCCSD(w[5:8], wires=range(6), s_wires=[[0, 1, 2], [1, 2, 3, 4]],
+              d_wires=[[[0, 1], [2, 3, 4]]], init_state=np.array([1, 1, 0, 0, 0, 0]))
+    return (qml.expval(qml.Hamiltonian([0.4, -0.7, 0.2], [qml.Z(0) @ qml.Z(3), qml.X(1) @ qml.Y(4),
+                                                          qml.Z(5)])),
+            qml.expval(qml.Y(0) @ qml.X(2) @ qml.Z(5)))
+
+
+@pytest.mark.parametrize("c_dtype,tol", [(np.complex128, 1e-10), ("complex64", 1e-5)])
+def test_fermionic_excitations_are_native_and_match_default_qubit(c_dtype, tol):
+    w = pnp.array(np.random.default_rng(10).uniform(-1, 1, 8), requires_grad=True)
+    dev = qml.device("qmlsim.qubit", wires=6, c_dtype=c_dtype)
+    for op in (qml.FermionicSingleExcitation(0.3, wires=[0, 1, 2]),
+               qml.FermionicDoubleExcitation(0.3, wires1=[0, 1], wires2=[2, 3])):
+        assert dev.supports_derivatives(
+            qml.devices.ExecutionConfig(gradient_method="adjoint"),
+            qml.tape.QuantumScript([op], [qml.expval(qml.Z(0))], trainable_params=[0]))
+        tape = qml.tape.QuantumScript([op], [qml.expval(qml.Z(0))])
+        assert dev.preprocess_transforms()((tape,))[0][0].operations == [op]
+    ref = qml.QNode(fermionic_circuit, qml.device("default.qubit", wires=6), diff_method="backprop")
+    q = qml.QNode(fermionic_circuit, dev, diff_method="adjoint")
+    assert np.allclose(q(w), ref(w), atol=tol)
+    stack = lambda f: (lambda v: qml.math.stack(f(v)))  # noqa: E731
+    assert np.allclose(qml.jacobian(stack(q))(w), qml.jacobian(stack(ref))(w), atol=tol * 10)
