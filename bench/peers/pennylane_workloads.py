@@ -8,6 +8,7 @@ alternating between the devices; medians, and the ratio lightning / qmlsim
 (above 1: qmlsim is faster), as a markdown table.
 
     python bench/peers/pennylane_workloads.py [--reps 5] [--only NAME,...] [--large] [--torch]
+        [--share]
 
 Workloads: QAOA Max-Cut (18 nodes; 24 with --large), VQE on H4 and LiH with
 AllSinglesDoubles and with UCCSD (adjoint gradient of the molecular
@@ -217,6 +218,49 @@ def transfer_learning(n, train):
     return n, make
 
 
+# The device's own methods (what a device implements; PennyLane's workflow,
+# transforms and interfaces around them are the same code for both devices).
+_DEVICE_METHODS = ("execute", "compute_derivatives", "execute_and_compute_derivatives",
+                   "compute_vjp", "execute_and_compute_vjp", "supports_derivatives",
+                   "setup_execution_config", "preprocess_transforms")
+
+
+def device_share(run, name, reps):
+    """(seconds in the device's own methods, seconds in all) per run: the
+    device class's methods timed (outermost calls only), over `reps` runs."""
+    cls = type(qml.device(name, wires=1))
+    spent = [0.0]
+    depth = [0]
+
+    def timed(f):
+        def wrapper(*a, **k):
+            depth[0] += 1
+            t = time.perf_counter()
+            try:
+                return f(*a, **k)
+            finally:
+                depth[0] -= 1
+                if depth[0] == 0:
+                    spent[0] += time.perf_counter() - t
+        return wrapper
+
+    own = {m: vars(cls)[m] for m in _DEVICE_METHODS if m in vars(cls)}
+    for m in _DEVICE_METHODS:
+        setattr(cls, m, timed(getattr(cls, m)))
+    try:
+        t = time.perf_counter()
+        for _ in range(reps):
+            run()
+        total = time.perf_counter() - t
+    finally:
+        for m in _DEVICE_METHODS:
+            if m in own:
+                setattr(cls, m, own[m])
+            else:
+                delattr(cls, m)
+    return spent[0] / reps, total / reps
+
+
 def workloads(args):
     w = {"QAOA Max-Cut, 18 nodes: cost + gradient": qaoa(18)}
     if args.large:
@@ -248,11 +292,16 @@ def main():
     ap.add_argument("--only", help="comma-separated substrings of workload names")
     ap.add_argument("--large", action="store_true", help="add QAOA on 24 nodes (minutes)")
     ap.add_argument("--torch", action="store_true", help="add the torch workloads")
+    ap.add_argument("--share", action="store_true",
+                    help="add each device's own share of a run: the time in its methods "
+                         "(execute, derivatives, VJPs, configuration), the rest being PennyLane's "
+                         "workflow, transforms and interfaces")
     args = ap.parse_args()
     print(f"PennyLane {qml.__version__}; medians of {args.reps} alternating runs after a "
           "warm-up and an agreement check (1e-8)\n")
-    print("| workload | qubits | qmlsim.qubit | lightning.qubit | lightning / qmlsim |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    share_head = " in qmlsim.qubit's methods | in lightning.qubit's methods |" if args.share else ""
+    print("| workload | qubits | qmlsim.qubit | lightning.qubit | lightning / qmlsim |" + share_head)
+    print("| --- | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if args.share else ""))
     failed = False
     for title, (n, make) in workloads(args).items():
         runs = {name: make(name) for name in DEVICES}
@@ -271,8 +320,12 @@ def main():
                 times[name].append(time.perf_counter() - t)
         med = {name: statistics.median(v) for name, v in times.items()}
         fmt = lambda s: f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.2f} s"  # noqa: E731
+        shares = ""
+        for name in DEVICES if args.share else ():
+            inside, total = device_share(runs[name], name, args.reps)
+            shares += f" {fmt(inside)} of {fmt(total)} ({100 * inside / total:.0f}%) |"
         print(f"| {title} | {n} | {fmt(med[DEVICES[0]])} | {fmt(med[DEVICES[1]])} | "
-              f"**{med[DEVICES[1]] / med[DEVICES[0]]:.2f}x** |", flush=True)
+              f"**{med[DEVICES[1]] / med[DEVICES[0]]:.2f}x** |" + shares, flush=True)
     return 1 if failed else 0
 
 
