@@ -1,0 +1,304 @@
+"""Cirq on qmlsim's engine: ``Simulator``, in the manner of ``qsimcirq.QSimSimulator``.
+
+    sim = qmlsim.cirq.Simulator(seed=7)
+    sim.simulate(circuit).final_state_vector
+    sim.simulate_expectation_values_sweep(circuit, cirq.Z(q0) * cirq.Z(q1), sweep)
+    sim.run(circuit_with_measurements, repetitions=1000)
+
+- ``cirq.SimulatesFinalState`` (``simulate``, ``simulate_sweep``): a
+  ``cirq.StateVectorTrialResult`` per parameter point, the state in Cirq's qubit
+  order (the first qubit of ``qubit_order`` is the most significant bit), its
+  global phase included. Terminal measurements are sampled once and the state
+  collapsed onto the outcome, as ``cirq.Simulator`` does.
+- ``cirq.SimulatesExpectationValues``: ``cirq.PauliSum`` observables (real
+  coefficients) evaluated in C++; every parameter point of a sweep in one C++
+  batch (threads across points for small states).
+- ``cirq.SimulatesSamples`` (``run``, ``run_sweep``): measurement keys,
+  repetitions, invert masks; seeded by ``seed``.
+- Gates: the ``XPowGate`` family (``rx``, ``ry``, ``rz``, any exponent and
+  global shift), ``HPowGate``, ``CZPowGate``, ``CXPowGate``, ``SwapPowGate`` and
+  ``XX/YY/ZZPowGate`` become the engine's parametric gates; every other gate
+  with a unitary on at most 10 qubits (``ISwapPowGate``, ``FSimGate``,
+  ``PhasedXPowGate``, ``PhasedXZGate``, ``PhasedISwapPowGate``, ``MatrixGate``,
+  controlled operations) runs as its matrix; anything else through
+  ``cirq.decompose``. Symbols in exponents and ``sympy`` expressions of them are
+  resolved by Cirq per parameter point. ``LineQubit``, ``GridQubit`` and any
+  other qubit type; mid-circuit measurements, classical control and noise are a
+  ``ValueError`` naming the operation.
+
+Cirq is an optional dependency: ``pip install cirq-core``.
+"""
+from __future__ import annotations
+
+import math
+
+import cirq
+import numpy as np
+
+from . import _options, _qmlsim
+
+_MAX_MATRIX_QUBITS = 10
+
+
+# The gate families that become engine gates: (class, engine name, global
+# phase of exponent 1 without shift). U(t, s) = e^{i pi t (s + phase)} * the
+# engine gate at angle pi t: X**t = e^{i pi t/2} RX(pi t), Z**t = diag(1,
+# e^{i pi t}) = PhaseShift(pi t), CZ**t = ControlledPhaseShift(pi t), XX**t =
+# e^{i pi t/2} exp(-i pi t/2 XX) = e^{i pi t/2} IsingXX(pi t).
+_ROTATIONS = ((cirq.XPowGate, "RX", 0.5), (cirq.YPowGate, "RY", 0.5),
+              (cirq.ZPowGate, "PhaseShift", 0.0), (cirq.CZPowGate, "ControlledPhaseShift", 0.0),
+              (cirq.XXPowGate, "IsingXX", 0.5), (cirq.YYPowGate, "IsingYY", 0.5),
+              (cirq.ZZPowGate, "IsingZZ", 0.5))
+# Fixed gates at exponent 1: U = e^{i pi s} G.
+_FIXED = ((cirq.HPowGate, "H"), (cirq.CXPowGate, "CNOT"), (cirq.SwapPowGate, "SWAP"))
+
+
+def _family(gate):
+    """(engine name, phase, fixed) of a gate whose class is one of the
+    families above, else None."""
+    for cls, name, phase in _ROTATIONS:
+        if isinstance(gate, cls):
+            return name, phase, False
+    for cls, name in _FIXED:
+        if isinstance(gate, cls):
+            return name, 0.0, True
+    return None
+
+
+def _native(gate, family, resolver):
+    """(engine name, angles, global phase in radians) of a family gate at the
+    resolver's values, or None (a fixed gate at another exponent)."""
+    name, phase, fixed = family
+    t, s = _number(gate.exponent, resolver), _number(gate.global_shift, resolver)
+    if fixed:
+        return (name, [], math.pi * s) if t == 1 else None
+    return name, [math.pi * t], math.pi * t * (s + phase)
+
+
+def _number(value, resolver) -> float:
+    """A gate's parameter at the resolver's values, or a ValueError naming the
+    symbols left unresolved."""
+    v = resolver.value_of(value)
+    if cirq.is_parameterized(v):
+        raise ValueError(f"qmlsim.cirq: unresolved parameters {sorted(cirq.parameter_names(v))}")
+    return float(np.real(complex(v)))
+
+
+def _keeps(op) -> bool:
+    """An operation the translation takes as it is (no decomposition): a
+    measurement, a global phase, a family gate, or any gate with a unitary on
+    at most 10 qubits (once its parameters are resolved)."""
+    if cirq.is_measurement(op) or isinstance(op.gate, cirq.GlobalPhaseGate):
+        return True
+    if op.gate is not None and _family(op.gate) is not None:
+        return True
+    if len(op.qubits) > _MAX_MATRIX_QUBITS:
+        return False
+    if cirq.is_parameterized(op):
+        return isinstance(op, cirq.GateOperation) and not isinstance(op.gate, cirq.MeasurementGate)
+    return cirq.has_unitary(op)
+
+
+class _Program:
+    """A circuit translated once for a sweep: per operation either a fixed
+    engine operation or one evaluated at each parameter point. Cirq qubit i is
+    engine qubit n-1-i, so the engine's state index is Cirq's. Terminal
+    measurements as (key, qubit indices, invert mask)."""
+
+    def __init__(self, circuit, qubits, initial_state):
+        self.n = len(qubits)
+        index = {q: i for i, q in enumerate(qubits)}
+        self.start, self.steps, self.measurements = [], [], []
+        if initial_state is not None and not (isinstance(initial_state, (int, np.integer))
+                                              and int(initial_state) == 0):
+            try:
+                amps = cirq.to_valid_state_vector(initial_state, self.n, dtype=np.complex128)
+            except ValueError as e:
+                raise ValueError(f"qmlsim.cirq: initial_state: {e}") from e
+            self.start.append(("__initial__", [], [], amps.tolist()))
+        if not circuit.are_all_measurements_terminal():
+            raise ValueError("qmlsim.cirq: mid-circuit measurements are not supported "
+                             "(measurements must be terminal)")
+        stuck = lambda op: ValueError(  # noqa: E731
+            f"qmlsim.cirq: operation {op!r} has no unitary or decomposition qmlsim can run")
+        for op in cirq.decompose(circuit, keep=_keeps, on_stuck_raise=stuck):
+            self._add(op, index)
+
+    def _add(self, op, index):
+        wires = [self.n - 1 - index[q] for q in op.qubits]
+        gate = op.gate
+        if cirq.is_measurement(op):
+            if not isinstance(gate, cirq.MeasurementGate) or gate.confusion_map:
+                raise ValueError(f"qmlsim.cirq: measurement {op!r} is not supported")
+            self.measurements.append((gate.key, [index[q] for q in op.qubits],
+                                      gate.full_invert_mask()))
+            return
+        family = _family(gate) if gate is not None else None
+        parameterized = cirq.is_parameterized(op)
+        if not parameterized:
+            step = self._evaluate(op, family, wires, cirq.ParamResolver())
+            self.steps.append(lambda resolver, fixed=step: fixed)
+        else:
+            self.steps.append(lambda resolver, op=op, family=family, wires=wires:
+                              self._evaluate(op, family, wires, resolver))
+
+    @staticmethod
+    def _evaluate(op, family, wires, resolver):
+        """(engine operation or None, global phase) of op at the resolver's values."""
+        gate = op.gate
+        if isinstance(gate, cirq.GlobalPhaseGate):
+            coefficient = resolver.value_of(gate.coefficient)
+            if cirq.is_parameterized(coefficient):
+                names = sorted(cirq.parameter_names(coefficient))
+                raise ValueError(f"qmlsim.cirq: unresolved parameters {names}")
+            return None, float(np.angle(complex(coefficient)))
+        if family is not None:
+            native = _native(gate, family, resolver)
+            if native is not None:
+                name, angles, phase = native
+                return (name, wires, angles, []), phase
+        if cirq.is_parameterized(op):
+            op = cirq.resolve_parameters(op, resolver)
+            if cirq.is_parameterized(op):
+                names = sorted(cirq.parameter_names(op))
+                raise ValueError(f"qmlsim.cirq: unresolved parameters {names}")
+        if not cirq.has_unitary(op):
+            raise ValueError(f"qmlsim.cirq: operation {op!r} has no unitary qmlsim can run")
+        matrix = np.asarray(cirq.unitary(op), dtype=np.complex128)
+        return ("QubitUnitary", wires, [], matrix.reshape(-1).tolist()), 0.0
+
+    def at(self, resolver):
+        """(engine operations, global phase) at one parameter point."""
+        ops, phase = list(self.start), 0.0
+        for step in self.steps:
+            op, p = step(resolver)
+            if op is not None:
+                ops.append(op)
+            phase += p
+        return ops, phase
+
+
+def _pauli_terms(observable, index, n):
+    """A Pauli sum as the engine's (coefficient, X mask, Z mask) terms."""
+    terms = []
+    for ps in cirq.PauliSum.wrap(observable):
+        c = complex(ps.coefficient)
+        if abs(c.imag) > 1e-12:
+            raise ValueError(f"qmlsim.cirq: observable {observable} has a complex "
+                             "coefficient (not Hermitian)")
+        x = z = 0
+        for q, pauli in ps.items():
+            bit = 1 << (n - 1 - index[q])
+            if pauli in (cirq.X, cirq.Y):
+                x |= bit
+            if pauli in (cirq.Z, cirq.Y):
+                z |= bit
+        terms.append((c.real, x, z))
+    return terms or [(0.0, 0, 0)]
+
+
+class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
+                cirq.SimulatesFinalState):
+    """qmlsim's state-vector engine as a Cirq simulator.
+
+    Args:
+        seed: the random state for sampling (``cirq.RANDOM_STATE_OR_SEED_LIKE``).
+        precision: "c128" (default; states come back as complex128) or "c64".
+        threads: engine threads (default: ``OMP_NUM_THREADS`` or all cores).
+        fusion: largest fused gate block in qubits (0: no fusion; default 3).
+    """
+
+    def __init__(self, *, seed=None, precision: str = "c128", threads: int | None = None,
+                 fusion: int = 3):
+        if precision not in ("c64", "c128"):
+            raise ValueError(f"qmlsim.cirq: precision must be 'c64' or 'c128', got {precision!r}")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                    or threads < 1):
+            raise ValueError(f"qmlsim.cirq: threads must be a whole number >= 1, got {threads!r}")
+        if isinstance(fusion, bool) or not isinstance(fusion, int) or not 0 <= fusion <= 10:
+            raise ValueError(f"qmlsim.cirq: fusion must be a whole number from 0 to 10, "
+                             f"got {fusion!r}")
+        self._prng = cirq.value.parse_random_state(seed)
+        self._options = _options(precision, threads, fusion)
+        self._dtype = np.complex64 if precision == "c64" else np.complex128
+
+    # -- helpers
+    def _programs(self, program, params, qubit_order, initial_state, extra_qubits=()):
+        """(qubits, resolvers, translated program, [(engine ops, phase)] per point)."""
+        qubits = cirq.QubitOrder.as_qubit_order(qubit_order).order_for(
+            set(program.all_qubits()) | set(extra_qubits))
+        if not qubits:
+            raise ValueError("qmlsim.cirq: the circuit acts on no qubit")
+        resolvers = list(cirq.to_resolvers(params))
+        prog = _Program(program, qubits, initial_state)
+        return qubits, resolvers, prog, [prog.at(r) for r in resolvers]
+
+    def _state(self, n, point):
+        ops, phase = point
+        state = _qmlsim.state(n, ops, self._options)
+        if phase:
+            state = state * np.exp(1j * phase)
+        return state
+
+    # -- cirq.SimulatesSamples
+    def _run(self, circuit, param_resolver, repetitions):
+        _, _, prog, (point,) = self._programs(circuit, param_resolver, cirq.QubitOrder.DEFAULT,
+                                               None)
+        probs = np.abs(self._state(prog.n, point)) ** 2
+        probs /= probs.sum()
+        outcomes = self._prng.choice(len(probs), size=repetitions, p=probs)
+        records = {}
+        for key, qubits, invert in prog.measurements:
+            bits = np.array([(outcomes >> (prog.n - 1 - i)) & 1 for i in qubits],
+                            dtype=np.uint8).T
+            bits ^= np.array(invert, dtype=np.uint8)
+            records[str(key)] = bits.reshape(repetitions, 1, len(qubits))
+        return records
+
+    # -- cirq.SimulatesExpectationValues
+    def simulate_expectation_values_sweep_iter(self, program, observables, params,
+                                               qubit_order=cirq.QubitOrder.DEFAULT,
+                                               initial_state=None,
+                                               permit_terminal_measurements=False):
+        if not permit_terminal_measurements and program.are_any_measurements_terminal():
+            raise ValueError("qmlsim.cirq: the circuit has terminal measurements; pass "
+                             "permit_terminal_measurements=True to ignore them")
+        obs = observables if isinstance(observables, list) else [observables]
+        wrapped = [cirq.PauliSum.wrap(o) for o in obs]
+        extra = set().union(*(o.qubits for o in wrapped)) if wrapped else set()
+        no_measure = cirq.drop_terminal_measurements(program) if \
+            program.are_any_measurements_terminal() else program
+        qubits, _, _, points = self._programs(no_measure, params, qubit_order, initial_state,
+                                              extra)
+        index = {q: i for i, q in enumerate(qubits)}
+        terms = [_pauli_terms(o, index, len(qubits)) for o in wrapped]
+        values = _qmlsim.expvals_batch(len(qubits), [ops for ops, _ in points], terms,
+                                       self._options)
+        for v in values:
+            yield [float(x) for x in v]
+
+    # -- cirq.SimulatesFinalState
+    def simulate_sweep_iter(self, program, params, qubit_order=cirq.QubitOrder.DEFAULT,
+                            initial_state=None):
+        qubits, resolvers, prog, points = self._programs(program, params, qubit_order,
+                                                         initial_state)
+        for resolver, point in zip(resolvers, points):
+            state = self._state(prog.n, point)
+            measurements = {}
+            if prog.measurements:  # sampled once, the state collapsed onto the outcome
+                probs = np.abs(state) ** 2
+                outcome = int(self._prng.choice(len(probs), p=probs / probs.sum()))
+                keep = np.ones(len(state), dtype=bool)
+                indices = np.arange(len(state))
+                for key, measured, invert in prog.measurements:
+                    bits = [(outcome >> (prog.n - 1 - i)) & 1 for i in measured]
+                    for i, b in zip(measured, bits):
+                        keep &= ((indices >> (prog.n - 1 - i)) & 1) == b
+                    measurements[str(key)] = np.array(bits, dtype=np.uint8) ^ np.array(
+                        invert, dtype=np.uint8)
+                state = np.where(keep, state, 0)
+                state /= np.linalg.norm(state)
+            sim_state = cirq.StateVectorSimulationState(
+                qubits=qubits, initial_state=state.astype(self._dtype), dtype=self._dtype)
+            yield cirq.StateVectorTrialResult(params=resolver, measurements=measurements,
+                                              final_simulator_state=sim_state)

@@ -1,0 +1,147 @@
+"""qmlsim.cirq.Simulator against cirq.Simulator: final states (global phase
+included) and expectation values to 1e-10 in complex128 on random circuits over
+Cirq's common gates with symbols in exponents and sympy expressions of them,
+parameter sweeps, LineQubit and GridQubit; sampled distributions by a
+two-sample chi-square test; seeded runs repeat; bad input is a ValueError."""
+import numpy as np
+import pytest
+
+cirq = pytest.importorskip("cirq")
+import sympy  # noqa: E402
+
+from qmlsim.cirq import Simulator  # noqa: E402
+
+A, B = sympy.Symbol("a"), sympy.Symbol("b")
+
+
+def gate_menu(rng):
+    """Cirq's common gates, some with symbols or expressions in the exponent."""
+    e = lambda: float(rng.uniform(-2, 2))  # noqa: E731
+    sym = [A, B, 0.5 * A + B, A * B - 0.3][rng.integers(4)]
+    return [
+        (1, cirq.X ** e()), (1, cirq.Y ** sym), (1, cirq.Z ** e()), (1, cirq.H),
+        (1, cirq.H ** e()), (1, cirq.S), (1, cirq.T),
+        (1, cirq.XPowGate(exponent=e(), global_shift=e())),
+        (1, cirq.YPowGate(exponent=sym, global_shift=0.25)),
+        (1, cirq.ZPowGate(exponent=e(), global_shift=-0.5)),
+        (1, cirq.rx(e())), (1, cirq.ry(sym)), (1, cirq.rz(e())),
+        (1, cirq.PhasedXPowGate(phase_exponent=e(), exponent=sym)),
+        (1, cirq.PhasedXZGate(x_exponent=e(), z_exponent=e(), axis_phase_exponent=e())),
+        (1, cirq.MatrixGate(cirq.testing.random_unitary(2, random_state=int(rng.integers(1e6))))),
+        (2, cirq.CZ ** e()), (2, cirq.CZPowGate(exponent=sym, global_shift=0.3)),
+        (2, cirq.CNOT), (2, cirq.CNOT ** e()), (2, cirq.SWAP), (2, cirq.SWAP ** e()),
+        (2, cirq.ISWAP ** e()), (2, cirq.FSimGate(theta=e(), phi=e())),
+        (2, cirq.PhasedISwapPowGate(phase_exponent=e(), exponent=e())),
+        (2, cirq.XX ** e()), (2, cirq.YY ** sym), (2, cirq.ZZ ** e()),
+        (2, cirq.ZZPowGate(exponent=e(), global_shift=0.1)),
+        (2, cirq.ControlledGate(cirq.rx(e()))),
+        (3, cirq.CCZ), (3, cirq.CCX ** e()), (3, cirq.CSWAP),
+    ]
+
+
+def random_circuit(rng, qubits, depth):
+    c = cirq.Circuit()
+    for _ in range(depth):
+        menu = gate_menu(rng)
+        k, gate = menu[rng.integers(len(menu))]
+        if k > len(qubits):
+            continue
+        picked = [qubits[i] for i in rng.permutation(len(qubits))[:k]]
+        c.append(gate.on(*picked))
+    c.append(cirq.GlobalPhaseGate(np.exp(0.3j)).on())
+    return c
+
+
+SWEEP = cirq.Zip(cirq.Linspace("a", -1.0, 1.5, 3), cirq.Points("b", [0.2, -0.7, 2.0]))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_final_states_and_expectation_values_match_cirq(seed):
+    rng = np.random.default_rng(seed)
+    qubits = cirq.LineQubit.range(4) if seed % 2 else cirq.GridQubit.rect(2, 2)
+    circuit = random_circuit(rng, qubits, 60)
+    ours, ref = Simulator(), cirq.Simulator(dtype=np.complex128)
+    for got, want in zip(ours.simulate_sweep(circuit, SWEEP), ref.simulate_sweep(circuit, SWEEP)):
+        assert got.final_state_vector.dtype == np.complex128
+        assert np.abs(got.final_state_vector - want.final_state_vector).max() < 1e-10
+        assert got.params == want.params
+    observables = [cirq.Z(qubits[0]) * cirq.Z(qubits[1]),
+                   0.5 * cirq.X(qubits[2]) - 0.3 * cirq.Y(qubits[3]) * cirq.X(qubits[0]) + 0.1,
+                   cirq.PauliSum.from_pauli_strings([cirq.Y(qubits[1])])]
+    got = ours.simulate_expectation_values_sweep(circuit, observables, SWEEP)
+    want = ref.simulate_expectation_values_sweep(circuit, observables, SWEEP)
+    assert np.abs(np.array(got) - np.real(np.array(want))).max() < 1e-10
+    # A qubit order of the caller's, and single precision.
+    order = list(reversed(qubits))
+    got = Simulator(precision="c64").simulate(circuit, {"a": 0.4, "b": -1.1}, qubit_order=order)
+    want = ref.simulate(circuit, {"a": 0.4, "b": -1.1}, qubit_order=order)
+    assert got.final_state_vector.dtype == np.complex64
+    assert np.abs(got.final_state_vector - want.final_state_vector).max() < 1e-5
+
+
+def test_initial_states_and_observables_on_idle_qubits():
+    q = cirq.LineQubit.range(3)
+    circuit = cirq.Circuit(cirq.H(q[0]), cirq.CNOT(q[0], q[1]))
+    ref = cirq.Simulator(dtype=np.complex128)
+    for initial in (0, 5, cirq.testing.random_superposition(8, random_state=3)):
+        got = Simulator().simulate(circuit, initial_state=initial, qubit_order=q)
+        want = ref.simulate(circuit, initial_state=initial, qubit_order=q)
+        assert np.abs(got.final_state_vector - want.final_state_vector).max() < 1e-10
+    # An observable on a qubit the circuit never touches counts that qubit in,
+    # in |0> (cirq.Simulator refuses such an observable: its qubit map is incomplete).
+    idle = cirq.LineQubit(7)
+    got = Simulator().simulate_expectation_values(
+        circuit, [cirq.Z(idle), cirq.Z(q[0]) * cirq.Z(q[1]) * cirq.Z(idle), cirq.X(idle)])
+    assert np.allclose(got, [1.0, 1.0, 0.0], atol=1e-12)
+
+
+def test_samples_follow_the_distribution_and_repeat_with_a_seed():
+    from scipy.stats import chi2_contingency
+
+    rng = np.random.default_rng(5)
+    q = cirq.LineQubit.range(4)
+    circuit = random_circuit(rng, q, 40)
+    circuit.append([cirq.measure(q[2], q[0], key="m", invert_mask=(True, False)),
+                    cirq.measure(q[3], key="last")])
+    params = {"a": 0.3, "b": -0.4}
+    ours = Simulator(seed=11).run(circuit, params, repetitions=20000)
+    again = Simulator(seed=11).run(circuit, params, repetitions=20000)
+    ref = cirq.Simulator(seed=12).run(circuit, params, repetitions=20000)
+    assert ours.records["m"].shape == (20000, 1, 2) and ours.records["last"].shape == (20000, 1, 1)
+    assert ours.params == ref.params
+    for key in ("m", "last"):
+        assert np.array_equal(ours.records[key], again.records[key])
+    counts = [r.multi_measurement_histogram(keys=["m", "last"]) for r in (ours, ref)]
+    keys = sorted(set(counts[0]) | set(counts[1]))
+    table = np.array([[c.get(k, 0) for k in keys] for c in counts])
+    table = table[:, table.sum(axis=0) >= 10]
+    assert chi2_contingency(table)[1] > 1e-3
+    # run_sweep gives one result per point.
+    assert len(Simulator(seed=1).run_sweep(circuit, SWEEP, repetitions=5)) == 3
+    # simulate() samples terminal measurements once and collapses the state.
+    result = Simulator(seed=2).simulate(circuit, params)
+    bits = result.measurements["m"]
+    state = result.final_state_vector.reshape((2,) * 4)
+    assert np.isclose(np.linalg.norm(state), 1)
+    other = np.take(state, 1 - (bits[0] ^ 1), axis=2)  # q2 measured with inverted bit
+    assert np.allclose(other, 0)
+
+
+def test_bad_input_is_a_value_error():
+    q = cirq.LineQubit.range(2)
+    with pytest.raises(ValueError, match="unresolved parameters"):
+        Simulator().simulate(cirq.Circuit(cirq.rx(A).on(q[0])))
+    with pytest.raises(ValueError, match="mid-circuit"):
+        Simulator().run(cirq.Circuit(cirq.measure(q[0], key="x"), cirq.H(q[0]),
+                                     cirq.measure(q[0], key="y")))
+    with pytest.raises(ValueError, match="terminal measurements"):
+        Simulator().simulate_expectation_values(
+            cirq.Circuit(cirq.H(q[0]), cirq.measure(q[0], key="x")), cirq.Z(q[0]))
+    with pytest.raises(ValueError, match="complex coefficient"):
+        Simulator().simulate_expectation_values(cirq.Circuit(cirq.H(q[0])), 1j * cirq.Z(q[0]))
+    with pytest.raises(ValueError, match="no unitary"):
+        Simulator().simulate(cirq.Circuit(cirq.depolarize(0.1).on(q[0])))
+    with pytest.raises(ValueError, match="precision"):
+        Simulator(precision="c32")
+    with pytest.raises(ValueError, match="threads"):
+        Simulator(threads=0)
