@@ -30,6 +30,7 @@ Cirq is an optional dependency: ``pip install cirq-core``.
 """
 from __future__ import annotations
 
+import collections
 import math
 
 import cirq
@@ -99,6 +100,28 @@ def _keeps(op) -> bool:
     return cirq.has_unitary(op)
 
 
+_MATRICES = {}  # gate -> its unitary as a flat list (gates are immutable values)
+
+
+def _matrix(op):
+    """op's unitary as a flat list (first qubit most significant), per gate once."""
+    gate = op.gate
+    if type(op) is not cirq.GateOperation:
+        return np.asarray(cirq.unitary(op), dtype=np.complex128).reshape(-1).tolist()
+    try:
+        return _MATRICES[gate]
+    except (KeyError, TypeError):  # TypeError: an unhashable gate
+        pass
+    m = np.asarray(cirq.unitary(gate), dtype=np.complex128).reshape(-1).tolist()
+    try:
+        if len(_MATRICES) > 4096:
+            _MATRICES.clear()
+        _MATRICES[gate] = m
+    except TypeError:
+        pass
+    return m
+
+
 class _Program:
     """A circuit translated once for a sweep: per operation either a fixed
     engine operation or one evaluated at each parameter point. Cirq qubit i is
@@ -164,8 +187,7 @@ class _Program:
                 raise ValueError(f"qmlsim.cirq: unresolved parameters {names}")
         if not cirq.has_unitary(op):
             raise ValueError(f"qmlsim.cirq: operation {op!r} has no unitary qmlsim can run")
-        matrix = np.asarray(cirq.unitary(op), dtype=np.complex128)
-        return ("QubitUnitary", wires, [], matrix.reshape(-1).tolist()), 0.0
+        return ("QubitUnitary", wires, [], _matrix(op)), 0.0
 
     def at(self, resolver):
         """(engine operations, global phase) at one parameter point."""
@@ -221,6 +243,7 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
         self._prng = cirq.value.parse_random_state(seed)
         self._options = _options(precision, threads, fusion)
         self._dtype = np.complex64 if precision == "c64" else np.complex128
+        self._cache = collections.OrderedDict()  # see _translated
 
     # -- helpers
     def _programs(self, program, params, qubit_order, initial_state, extra_qubits=()):
@@ -230,8 +253,27 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
         if not qubits:
             raise ValueError("qmlsim.cirq: the circuit acts on no qubit")
         resolvers = list(cirq.to_resolvers(params))
-        prog = _Program(program, qubits, initial_state)
+        prog = self._translated(program, qubits, initial_state)
         return qubits, resolvers, prog, [prog.at(r) for r in resolvers]
+
+    def _translated(self, program, qubits, initial_state):
+        """The program's translation, remembered for the same moments (Cirq's
+        moments are immutable and a circuit's mutations replace them, so their
+        identities pin the content), qubits and a basis-state start: running a
+        circuit again (a training loop, a benchmark) does not translate it again."""
+        if initial_state is not None and not isinstance(initial_state, (int, np.integer)):
+            return _Program(program, qubits, initial_state)
+        moments = tuple(program.moments)
+        key = (tuple(map(id, moments)), tuple(qubits), initial_state)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit[1]
+        prog = _Program(program, qubits, initial_state)
+        self._cache[key] = (moments, prog)  # the moments held: their ids stay theirs
+        if len(self._cache) > 32:
+            self._cache.popitem(last=False)
+        return prog
 
     def _state(self, n, point):
         ops, phase = point

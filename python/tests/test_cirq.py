@@ -127,6 +127,18 @@ def test_samples_follow_the_distribution_and_repeat_with_a_seed():
     assert np.allclose(other, 0)
 
 
+def test_a_mutated_circuit_is_translated_again():
+    q = cirq.LineQubit.range(2)
+    sim = Simulator()
+    circuit = cirq.Circuit(cirq.H(q[0]), cirq.CNOT(q[0], q[1]))
+    first = sim.simulate(circuit).final_state_vector
+    assert np.allclose(sim.simulate(circuit).final_state_vector, first)  # translation reused
+    circuit.append(cirq.X(q[1]))
+    circuit[0] = cirq.Moment([cirq.H(q[0]), cirq.Y(q[1])])
+    want = cirq.Simulator(dtype=np.complex128).simulate(circuit).final_state_vector
+    assert np.abs(sim.simulate(circuit).final_state_vector - want).max() < 1e-12
+
+
 def test_bad_input_is_a_value_error():
     q = cirq.LineQubit.range(2)
     with pytest.raises(ValueError, match="unresolved parameters"):
