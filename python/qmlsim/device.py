@@ -404,7 +404,7 @@ def _standard_wires(circuit):
     """(the tape on wires 0..n-1, n): the tape itself when it already is on them,
     found from its operations' and measurements' wire labels (the tape's own
     wires property builds a Wires object per controlled gate: 43 ms for the
-    5,000 gates of UCCSD on H4), else map_to_standard_wires."""
+    5,000 gates of UCCSD on H4 decomposed), else map_to_standard_wires."""
     labels = set()
     for op in circuit.operations:
         labels.update(_labels(op))
@@ -417,19 +417,10 @@ def _standard_wires(circuit):
     return circuit, len(circuit.wires)
 
 
-def _slot_value(row, spec) -> float:
-    """A tape parameter's entry of an engine gradient row: its slot's, 0 for no
-    slot, or sum(factor * row[slot]) where it feeds several engine angles."""
-    if spec is None:
-        return 0.0
-    if isinstance(spec, int):
-        return row[spec]
-    return sum(factor * row[s] for s, factor in spec)
-
-
 def _slot_matrix(slots, trainable, engine_slots):
     """M with (engine gradient row) @ M = the row over the trainable tape
-    parameters (see _slot_value)."""
+    parameters: a parameter's entry is its slot's, 0 for no slot (None), or
+    sum(factor * row[slot]) where it feeds several engine angles."""
     m = np.zeros((engine_slots, len(trainable)))
     for j, t in enumerate(trainable):
         spec = slots[t]
@@ -915,8 +906,7 @@ class QmlsimQubit(Device):
                 out.append(np.zeros(len(trainable)))
                 continue
             _, grad = _qmlsim.vjp(n, ops, terms, [float(c) for c in column], self._engine_options())
-            out.append(np.array([_slot_value(grad, slots[t])
-                                 for t in trainable]))
+            out.append(np.asarray(grad, dtype=float) @ _slot_matrix(slots, trainable, len(grad)))
         result = np.array(out).T if batched else out[0]
         return tuple(np.array(r) for r in result)
 
