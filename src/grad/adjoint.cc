@@ -343,13 +343,23 @@ void check_weights(const std::vector<double>& w, std::size_t observables) {
                 std::to_string(observables) + " observables");
 }
 
+// The options for one backward pass over n qubits: one thread where a second
+// would slow the sweep down (detail::serial_sweep).
+template <class SV>
+AdjointOptions sweep_options(int n, AdjointOptions o) {
+  if constexpr (detail::kCpuState<SV>)
+    if (detail::serial_sweep<typename SV::real_type>(n, o)) o.threads = 1;
+  return o;
+}
+
 // fixed_weights: the weights when they do not depend on the expectation
 // values (the caller gave numbers, not a function of <H>), else null.
 template <class SV>
 AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
                      const std::vector<PauliSum>& observables, const WeightsFn& weights,
-                     const AdjointOptions& options,
+                     const AdjointOptions& given,
                      const std::vector<double>* fixed_weights = nullptr) {
+  const AdjointOptions options = sweep_options<SV>(c.num_qubits(), given);
   const std::vector<TapeStep> tape = make_tape(c, theta);
   const Segmented s = segment(tape, options.fusion, diagonal_block_qubits<SV>());
   SV phi = detail::forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
@@ -395,22 +405,26 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
   SV final_state =
       detail::forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
   std::vector<std::vector<double>> jac;
-  // Small states on the CPU: one observable's backward pass per thread (each
-  // with its own two states), as batch items run; the rows are the same.
-  if (detail::kCpuState<SV> && observables.size() > 1 &&
-      (std::int64_t{1} << c.num_qubits()) < kMinParallelWork) {
-    jac.assign(observables.size(), std::vector<double>(theta.size(), 0.0));
-    detail::for_each_item(observables.size(), c.num_qubits(), options,
-                          [&](std::size_t k, const AdjointOptions& inner) {
-                            SV phi = detail::make_state<SV>(c.num_qubits(), inner);
-                            SV lambda = detail::make_state<SV>(c.num_qubits(), inner);
-                            phi.copy_from(final_state);
-                            backward(s, phi, lambda, observables[k], jac[k]);
-                          });
-    return jac;
+  // Small states on the CPU (detail::serial_sweep): one observable's backward
+  // pass per thread (each with its own two states), as batch items run; the
+  // rows are the same.
+  if constexpr (detail::kCpuState<SV>) {
+    using R = typename SV::real_type;
+    if (observables.size() > 1 && detail::serial_sweep<R>(c.num_qubits(), options)) {
+      jac.assign(observables.size(), std::vector<double>(theta.size(), 0.0));
+      detail::for_each_sweep<R>(observables.size(), c.num_qubits(), options,
+                                [&](std::size_t k, const AdjointOptions& inner) {
+                                  SV phi = detail::make_state<SV>(c.num_qubits(), inner);
+                                  SV lambda = detail::make_state<SV>(c.num_qubits(), inner);
+                                  phi.copy_from(final_state);
+                                  backward(s, phi, lambda, observables[k], jac[k]);
+                                });
+      return jac;
+    }
   }
-  SV phi = detail::make_state<SV>(c.num_qubits(), options);
-  SV lambda = detail::make_state<SV>(c.num_qubits(), options);
+  const AdjointOptions one = sweep_options<SV>(c.num_qubits(), options);
+  SV phi = detail::make_state<SV>(c.num_qubits(), one);
+  SV lambda = detail::make_state<SV>(c.num_qubits(), one);
   for (const PauliSum& h : observables) {
     phi.copy_from(final_state);
     std::vector<double> row(theta.size(), 0.0);
@@ -461,10 +475,10 @@ std::vector<AdjointResult> adjoint_vjp_batch(const Circuit& c,
                                              const AdjointOptions& options) {
   assert(thetas.size() == weights.size());
   std::vector<AdjointResult> out(thetas.size());
-  detail::for_each_item(thetas.size(), c.num_qubits(), options,
-                        [&](std::size_t i, const AdjointOptions& inner) {
-                          out[i] = adjoint_vjp<R>(c, thetas[i], observables, weights[i], inner);
-                        });
+  detail::for_each_sweep<R>(thetas.size(), c.num_qubits(), options,
+                            [&](std::size_t i, const AdjointOptions& inner) {
+                              out[i] = adjoint_vjp<R>(c, thetas[i], observables, weights[i], inner);
+                            });
   return out;
 }
 
@@ -525,7 +539,7 @@ std::vector<AdjointResult> adjoint_vjp_many(const std::vector<const Circuit*>& c
     return vjp_small_batch<R>(n, circuits, thetas, observables, weights,
                               detail::for_backend(options));
   std::vector<AdjointResult> out(circuits.size());
-  detail::for_each_item(
+  detail::for_each_sweep<R>(
       circuits.size(), n, options, [&](std::size_t i, const AdjointOptions& inner) {
         out[i] = adjoint_vjp<R>(*circuits[i], thetas[i], observables, weights[i], inner);
       });

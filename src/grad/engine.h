@@ -73,13 +73,40 @@ SV forward_state(int n, const AdjointOptions& o, const std::vector<BoundGate>& g
 // turn with the options' threads inside (on the GPU on the calling thread,
 // which holds the device).
 template <class Fn>
-void for_each_item(std::size_t count, int n, const AdjointOptions& options, Fn&& fn) {
-  const bool small = options.backend == Backend::cpu && (std::int64_t{1} << n) < kMinParallelWork;
+void run_items(std::size_t count, bool one_per_thread, const AdjointOptions& options, Fn&& fn) {
   AdjointOptions inner = options;
-  if (small) inner.threads = 1;
-  const int outer = small ? options.threads : 1;
+  if (one_per_thread) inner.threads = 1;
+  const int outer = one_per_thread ? options.threads : 1;
 #pragma omp parallel for schedule(dynamic) num_threads(outer) if (outer > 1)
   for (std::size_t i = 0; i < count; ++i) fn(i, inner);
+}
+
+template <class Fn>
+void for_each_item(std::size_t count, int n, const AdjointOptions& options, Fn&& fn) {
+  run_items(count, options.backend == Backend::cpu && (std::int64_t{1} << n) < kMinParallelWork,
+            options, fn);
+}
+
+// True for adjoint sweeps of n-qubit states on the CPU that a second thread
+// does not speed up: below kMinParallelWork amplitudes, and states that fit
+// one cache-blocked chunk, which the sweep takes gate by gate over the whole
+// state with a parallel region per step instead of its fused single-pass
+// steps (with 2 threads 2.3-2.6x slower than with 1 at 14 and 15 qubits in
+// c128 on a 2 MiB L2: docs/performance.md). Such a sweep runs on one thread,
+// and a batch of them one item per thread (for_each_sweep).
+template <class R>
+bool serial_sweep(int n, const AdjointOptions& o) {
+  if (o.backend != Backend::cpu) return false;
+  if ((std::int64_t{1} << n) < kMinParallelWork) return true;
+  const int chunk =
+      o.chunk_qubits >= 0 ? o.chunk_qubits : cpu::StateVector<R>::default_chunk_qubits();
+  return chunk > 0 && n <= chunk;
+}
+
+// for_each_item for items that are adjoint sweeps (see serial_sweep).
+template <class R, class Fn>
+void for_each_sweep(std::size_t count, int n, const AdjointOptions& options, Fn&& fn) {
+  run_items(count, serial_sweep<R>(n, options), options, fn);
 }
 
 // The qubit count every circuit shares; an Error naming `what` if they differ.
