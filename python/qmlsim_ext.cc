@@ -358,13 +358,15 @@ std::tuple<std::vector<double>, std::vector<double>> vjp(
 }
 
 // Runs fn(i, threads_inside) for every item of a batch: one item per thread
-// when states are small (below 2^14 amplitudes, as the C++ batch policy
-// measured) and there are enough items, else in turn with the threads inside.
+// when states are small (`small`: below 2^14 amplitudes, as the C++ batch
+// policy measured; for adjoint sweeps also states of one cache-blocked chunk,
+// adjoint_sweep_is_serial) and there are enough items, else in turn with the
+// threads inside.
 template <class Fn>
-void for_each_item(std::size_t count, int n, const AdjointOptions& a, Fn&& fn) {
+void for_each_item(std::size_t count, bool small, const AdjointOptions& a, Fn&& fn) {
   const int threads = a.threads;
   // The GPU is held by the calling thread: its items run in turn.
-  const bool per_thread = a.backend == Backend::cpu && n < 14 && threads > 1 &&
+  const bool per_thread = a.backend == Backend::cpu && small && threads > 1 &&
                           count >= static_cast<std::size_t>(threads);
   if (!per_thread) {
     for (std::size_t i = 0; i < count; ++i) fn(i, threads);
@@ -383,11 +385,20 @@ void for_each_item(std::size_t count, int n, const AdjointOptions& a, Fn&& fn) {
   if (error) std::rethrow_exception(error);
 }
 
+// Whether a batch's items of n qubits are small enough to run one per thread:
+// below 2^14 amplitudes (the C++ batch policy), or adjoint sweeps of a state
+// that fits one cache-blocked chunk (adjoint_sweep_is_serial).
+bool small_items(int n, bool f32, const AdjointOptions& a, bool adjoint) {
+  return n < 14 ||
+         (adjoint && adjoint_sweep_is_serial(n, f32 ? Precision::c64 : Precision::c128, a));
+}
+
 // Runs fn(program, options, single precision) for every item of a batch with
-// the GIL released (states: how many each item holds, for the memory check).
+// the GIL released (states: how many each item holds, for the memory check;
+// adjoint: the items are adjoint sweeps).
 template <class Result, class Fn>
 std::vector<Result> run_batch(int n, const std::vector<std::vector<OpSpec>>& items, int states,
-                              const Options& o, Fn&& fn) {
+                              const Options& o, bool adjoint, Fn&& fn) {
   std::vector<Program> progs;
   for (const auto& item : items) progs.push_back(make_program(n, item));
   const bool f32 = single(o);
@@ -395,12 +406,13 @@ std::vector<Result> run_batch(int n, const std::vector<std::vector<OpSpec>>& ite
   std::vector<Result> out(items.size());
   nb::gil_scoped_release release;
   const AdjointOptions base = engine(o);
-  for_each_item(items.size(), n, base, [&](std::size_t i, int threads) {
-    AdjointOptions a = base;
-    a.threads = threads;
-    a.initial_state = progs[i].initial;
-    out[i] = fn(progs[i], a, f32);
-  });
+  for_each_item(items.size(), small_items(n, f32, base, adjoint), base,
+                [&](std::size_t i, int threads) {
+                  AdjointOptions a = base;
+                  a.threads = threads;
+                  a.initial_state = progs[i].initial;
+                  out[i] = fn(progs[i], a, f32);
+                });
   return out;
 }
 
@@ -411,7 +423,7 @@ std::vector<std::vector<double>> expvals_batch(int n, const std::vector<std::vec
   SimulateRequest req;
   req.observables = make_observables(obs);
   return run_batch<std::vector<double>>(
-      n, items, 1, o, [&](const Program& p, const AdjointOptions& a, bool f32) {
+      n, items, 1, o, false, [&](const Program& p, const AdjointOptions& a, bool f32) {
         return f32 ? simulate<float>(p.circuit, p.theta, req, a).expvals
                    : simulate<double>(p.circuit, p.theta, req, a).expvals;
       });
@@ -429,7 +441,7 @@ std::vector<std::vector<std::vector<double>>> jacobian_batch(
     three = false;
   }
   return run_batch<std::vector<std::vector<double>>>(
-      n, items, 2, o, [&](const Program& p, const AdjointOptions& a, bool f32) {
+      n, items, 2, o, true, [&](const Program& p, const AdjointOptions& a, bool f32) {
         // One forward pass kept, then a backward pass per observable (on
         // several threads for small states): three states. Where only two fit,
         // a forward and a backward pass per observable.
@@ -478,15 +490,17 @@ class QasmRunner {
     std::vector<double> out(thetas.size() * k);
     {
       nb::gil_scoped_release release;
-      for_each_item(thetas.size(), n, engine(o), [&](std::size_t i, int threads) {
-        AdjointOptions a = engine(o);
-        a.threads = threads;
-        a.initial_state = initial_;
-        const std::vector<double> v =
-            f32 ? simulate<float>(prog_.circuit, thetas[i], req, a).expvals
-                : simulate<double>(prog_.circuit, thetas[i], req, a).expvals;
-        std::copy(v.begin(), v.end(), out.begin() + static_cast<std::ptrdiff_t>(i * k));
-      });
+      for_each_item(thetas.size(), small_items(n, f32, engine(o), false), engine(o),
+                    [&](std::size_t i, int threads) {
+                      AdjointOptions a = engine(o);
+                      a.threads = threads;
+                      a.initial_state = initial_;
+                      const std::vector<double> v =
+                          f32 ? simulate<float>(prog_.circuit, thetas[i], req, a).expvals
+                              : simulate<double>(prog_.circuit, thetas[i], req, a).expvals;
+                      std::copy(v.begin(), v.end(),
+                                out.begin() + static_cast<std::ptrdiff_t>(i * k));
+                    });
     }
     return to_numpy(std::move(out), {thetas.size(), k});
   }
@@ -513,18 +527,20 @@ class QasmRunner {
     std::vector<double> grads(thetas.size() * p), values(thetas.size());
     {
       nb::gil_scoped_release release;
-      for_each_item(thetas.size(), n, engine(o), [&](std::size_t i, int threads) {
-        AdjointOptions a = engine(o);
-        a.threads = threads;
-        a.initial_state = initial_;
-        const std::vector<PauliSum> one = {h[static_cast<std::size_t>(which[i])]};
-        const std::vector<double> w = {1.0};
-        const AdjointResult r = f32 ? adjoint_vjp<float>(prog_.circuit, thetas[i], one, w, a)
-                                    : adjoint_vjp<double>(prog_.circuit, thetas[i], one, w, a);
-        const std::vector<double> g = prog_.input_gradient(row(x, i), r.gradient);
-        std::copy(g.begin(), g.end(), grads.begin() + static_cast<std::ptrdiff_t>(i * p));
-        values[i] = r.expvals[0];
-      });
+      for_each_item(
+          thetas.size(), small_items(n, f32, engine(o), true), engine(o),
+          [&](std::size_t i, int threads) {
+            AdjointOptions a = engine(o);
+            a.threads = threads;
+            a.initial_state = initial_;
+            const std::vector<PauliSum> one = {h[static_cast<std::size_t>(which[i])]};
+            const std::vector<double> w = {1.0};
+            const AdjointResult r = f32 ? adjoint_vjp<float>(prog_.circuit, thetas[i], one, w, a)
+                                        : adjoint_vjp<double>(prog_.circuit, thetas[i], one, w, a);
+            const std::vector<double> g = prog_.input_gradient(row(x, i), r.gradient);
+            std::copy(g.begin(), g.end(), grads.begin() + static_cast<std::ptrdiff_t>(i * p));
+            values[i] = r.expvals[0];
+          });
     }
     return {to_numpy(std::move(grads), {thetas.size(), p}),
             to_numpy(std::move(values), {thetas.size()})};
@@ -540,21 +556,22 @@ class QasmRunner {
     std::vector<double> out(thetas.size() * dim);
     {
       nb::gil_scoped_release release;
-      for_each_item(thetas.size(), n, engine(o), [&](std::size_t i, int threads) {
-        auto run = [&](auto sv) {
-          if (!initial_.empty()) sv.set_amplitudes(initial_);
-          sv.apply(bind_params(prog_.circuit, thetas[i]));
-          const auto* amps = sv.data();
-          for (std::size_t j = 0; j < dim; ++j) {
-            const double re = amps[2 * j], im = amps[2 * j + 1];
-            out[i * dim + j] = re * re + im * im;
-          }
-        };
-        if (f32)
-          run(cpu::StateVector<float>(n, threads));
-        else
-          run(cpu::StateVector<double>(n, threads));
-      });
+      for_each_item(thetas.size(), small_items(n, f32, engine(o), false), engine(o),
+                    [&](std::size_t i, int threads) {
+                      auto run = [&](auto sv) {
+                        if (!initial_.empty()) sv.set_amplitudes(initial_);
+                        sv.apply(bind_params(prog_.circuit, thetas[i]));
+                        const auto* amps = sv.data();
+                        for (std::size_t j = 0; j < dim; ++j) {
+                          const double re = amps[2 * j], im = amps[2 * j + 1];
+                          out[i * dim + j] = re * re + im * im;
+                        }
+                      };
+                      if (f32)
+                        run(cpu::StateVector<float>(n, threads));
+                      else
+                        run(cpu::StateVector<double>(n, threads));
+                    });
     }
     return to_numpy(std::move(out), {thetas.size(), dim});
   }

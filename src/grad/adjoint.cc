@@ -436,6 +436,11 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
 
 }  // namespace
 
+bool adjoint_sweep_is_serial(int n, Precision precision, const AdjointOptions& options) {
+  return precision == Precision::c64 ? detail::serial_sweep<float>(n, options)
+                                     : detail::serial_sweep<double>(n, options);
+}
+
 template <class R>
 AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, std::span<const double> weights,

@@ -54,6 +54,11 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, const WeightsFn& weights,
                           const AdjointOptions& options);
 
+// Whether an adjoint sweep of n qubits runs on one thread under these options:
+// a CPU state that fits one cache-blocked chunk, which a second thread slows
+// down. Batches of such sweeps run one item per thread.
+bool adjoint_sweep_is_serial(int n, Precision precision, const AdjointOptions& options);
+
 // d<H_k>/dtheta for every observable: one row per observable.
 template <class R>
 std::vector<std::vector<double>> adjoint_jacobian(const Circuit& c, std::span<const double> theta,
