@@ -28,20 +28,13 @@ import qsimcirq
 import sympy
 
 from qmlsim.cirq import Simulator
+from run import grid_circuit  # the peers bench's qsim-style grid (bench/peers/run.py)
 
 THREADS = 2
 
 
 def grid(rows, cols, entangler):
-    qubits = cirq.GridQubit.rect(rows, cols)
-    if entangler == "fsim":
-        def two(a, b, _):
-            return cirq.FSimGate(np.pi / 2, np.pi / 6)(a, b)
-    else:
-        def two(a, b, _):
-            return cirq.CZ(a, b)
-    circuit = cirq.experiments.random_rotations_between_grid_interaction_layers_circuit(
-        qubits, depth=14, two_qubit_op_factory=two, seed=rows * cols)
+    qubits, circuit = grid_circuit(rows, cols, 14, entangler, seed=rows * cols)
     return circuit, [cirq.Z(qubits[0])], None
 
 

@@ -257,6 +257,28 @@ Matrix target_matrix(GateId id, std::span<const double> params, int num_targets)
   return base_matrix(g.base, params, num_targets);
 }
 
+namespace {
+
+// dM/dtheta_p of `form` (the dense target matrix or its diagonal), exactly:
+// w (M(theta + s) - M(theta - s)) / 2 with s = pi / (2w) (GateInfo::frequency).
+Matrix shift_rule(GateId id, std::span<const double> params, int num_targets, int p,
+                  Matrix (*form)(GateId, std::span<const double>, int)) {
+  const GateInfo& g = gate_info(id);
+  assert(p >= 0 && p < g.num_params);
+  const double w = g.frequency[p];
+  const double s = std::numbers::pi / (2 * w);
+  std::array<double, kMaxGateParams> plus{}, minus{};
+  for (int i = 0; i < g.num_params; ++i) plus[i] = minus[i] = params[i];
+  plus[p] += s;
+  minus[p] -= s;
+  Matrix a = form(id, std::span(plus.data(), g.num_params), num_targets);
+  const Matrix b = form(id, std::span(minus.data(), g.num_params), num_targets);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = w * (a[i] - b[i]) / 2.0;
+  return a;
+}
+
+}  // namespace
+
 Matrix target_diagonal(GateId id, std::span<const double> params, int num_targets) {
   const GateInfo& g = gate_info(id);
   assert(g.diagonal && static_cast<int>(params.size()) == g.num_params);
@@ -274,18 +296,7 @@ Matrix target_diagonal(GateId id, std::span<const double> params, int num_target
 
 Matrix target_diagonal_derivative(GateId id, std::span<const double> params, int num_targets,
                                   int p) {
-  const GateInfo& g = gate_info(id);
-  assert(p >= 0 && p < g.num_params);
-  const double w = g.frequency[p];
-  const double s = std::numbers::pi / (2 * w);
-  std::array<double, kMaxGateParams> plus{}, minus{};
-  for (int i = 0; i < g.num_params; ++i) plus[i] = minus[i] = params[i];
-  plus[p] += s;
-  minus[p] -= s;
-  Matrix a = target_diagonal(id, std::span(plus.data(), g.num_params), num_targets);
-  const Matrix b = target_diagonal(id, std::span(minus.data(), g.num_params), num_targets);
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] = w * (a[i] - b[i]) / 2.0;
-  return a;
+  return shift_rule(id, params, num_targets, p, target_diagonal);
 }
 
 Matrix full_matrix(GateId id, std::span<const double> params, int num_wires) {
@@ -303,18 +314,7 @@ Matrix full_matrix(GateId id, std::span<const double> params, int num_wires) {
 }
 
 Matrix target_matrix_derivative(GateId id, std::span<const double> params, int num_targets, int p) {
-  const GateInfo& g = gate_info(id);
-  assert(p >= 0 && p < g.num_params);
-  const double w = g.frequency[p];
-  const double s = std::numbers::pi / (2 * w);
-  std::array<double, kMaxGateParams> plus{}, minus{};
-  for (int i = 0; i < g.num_params; ++i) plus[i] = minus[i] = params[i];
-  plus[p] += s;
-  minus[p] -= s;
-  Matrix a = target_matrix(id, std::span(plus.data(), g.num_params), num_targets);
-  const Matrix b = target_matrix(id, std::span(minus.data(), g.num_params), num_targets);
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] = w * (a[i] - b[i]) / 2.0;
-  return a;
+  return shift_rule(id, params, num_targets, p, target_matrix);
 }
 
 bool is_unitary(const Matrix& m, double tol) {
