@@ -429,10 +429,12 @@ std::vector<std::vector<double>> expvals_batch(int n, const std::vector<std::vec
       });
 }
 
-// Jacobians of many circuits on n qubits in one call: out[item][k][parameter].
-std::vector<std::vector<std::vector<double>>> jacobian_batch(
-    int n, const std::vector<std::vector<OpSpec>>& items,
-    const std::vector<std::vector<TermSpec>>& obs, const Options& o) {
+// Jacobians of many circuits on n qubits in one call, with their expectation
+// values: out[item] = (<H_k>, [k][parameter]).
+using ValuesAndRows = std::tuple<std::vector<double>, std::vector<std::vector<double>>>;
+std::vector<ValuesAndRows> jacobian_batch(int n, const std::vector<std::vector<OpSpec>>& items,
+                                          const std::vector<std::vector<TermSpec>>& obs,
+                                          const Options& o) {
   const std::vector<PauliSum> h = make_observables(obs);
   bool three = true;
   try {
@@ -440,14 +442,17 @@ std::vector<std::vector<std::vector<double>>> jacobian_batch(
   } catch (const TooLarge&) {
     three = false;
   }
-  return run_batch<std::vector<std::vector<double>>>(
+  return run_batch<ValuesAndRows>(
       n, items, 2, o, true, [&](const Program& p, const AdjointOptions& a, bool f32) {
         // One forward pass kept, then a backward pass per observable (on
         // several threads for small states): three states. Where only two fit,
         // a forward and a backward pass per observable.
-        if (!three) return rows_by_vjp(p, h, a, f32);
-        return f32 ? adjoint_jacobian<float>(p.circuit, p.theta, h, a)
-                   : adjoint_jacobian<double>(p.circuit, p.theta, h, a);
+        std::vector<double> values;
+        std::vector<std::vector<double>> rows =
+            !three ? rows_by_vjp(p, h, a, f32, &values)
+            : f32  ? adjoint_jacobian<float>(p.circuit, p.theta, h, a, &values)
+                   : adjoint_jacobian<double>(p.circuit, p.theta, h, a, &values);
+        return ValuesAndRows{std::move(values), std::move(rows)};
       });
 }
 
@@ -656,7 +661,8 @@ NB_MODULE(_qmlsim, m) {
         "<H_k> for many circuits in one call (threads across items when states are small).");
   m.def("jacobian_batch", &jacobian_batch, nb::arg("num_qubits"), nb::arg("items"),
         nb::arg("observables"), nb::arg("options"),
-        "Adjoint Jacobians of many circuits in one call: [item][observable][parameter].");
+        "Adjoint Jacobians of many circuits in one call, with their expectation values: "
+        "[item] = (<H_k>, [observable][parameter]).");
   nb::class_<QasmRunner>(m, "QasmRunner")
       .def(nb::init<const std::string&, std::vector<cplx>>(), nb::arg("text"),
            nb::arg("initial") = std::vector<cplx>{})

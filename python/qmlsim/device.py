@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+import sys
 import weakref
 
 import numpy as np
@@ -44,6 +45,7 @@ from pennylane.devices.preprocess import (
     validate_observables,
 )
 from pennylane.devices.qubit import measure_final_state
+from pennylane.math import Interface
 from pennylane.measurements import ExpectationMP, MidMeasureMP, ProbabilityMP
 from pennylane.operation import StatePrepBase
 from pennylane.transforms import broadcast_expand, defer_measurements
@@ -417,6 +419,30 @@ def _standard_wires(circuit):
     return circuit, len(circuit.wires)
 
 
+def _derivatives_follow(interface, circuit):
+    """Whether the interface will ask for the derivatives of this execution:
+    torch with gradients enabled, or autograd tracing a trainable parameter
+    (inside qml.grad or qml.jacobian). Unknown (no tape, other interfaces):
+    False."""
+    if circuit is None or not circuit.trainable_params:
+        return False
+    if interface == Interface.TORCH:
+        torch = sys.modules.get("torch")
+        return torch is not None and torch.is_grad_enabled()
+    if interface == Interface.AUTOGRAD:
+        tracer = sys.modules.get("autograd.tracer")
+        return tracer is not None and any(
+            isinstance(p, tracer.Box) for p in circuit.get_parameters(trainable_only=True))
+    return False
+
+
+def _format_values(values):
+    """A tape's expectation values as PennyLane returns them: a scalar for one
+    measurement, else a tuple."""
+    res = tuple(np.float64(x) for x in values)
+    return res[0] if len(res) == 1 else res
+
+
 def _slot_matrix(slots, trainable, engine_slots):
     """M with (engine gradient row) @ M = the row over the trainable tape
     parameters: a parameter's entry is its slot's, 0 for no slot (None), or
@@ -708,17 +734,19 @@ class QmlsimQubit(Device):
             updated["use_device_gradient"] = adjoint
         if config.use_device_jacobian_product is None:
             updated["use_device_jacobian_product"] = adjoint
-        # Derivatives when the backward pass asks for them, not with every
-        # forward pass: a forward pass that no one differentiates (inference,
-        # torch.no_grad(), a cost printed before its gradient) does no
-        # derivative work. Measured (docs/performance.md): inference of a
-        # 16-wire dressed layer 263 -> 40 ms; a torch training step pays one
-        # more forward pass (10 wires 28 -> 33 ms, 16 wires 263 -> 273 ms).
-        # Re-measured for circuits of at most 12 wires: True there gains 5-12%
-        # on Jacobians and training steps and costs 40% on inference (a
-        # Jacobian computed for nothing), so False there too.
+        # Derivatives with the forward pass exactly when the interface will
+        # ask for them (torch with gradients enabled, autograd tracing the
+        # parameters): one C++ call then gives values and Jacobian from one
+        # forward pass, and PennyLane converts the tape once, not twice. A
+        # forward pass that no one differentiates (inference under
+        # torch.no_grad(), a cost evaluated outside qml.grad, JAX, which
+        # PennyLane runs with False) does no derivative work. Measured
+        # (docs/performance.md): a 10-wire torch training step 33 -> 28 ms,
+        # 16-wire inference 40 ms against 263 ms with derivatives.
         if config.grad_on_execution is None:
-            updated["grad_on_execution"] = False
+            vjp = updated.get("use_device_jacobian_product", config.use_device_jacobian_product)
+            updated["grad_on_execution"] = (adjoint and not vjp
+                                            and _derivatives_follow(config.interface, circuit))
         updated["convert_to_numpy"] = True
         return dataclasses.replace(config, **updated)
 
@@ -810,13 +838,12 @@ class QmlsimQubit(Device):
                 results[i] = self._simulate(circuit)
                 continue
             n, ops, terms = fast
-            groups.setdefault((n, terms), []).append((i, ops, len(terms) == 1))
+            groups.setdefault((n, terms), []).append((i, ops))
         for (n, terms), items in groups.items():
-            values = _qmlsim.expvals_batch(n, [ops for _, ops, _ in items], list(terms),
+            values = _qmlsim.expvals_batch(n, [ops for _, ops in items], list(terms),
                                            self._engine_options())
-            for (i, _, single), v in zip(items, values):
-                res = tuple(np.float64(x) for x in v)
-                results[i] = res[0] if single else res
+            for (i, _), v in zip(items, values):
+                results[i] = _format_values(v)
         return tuple(results)
 
     def _expval_inputs(self, circuit):
@@ -874,10 +901,12 @@ class QmlsimQubit(Device):
             return tuple(np.array(j) for j in jac)
         return tuple(tuple(np.array(j_) for j_ in j) for j in jac)
 
-    def compute_derivatives(self, circuits, execution_config: ExecutionConfig | None = None):
-        """Adjoint Jacobians, batched in C++ like execute: one backward pass per
-        observable and tape, two states per tape in flight."""
-        results = [None] * len(circuits)
+    def _values_and_jacobians(self, circuits):
+        """[(results as execute returns them, Jacobian)] per tape: adjoint
+        Jacobians batched in C++ like execute (one call per group of the same
+        wires and observables), each from one forward pass that also gives
+        the expectation values, then one backward pass per observable."""
+        out = [None] * len(circuits)
         groups = {}
         for i, circuit in enumerate(circuits):
             n, ops, slots, terms, trainable = self._adjoint_inputs(circuit)
@@ -886,12 +915,16 @@ class QmlsimQubit(Device):
         for (n, terms), items in groups.items():
             jacs = _qmlsim.jacobian_batch(n, [it[1] for it in items], list(terms),
                                           self._engine_options())
-            for (i, _, slots, trainable), rows in zip(items, jacs):
-                results[i] = self._format_jacobian(rows, slots, trainable)
-        return tuple(results)
+            for (i, _, slots, trainable), (values, rows) in zip(items, jacs):
+                out[i] = (_format_values(values), self._format_jacobian(rows, slots, trainable))
+        return out
+
+    def compute_derivatives(self, circuits, execution_config: ExecutionConfig | None = None):
+        return tuple(jac for _, jac in self._values_and_jacobians(circuits))
 
     def execute_and_compute_derivatives(self, circuits, execution_config=None):
-        return self.execute(circuits), self.compute_derivatives(circuits)
+        both = self._values_and_jacobians(circuits)
+        return tuple(v for v, _ in both), tuple(jac for _, jac in both)
 
     def _vjp(self, circuit, cotangent):
         n, ops, slots, terms, trainable = self._adjoint_inputs(circuit)

@@ -399,11 +399,16 @@ AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
 template <class SV>
 std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const double> theta,
                                              const std::vector<PauliSum>& observables,
-                                             const AdjointOptions& options) {
+                                             const AdjointOptions& options,
+                                             std::vector<double>* expvals) {
   const std::vector<TapeStep> tape = make_tape(c, theta);
   const Segmented s = segment(tape, options.fusion, diagonal_block_qubits<SV>());
   SV final_state =
       detail::forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
+  if (expvals) {
+    expvals->clear();
+    for (const PauliSum& h : observables) expvals->push_back(final_state.expval(h));
+  }
   std::vector<std::vector<double>> jac;
   // Small states on the CPU (detail::serial_sweep): one observable's backward
   // pass per thread (each with its own two states), as batch items run; the
@@ -466,10 +471,12 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
 template <class R>
 std::vector<std::vector<double>> adjoint_jacobian(const Circuit& c, std::span<const double> theta,
                                                   const std::vector<PauliSum>& observables,
-                                                  const AdjointOptions& options) {
+                                                  const AdjointOptions& options,
+                                                  std::vector<double>* expvals) {
   if (options.backend == Backend::cuda)
-    return jacobian_on<cuda::StateVector<R>>(c, theta, observables, detail::for_backend(options));
-  return jacobian_on<cpu::StateVector<R>>(c, theta, observables, options);
+    return jacobian_on<cuda::StateVector<R>>(c, theta, observables, detail::for_backend(options),
+                                             expvals);
+  return jacobian_on<cpu::StateVector<R>>(c, theta, observables, options, expvals);
 }
 
 template <class R>
@@ -560,7 +567,7 @@ std::vector<AdjointResult> adjoint_vjp_many(const std::vector<const Circuit*>& c
                                         const AdjointOptions&);                                \
   template std::vector<std::vector<double>> adjoint_jacobian<R>(                               \
       const Circuit&, std::span<const double>, const std::vector<PauliSum>&,                   \
-      const AdjointOptions&);                                                                  \
+      const AdjointOptions&, std::vector<double>*);                                            \
   template std::vector<AdjointResult> adjoint_vjp_batch<R>(                                    \
       const Circuit&, const std::vector<std::vector<double>>&, const std::vector<PauliSum>&,   \
       const std::vector<std::vector<double>>&, const AdjointOptions&);                         \

@@ -59,11 +59,14 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
 // down. Batches of such sweeps run one item per thread.
 bool adjoint_sweep_is_serial(int n, Precision precision, const AdjointOptions& options);
 
-// d<H_k>/dtheta for every observable: one row per observable.
+// d<H_k>/dtheta for every observable: one row per observable. `expvals`, when
+// given, receives <H_k> at theta (from the forward state the sweeps start
+// from: no second forward pass).
 template <class R>
 std::vector<std::vector<double>> adjoint_jacobian(const Circuit& c, std::span<const double> theta,
                                                   const std::vector<PauliSum>& observables,
-                                                  const AdjointOptions& options);
+                                                  const AdjointOptions& options,
+                                                  std::vector<double>* expvals = nullptr);
 
 // Vector-Jacobian products for a batch of parameter vectors of one circuit
 // template: items run one per thread when states are small, else one after

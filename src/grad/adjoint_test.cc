@@ -172,7 +172,11 @@ TEST(Adjoint, StartsFromAGivenInitialState) {
     SimulateRequest req;
     req.observables = {h};
     EXPECT_NEAR(simulate<double>(c, theta, req, o).expvals[0], oracle(theta), 1e-12);
-    const std::vector<std::vector<double>> jac = adjoint_jacobian<double>(c, theta, {h, h}, o);
+    std::vector<double> values;
+    const std::vector<std::vector<double>> jac =
+        adjoint_jacobian<double>(c, theta, {h, h}, o, &values);
+    ASSERT_EQ(values.size(), 2u);
+    EXPECT_NEAR(values[1], oracle(theta), 1e-12);
     for (std::size_t s = 0; s < theta.size(); ++s) {
       std::vector<double> up = theta, down = theta;
       up[s] += 1e-6;
