@@ -16,6 +16,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/aligned_buffer.h"
+#include "core/cpu_features.h"
 #include "core/json.h"
 #include "core/memory.h"
 #include "core/parallel.h"
@@ -470,8 +471,11 @@ int bench_command(const std::vector<std::string>& argv) {
     std::printf("qmlsim bench: backend cuda, %s (%.1f GiB), %d repetitions (median)\n",
                 gpu.name.c_str(), gpu.memory_gib, reps);
   } else {
-    std::printf("qmlsim bench: kernels %s, %d repetitions (median), machine memory %s\n",
-                cpu::best_kernels().name, reps, format_gib(physical_memory_bytes()).c_str());
+    std::printf(
+        "qmlsim bench: %s, kernels %s, L2 %zu KiB per core, %d repetitions (median), machine "
+        "memory %s\n",
+        cpu_model_name().c_str(), cpu::best_kernels().name, l2_cache_bytes() >> 10, reps,
+        format_gib(physical_memory_bytes()).c_str());
   }
   std::vector<Row> rows;
   const bool gradient_mode = args.has("--gradient");
@@ -537,6 +541,8 @@ int bench_command(const std::vector<std::string>& argv) {
     JsonWriter w(json_file);
     w.begin_object().key("backend").value(backend_name(backend));
     w.key("kernels").value(backend == Backend::cuda ? "cuda" : cpu::best_kernels().name);
+    w.key("cpu").value(cpu_model_name());
+    w.key("l2_cache_bytes").value(static_cast<long long>(l2_cache_bytes()));
     w.key("results").begin_array();
     for (const Row& r : rows) {
       w.begin_object().key("qubits").value(r.n).key("precision").value(r.precision);

@@ -2,6 +2,11 @@
 
 #include <unistd.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -15,6 +20,38 @@ CpuFeatures detect_cpu_features() {
   f.avx512f = f.avx2_fma && __builtin_cpu_supports("avx512f");
 #endif
   return f;
+}
+
+namespace {
+std::string trimmed(std::string s) {
+  const std::size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return {};
+  const std::size_t e = s.find_last_not_of(" \t");
+  std::string out;  // inner runs of spaces as one (brand strings pad with them)
+  for (std::size_t i = b; i <= e; ++i)
+    if (s[i] != ' ' || out.back() != ' ') out += s[i];
+  return out;
+}
+}  // namespace
+
+std::string cpu_model_name() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned regs[12] = {};
+  unsigned top = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0x80000000u, &top, &ebx, &ecx, &edx) && top >= 0x80000004u) {
+    for (unsigned i = 0; i < 3; ++i)
+      __get_cpuid(0x80000002u + i, &regs[4 * i], &regs[4 * i + 1], &regs[4 * i + 2],
+                  &regs[4 * i + 3]);
+    char brand[49] = {};
+    std::memcpy(brand, regs, 48);
+    if (std::string name = trimmed(brand); !name.empty()) return name;
+  }
+#endif
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos)
+      if (std::string name = trimmed(line.substr(line.find(':') + 1)); !name.empty()) return name;
+  return "unknown CPU";
 }
 
 namespace {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace qmlsim {
 
@@ -11,6 +12,10 @@ struct CpuFeatures {
 };
 
 CpuFeatures detect_cpu_features();
+
+// The processor's model name (CPUID's brand string on x86, else /proc/cpuinfo's
+// "model name"), spaces trimmed; "unknown CPU" if neither says.
+std::string cpu_model_name();
 
 // The L2 cache of one core in bytes, as the OS reports it (sysconf, then
 // /sys); 0 if unknown.
