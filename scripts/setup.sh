@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev
-  libhdf5-dev libtomlplusplus-dev libmimalloc-dev
+  libhdf5-dev libtomlplusplus-dev libmimalloc-dev libcurl4-openssl-dev libssl-dev
   openmpi-bin libopenmpi-dev iproute2
   python3-h5py python3-venv python3-yaml
   clang-format

@@ -155,15 +155,18 @@ TEST(Cli, BadInputGivesOneLocatedLineAndStatus2) {
       {"bench --qubits 3", "", "--qubits: 3 is out of range"},
       {"bench --precision c16", "", "--precision: expected c64, c128"},
       {"run {f} --observable Z0 --backend tpu", "", "--backend: 'tpu' is not one of"},
-      // URLs are refused until object storage is supported, never written as a folder "s3:".
+      // URLs other than a bucket's are refused, never written as a folder "s3:"; bad
+      // bucket URLs are refused before any request.
       {"run {f} --observable Z0 --state-out s3://b/state.h5", "",
-       "--state-out: s3://b/state.h5: URLs (s3://...) are not supported"},
+       "--state-out: s3://b/state.h5: URLs (s3://...) are not supported here"},
       {"run gs://b/c.qasm --observable Z0", "", "circuit: gs://b/c.qasm: URLs (gs://...)"},
-      {"train " QMLSIM_EXAMPLES "/qcnn.toml --run-dir s3://runs/qcnn", "",
-       "--run-dir: s3://runs/qcnn: URLs (s3://...) are not supported"},
+      {"train " QMLSIM_EXAMPLES "/qcnn.toml --run-dir gs://runs/qcnn", "",
+       "--run-dir: gs://runs/qcnn: URLs (gs://...) are not supported but s3://BUCKET/KEY"},
+      {"train " QMLSIM_EXAMPLES "/qcnn.toml --run-dir s3://Runs/qcnn", "",
+       "--run-dir: s3://Runs/qcnn: a bucket name has only a-z, 0-9, '.' and '-'"},
       {"train " QMLSIM_EXAMPLES "/sonar_dressed.toml --set data.path=s3://b/d.csv", "",
-       "--set data.path=s3://b/d.csv: s3://b/d.csv: URLs"},
-      {"infer s3://runs/qcnn", "", "run directory: s3://runs/qcnn: URLs"},
+       "data.path: s3://b/d.csv: a bucket name has 3 to 63 characters"},
+      {"infer s3://r/qcnn", "", "run directory: s3://r/qcnn: a bucket name has 3 to 63"},
       // Issue 20's reproducers, through the command line.
       {"run {g} --observable Z3",
        "OPENQASM 2.0;\ninclude \"qelib1.inc\";\nqreg r[1];\nqreg q[1];\nqreg s[2];\nx q[0];\n"

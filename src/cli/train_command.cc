@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "comm/comm.h"
 #include "core/error.h"
+#include "io/object_store.h"
 #include "train/jobs.h"
 #include "train/plan.h"
 #include "train/trainer.h"
@@ -125,7 +126,10 @@ int train_command(const std::vector<std::string>& argv) {
     throw Error("expected exactly one config file (see qmlsim train --help)");
   const std::string config_path = args.positionals()[0];
   require_file_path(config_path, "config");
-  if (args.has("--run-dir")) require_file_path(*args.get("--run-dir"), "--run-dir");
+  if (const auto dir = args.get("--run-dir")) {
+    require_file_path(*dir, "--run-dir", true);
+    if (io::is_s3_url(*dir)) io::parse_s3_url(*dir, "--run-dir");
+  }
   const io::Config config = train::load_job_config(config_path, sets_with_backend(args));
   const comm::Comm& world = comm::Comm::world();
   if (args.has("--expect-ranks")) {
@@ -153,19 +157,36 @@ int infer_command(const std::vector<std::string>& argv) {
     return 0;
   }
   if (args.positionals().size() > 1) throw Error("expected at most one run directory");
-  const std::string dir = args.positionals().empty() ? "" : args.positionals()[0];
-  require_file_path(dir, "run directory");
+  std::string dir = args.positionals().empty() ? "" : args.positionals()[0];
+  require_file_path(dir, "run directory", true);
+  if (io::is_s3_url(dir)) {
+    while (dir.back() == '/') dir.pop_back();
+    io::parse_s3_url(dir, "run directory");
+  }
   for (const char* flag : {"--weights", "--config", "--data", "--out"})
-    if (args.has(flag)) require_file_path(*args.get(flag), flag);
+    if (args.has(flag)) {
+      require_file_path(*args.get(flag), flag, true);
+      if (io::is_s3_url(*args.get(flag))) io::parse_s3_url(*args.get(flag), flag);
+    }
   if (dir.empty() && (!args.has("--weights") || !args.has("--config")))
     throw Error("give a run directory, or both --weights and --config");
+  // A run in a bucket, and flags naming objects, are read from local copies.
   const std::string config_path = args.get("--config").value_or(dir + "/config.toml");
-  const std::string weights = args.get("--weights").value_or(dir + "/weights.h5");
-  const io::Config config = train::load_job_config(config_path, sets_with_backend(args));
+  const io::Config config =
+      io::read_via_local(config_path, args.has("--config") ? "--config" : "run directory",
+                         [&](const std::string& local) {
+                           return train::load_job_config(local, sets_with_backend(args));
+                         });
+  const std::string weights =
+      io::fetch_to_local(args.get("--weights").value_or(dir + "/weights.h5"),
+                         args.has("--weights") ? "--weights" : "run directory");
   if (!comm::Comm::world().root()) return 0;  // under mpirun, rank 0 alone answers
   if (args.has("--out") && !args.has("--data")) throw Error("--out: needs --data");
-  train::infer(config, weights, std::cout, args.get("--data").value_or(""),
-               args.get("--out").value_or(""));
+  const std::string out = args.get("--out").value_or("");
+  // An --out object is written to a local file first, then sent whole.
+  const std::string local_out = io::is_s3_url(out) ? io::scratch_path("predictions") : out;
+  train::infer(config, weights, std::cout, args.get("--data").value_or(""), local_out);
+  if (local_out != out) io::object_store().put_file(io::parse_s3_url(out, "--out"), local_out);
   return 0;
 }
 

@@ -26,9 +26,10 @@ void throw_at(const SourceLoc& loc, const std::string& message) {
               ": " + message);
 }
 
-void require_file_path(const std::string& path, const std::string& where) {
+void require_file_path(const std::string& path, const std::string& where, bool allow_s3) {
   const std::size_t colon = path.find("://");
   if (colon == std::string::npos || colon == 0) return;
+  if (allow_s3 && path.rfind("s3://", 0) == 0) return;
   for (std::size_t i = 0; i < colon; ++i) {
     const char c = path[i];
     const bool scheme_char = std::isalpha(static_cast<unsigned char>(c)) ||
@@ -36,8 +37,9 @@ void require_file_path(const std::string& path, const std::string& where) {
                                         c == '-' || c == '.'));
     if (!scheme_char) return;
   }
-  throw Error(where + ": " + path + ": URLs (" + path.substr(0, colon + 3) +
-              "...) are not supported: give a path on a local or shared file system");
+  throw Error(where + ": " + path + ": URLs (" + path.substr(0, colon + 3) + "...) are not " +
+              (allow_s3 ? "supported but s3://BUCKET/KEY" : "supported here") +
+              ": give a path on a local or shared file system" + (allow_s3 ? " or a bucket" : ""));
 }
 
 }  // namespace qmlsim

@@ -31,8 +31,10 @@ struct SourceLoc {
 // Builds "source:line:column: message", with control bytes escaped (see printable).
 [[noreturn]] void throw_at(const SourceLoc& loc, const std::string& message);
 
-// Paths name files: a URL ("s3://bucket/run", "gs://...", "https://...") is an
-// Error "<where>: <path>: ... not supported", never a local folder named "s3:".
-void require_file_path(const std::string& path, const std::string& where);
+// Paths name files: a URL ("gs://...", "https://...", and "s3://..." unless
+// `allow_s3`) is an Error "<where>: <path>: ... not supported", never a local
+// folder named "s3:". With `allow_s3`, s3://BUCKET/KEY passes (io/object_store.h
+// checks it when used).
+void require_file_path(const std::string& path, const std::string& where, bool allow_s3 = false);
 
 }  // namespace qmlsim

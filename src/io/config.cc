@@ -54,7 +54,7 @@ std::string known_keys(const toml::table& defaults, const std::string& section) 
 }
 
 std::string absolute_path(const std::string& p, const std::string& base) {
-  if (p.empty()) return p;
+  if (p.empty() || p.rfind("s3://", 0) == 0) return p;
   fs::path path(p);
   if (path.is_relative()) path = fs::path(base) / path;
   return fs::absolute(path).lexically_normal().string();
@@ -179,7 +179,7 @@ Config Config::parse(const std::string& text, const std::string& source,
         tsec.insert_or_assign(name, v);
       impl->origin[key] = line_of(v.source());
       if (std::find(path_keys.begin(), path_keys.end(), key) != path_keys.end()) {
-        require_file_path(*v.value<std::string>(), line_of(v.source()) + ": " + key);
+        require_file_path(*v.value<std::string>(), line_of(v.source()) + ": " + key, true);
         tsec.insert_or_assign(name, absolute_path(*v.value<std::string>(), base_dir));
       }
     }
@@ -202,7 +202,7 @@ Config Config::parse(const std::string& text, const std::string& source,
     impl->origin[key] = where;
     if (std::find(path_keys.begin(), path_keys.end(), key) != path_keys.end()) {
       toml::table& tsec = *t[section].as_table();
-      require_file_path(*tsec[name].value<std::string>(), where);
+      require_file_path(*tsec[name].value<std::string>(), where, true);
       tsec.insert_or_assign(name,
                             absolute_path(*tsec[name].value<std::string>(), fs::current_path()));
     }

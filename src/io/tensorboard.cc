@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "core/error.h"
@@ -87,7 +88,12 @@ EventWriter::EventWriter(const std::string& dir) {
   char host[256] = "localhost";
   gethostname(host, sizeof host - 1);
   const auto secs = static_cast<long long>(wall_time());
-  path_ = dir + "/events.out.tfevents." + std::to_string(secs) + "." + host;
+  // As TensorFlow names them (time, host, process), and never over an existing
+  // file: a run resumed within the same second keeps the first one's events.
+  const std::string stem = dir + "/events.out.tfevents." + std::to_string(secs) + "." + host + "." +
+                           std::to_string(getpid());
+  path_ = stem;
+  for (int k = 1; std::filesystem::exists(path_); ++k) path_ = stem + "." + std::to_string(k);
   out_.open(path_, std::ios::binary | std::ios::trunc);
   if (!out_) throw Error(path_ + ": cannot create TensorBoard event file");
   Proto e;

@@ -10,6 +10,7 @@
 #include "circuit/qasm.h"
 #include "core/error.h"
 #include "io/data_table.h"
+#include "io/object_store.h"
 #include "models/dressed.h"
 #include "models/qasm_hybrid.h"
 #include "models/qcnn.h"
@@ -210,10 +211,11 @@ void make_hybrid_job(const io::Config& c, std::uint64_t seed, SupervisedJob& job
   const int label = static_cast<int>(c.get_int("data.label", -100000, 100000));
   const std::string x_key = c.get_string("data.features_dataset");
   const std::string y_key = c.get_string("data.labels_dataset");
-  const ml::Dataset all =
-      io::is_hdf5_path(data)
-          ? ml::label_table(io::read_hdf5_table(data, x_key, y_key), rule, &job.classes)
-          : ml::read_table(data, label, rule, &job.classes);
+  const ml::Dataset all = io::read_via_local(data, "data.path", [&](const std::string& local) {
+    return io::is_hdf5_path(data)
+               ? ml::label_table(io::read_hdf5_table(local, x_key, y_key), rule, &job.classes)
+               : ml::read_table(local, label, rule, &job.classes);
+  });
   Rng rng(seed);
   const ml::Dataset shuffled =
       c.get_bool("data.shuffle") ? all.subset(rng.permutation(all.size())) : all;
@@ -224,22 +226,22 @@ void make_hybrid_job(const io::Config& c, std::uint64_t seed, SupervisedJob& job
   std::optional<ml::Scaling> scaling;
   if (c.get_bool("data.standardize")) scaling = ml::standardize(train, held);
   job.read_examples = [scaling, features, label, x_key](const std::string& path) {
-    std::vector<std::vector<double>> x;
-    if (io::is_hdf5_path(path)) {
-      x = io::read_hdf5_table(path, x_key, "").x;
-      if (x[0].size() != static_cast<std::size_t>(features)) {
-        throw Error(path + ": dataset '" + x_key + "' has " + std::to_string(x[0].size()) +
-                    " features; the model takes " + std::to_string(features));
-      }
-    } else {
-      x = ml::read_features(path, features, label);
-    }
+    std::vector<std::vector<double>> x =
+        io::read_via_local(path, "--data", [&](const std::string& local) {
+          if (!io::is_hdf5_path(path)) return ml::read_features(local, features, label);
+          std::vector<std::vector<double>> h = io::read_hdf5_table(local, x_key, "").x;
+          if (h[0].size() != static_cast<std::size_t>(features))
+            throw Error(path + ": dataset '" + x_key + "' has " + std::to_string(h[0].size()) +
+                        " features; the model takes " + std::to_string(features));
+          return h;
+        });
     if (scaling)
       for (auto& row : x) scaling->apply(row);
     return x;
   };
   models::QasmHybridSpec spec;
-  spec.program = read_qasm_file(circuit);
+  spec.program = io::read_via_local(circuit, "model.circuit",
+                                    [](const std::string& local) { return read_qasm_file(local); });
   spec.source = circuit;
   if (spec.program.inputs.empty()) c.fail("model.circuit", circuit + " declares no inputs");
   spec.weights = c.get_string_list("model.weights");
@@ -285,7 +287,8 @@ SupervisedJob make_supervised_job(const io::Config& c) {
   } else if (c.kind() == "sonar") {
     const std::string path = c.get_string("data.path");
     if (path.empty()) c.fail("data.path", "needs the path of sonar.all-data");
-    const ml::Dataset all = ml::read_sonar(path);
+    const ml::Dataset all = io::read_via_local(
+        path, "data.path", [](const std::string& local) { return ml::read_sonar(local); });
     const auto rows = static_cast<std::size_t>(c.get_int("data.rows", 1, 1 << 30));
     if (rows > all.size())
       c.fail("data.rows",
@@ -314,7 +317,9 @@ SupervisedJob make_supervised_job(const io::Config& c) {
 std::unique_ptr<models::QaoaMaxCut> make_qaoa_job(const io::Config& c) {
   const std::string path = c.get_string("data.graph");
   if (path.empty()) c.fail("data.graph", "needs the path of a graph file");
-  ml::Graph g = ml::read_graph(path, static_cast<int>(c.get_int("data.nodes", 0, kMaxQubits)));
+  const int nodes = static_cast<int>(c.get_int("data.nodes", 0, kMaxQubits));
+  ml::Graph g = io::read_via_local(
+      path, "data.graph", [&](const std::string& local) { return ml::read_graph(local, nodes); });
   return std::make_unique<models::QaoaMaxCut>(std::move(g),
                                               static_cast<int>(c.get_int("model.depth", 1, 1000)));
 }

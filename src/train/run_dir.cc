@@ -1,20 +1,109 @@
 #include "train/run_dir.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include "core/error.h"
 #include "io/checkpoint.h"
+#include "io/object_store.h"
 
 namespace qmlsim::train {
 namespace fs = std::filesystem;
 
-RunDir::RunDir(std::string path) : path_(std::move(path)) {
+// A bucket's run: its location and what each local file was when last sent.
+struct RunDir::Mirror {
+  io::S3Location prefix;  // key ends in '/'
+  mutable std::map<std::string, std::pair<std::uintmax_t, fs::file_time_type>> sent;
+};
+
+namespace {
+std::pair<std::uintmax_t, fs::file_time_type> stamp(const fs::path& p) {
+  return {fs::file_size(p), fs::last_write_time(p)};
+}
+}  // namespace
+
+RunDir::RunDir(std::string path) {
+  if (io::is_s3_url(path)) {
+    url_ = path;
+    while (url_.size() > 5 && url_.back() == '/') url_.pop_back();
+    mirror_ = std::make_unique<Mirror>();
+    mirror_->prefix = io::parse_s3_url(url_, "run directory");
+    if (!mirror_->prefix.key.empty()) mirror_->prefix.key += '/';
+    std::string tmpl = (fs::temp_directory_path() / "qmlsim-run-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw Error(url_ + ": cannot create a local mirror folder");
+    path_ = tmpl;
+    const io::ObjectStore& store = io::object_store();
+    for (const std::string& key : store.list(mirror_->prefix)) {
+      const std::string rel = key.substr(mirror_->prefix.key.size());
+      if (rel.empty() || rel.back() == '/' || rel.find("..") != std::string::npos) continue;
+      const std::optional<std::string> bytes = store.get({mirror_->prefix.bucket, key});
+      if (!bytes) continue;  // deleted since the listing
+      const fs::path local = fs::path(path_) / rel;
+      fs::create_directories(local.parent_path());
+      std::ofstream out(local, std::ios::binary);
+      out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+      out.close();
+      if (!out) throw Error(local.string() + ": cannot write");
+      mirror_->sent[rel] = stamp(local);
+    }
+  } else {
+    path_ = std::move(path);
+  }
   std::error_code ec;
   fs::create_directories(fs::path(path_) / "checkpoints", ec);
   if (ec) throw Error(path_ + ": cannot create run directory: " + ec.message());
+}
+
+RunDir::~RunDir() {
+  if (!mirror_) return;
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::string RunDir::location(const std::string& name) const {
+  const std::string& base = url_.empty() ? path_ : url_;
+  return name.empty() ? base : base + "/" + name;
+}
+
+void RunDir::sync() const {
+  if (!mirror_) return;
+  std::vector<std::string> files, checkpoints;
+  bool result = false;
+  for (const auto& e : fs::recursive_directory_iterator(path_)) {
+    if (!e.is_regular_file()) continue;
+    const std::string rel = fs::relative(e.path(), path_).generic_string();
+    if (rel.size() > 4 && rel.substr(rel.size() - 4) == ".tmp") continue;  // being written
+    const auto it = mirror_->sent.find(rel);
+    if (it != mirror_->sent.end() && it->second == stamp(e.path())) continue;
+    if (rel == "result.json")
+      result = true;
+    else
+      (rel.rfind("checkpoints/", 0) == 0 ? checkpoints : files).push_back(rel);
+  }
+  std::sort(checkpoints.begin(), checkpoints.end());
+  if (result) files.push_back("result.json");
+  files.insert(files.end(), checkpoints.begin(), checkpoints.end());
+  const io::ObjectStore& store = io::object_store();
+  for (const std::string& rel : files) {
+    const fs::path local = fs::path(path_) / rel;
+    const auto before = stamp(local);
+    store.put_file({mirror_->prefix.bucket, mirror_->prefix.key + rel}, local.string());
+    mirror_->sent[rel] = before;
+  }
+  for (auto it = mirror_->sent.begin(); it != mirror_->sent.end();) {
+    if (fs::exists(fs::path(path_) / it->first)) {
+      ++it;
+      continue;
+    }
+    store.remove({mirror_->prefix.bucket, mirror_->prefix.key + it->first});
+    it = mirror_->sent.erase(it);
+  }
 }
 
 std::string RunDir::checkpoint_path(std::int64_t step) const {
@@ -47,6 +136,7 @@ void RunDir::write_text(const std::string& name, const std::string& text) const 
     out.close();
     if (!out) throw Error(tmp + ": cannot write");
   });
+  sync();
 }
 
 namespace {

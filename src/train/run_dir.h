@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,21 +15,39 @@ namespace qmlsim::train {
 
 class RunDir {
  public:
-  // Creates the folder and checkpoints/ when missing; Error when impossible.
+  // A folder (created with checkpoints/ when missing; Error when impossible),
+  // or an s3://BUCKET/PREFIX URL: then a private local folder mirrors the run,
+  // filled from the bucket here, and sync() sends what changed back.
   explicit RunDir(std::string path);
+  ~RunDir();  // removes a bucket's local mirror
+  RunDir(const RunDir&) = delete;
+  RunDir& operator=(const RunDir&) = delete;
 
+  // The local folder files are written to (a bucket's mirror).
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
+  // Where a file lives for the user: the folder's path, or its s3:// URL.
+  std::string location(const std::string& name = "") const;
   std::string checkpoint_path(std::int64_t step) const;
   // Checkpoint files, newest (largest step) first.
   std::vector<std::string> checkpoints() const;
   // Deletes all but the newest `keep` checkpoints.
   void prune_checkpoints(int keep) const;
-  // Writes a text file atomically (temporary file, fsync, rename).
+  // Writes a text file atomically (temporary file, fsync, rename), then sync().
   void write_text(const std::string& name, const std::string& text) const;
+  // A bucket: uploads every file written or changed since the last sync and
+  // deletes the objects of files removed since (pruned checkpoints), in an
+  // order that keeps the bucket a consistent run at every moment: logs and
+  // other files first, result.json after them, new checkpoints next (each
+  // object complete when it appears: a resumed run lists only whole ones),
+  // deletions last. A folder: nothing to do.
+  void sync() const;
 
  private:
+  struct Mirror;
   std::string path_;
+  std::string url_;  // the s3:// location, or empty for a folder
+  std::unique_ptr<Mirror> mirror_;
 };
 
 // metrics.jsonl, appended one line at a time (flushed, so a killed run keeps

@@ -39,7 +39,7 @@ io::TrainingState start_state(const io::Config& config, const RunDir& dir,
   const std::string saved_config = dir.file("config.toml");
   const std::vector<std::string> ckpts = dir.checkpoints();
   if (!options.resume && !ckpts.empty())
-    throw Error(dir.path() +
+    throw Error(dir.location() +
                 ": already holds checkpoints of a run; add --resume to continue it, or choose "
                 "another --run-dir");
   if (options.resume && std::filesystem::exists(saved_config)) {
@@ -180,6 +180,7 @@ void save(const RunDir& dir, const io::Config& config, const ml::ParamLayout& la
   c.optimizer = opt.state();
   io::save_checkpoint(dir.checkpoint_path(s.step), config.kind(), layout, c);
   dir.prune_checkpoints(keep);
+  dir.sync();  // a bucket: the logs so far, then the checkpoint
 }
 
 int train_supervised(const io::Config& config, const TrainOptions& options, std::ostream& out) {
@@ -383,7 +384,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
   if (!quiet) {
     out << "Finished " << epochs << " epochs (" << s.step << " steps):";
     for (const auto& [k, v] : final_metrics) out << " " << k << " " << v;
-    out << "\nWeights: " << dir->file("weights.h5") << "\n";
+    out << "\nWeights: " << dir->location("weights.h5") << "\n";
   }
   return 0;
 }
@@ -526,6 +527,7 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   const double my_cost = model->cost(s.params, {}, eval);
   if (writer) io::save_weights(dir.file("weights.h5"), config.kind(), layout, s.params);
   outputs.finish();
+  if (writer) dir.sync();
 
   // Every restart's final cost and parameters; the best (lowest cost, then lowest rank) wins.
   std::vector<double> mine = {my_cost};
@@ -565,13 +567,14 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   const index_t best = report_qaoa(*model, config, params, eval, cost, w, out, quiet);
   w.key("train_time_s").value(seconds_since(t_start));
   w.end_object();
-  top.write_text("result.json", os.str() + "\n");
   top.write_text(
       "graph.svg",
       io::cut_svg(model->graph().nodes, model->graph().edges, best,
                   "best cut found: " + std::to_string(model->cut_size(best)) + " edges"));
+  top.write_text("result.json", os.str() + "\n");  // last: the run is complete
   if (!quiet)
-    out << "Results: " << top.file("result.json") << ", drawing: " << top.file("graph.svg") << "\n";
+    out << "Results: " << top.location("result.json") << ", drawing: " << top.location("graph.svg")
+        << "\n";
   return 0;
 }
 
