@@ -9,13 +9,18 @@ cd "$(dirname "$0")"
 work=$(mktemp -d /tmp/qmlsim_deploy.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 bash -n slurm/qmlsim.sbatch
-for overlay in site overlays/cpu overlays/gpu; do
+for overlay in site overlays/cpu overlays/gpu overlays/object-storage; do
   out="$work/$(basename "$overlay").yaml"
   python3 k8s/render.py "k8s/$overlay" >"$out"
   (cd k8s && python3 validate.py "$qmlsim" "$out" ../slurm/qmlsim.sbatch)
 done
 grep -q "replicas: 4" "$work/site.yaml" || { echo "site patch not applied"; exit 1; }
 grep -q "nvidia.com/gpu: 1" "$work/gpu.yaml" || { echo "gpu overlay without a GPU limit"; exit 1; }
+if grep -q "PersistentVolumeClaim\|claimName" "$work/object-storage.yaml" ||
+  [ "$(grep -c "name: qmlsim-s3" "$work/object-storage.yaml")" -lt 3 ]; then
+  echo "object-storage overlay: a shared volume left, or a container without the qmlsim-s3 Secret"
+  exit 1
+fi
 # The checks must fail on broken input.
 expect_failure() {
   if (cd k8s && python3 validate.py "$qmlsim" "$work/bad.yaml" >/dev/null 2>&1); then

@@ -3,7 +3,8 @@
 
 Supports the subset this repository uses: `resources` (files, or folders with a
 kustomization.yaml), `namespace`, `images` (name -> newName:newTag) and `patches`
-with a target {kind, name} and a JSON 6902 patch (op add / replace / remove).
+with a target {kind, name} and a JSON 6902 patch (op add / replace / remove), or
+without a target, a strategic-merge patch deleting an object (`$patch: delete`).
 `kubectl apply -k` reads the same files.
 
   render.py DIR [--kind Kind,Kind]   # prints the multi-document YAML
@@ -69,6 +70,17 @@ def render(folder):
         path = os.path.normpath(os.path.join(folder, r))
         docs += render(path) if os.path.isdir(path) else load_docs(path)
     for p in k.get("patches", []):
+        if "target" not in p:
+            doc = yaml.safe_load(p["patch"])
+            if doc.get("$patch") != "delete":
+                sys.exit(f"{kfile}: a patch without a target must be a $patch: delete")
+            name = doc["metadata"]["name"]
+            kept = [d for d in docs if not (d["kind"] == doc["kind"]
+                                            and d["metadata"]["name"] == name)]
+            if len(kept) == len(docs):
+                sys.exit(f"{kfile}: $patch: delete of {doc['kind']}/{name} matches nothing")
+            docs = kept
+            continue
         target = p["target"]
         hits = [d for d in docs if d["kind"] == target["kind"]
                 and d["metadata"]["name"] == target["name"]]

@@ -3,7 +3,7 @@
 standalone server on localhost, behind a proxy that injects faults (HTTP 500
 and 503, dropped connections, latency, a bucket that denies access).
 
-  s3_test.py QMLSIM EXAMPLES CASE    (CASE: kill_resume, mpi, errors)
+  s3_test.py QMLSIM EXAMPLES CASE    (CASE: kill_resume, mpi, inputs, errors)
 
 kill_resume: QCNN-8 trained to s3://, SIGKILLed after its first checkpoint,
   resumed from the bucket through the faulty proxy (multipart uploads on):
@@ -12,6 +12,9 @@ kill_resume: QCNN-8 trained to s3://, SIGKILLed after its first checkpoint,
   bucket with its own S3 support, finds the same scalars and histograms; the
   secret key appears in no output and no object.
 mpi: the same job on 2 MPI ranks to s3://: the local run's weights.
+inputs: a QAOA graph, a hybrid job's data table and circuit read from the
+  bucket: the weights of the same jobs on local files; a malformed object's
+  error names its URL and line.
 errors: a missing bucket, denied access, a server that stays down, missing
   credentials: exit status 2 and one line naming the URL, never the secret.
 """
@@ -245,11 +248,12 @@ def case_kill_resume(e):
     # Resume through a faulty link: failed and dropped requests are retried.
     e.faults.delay = 0.0
     e.faults.fail, e.faults.drop = 0.08, 0.04
-    r = e.run(["train"] + qcnn_args(e.examples) + ["--run-dir", url, "--resume"])
+    r = e.run(["train"] + qcnn_args(e.examples) + ["--run-dir", url, "--resume", "--trace"])
     e.faults.fail = e.faults.drop = 0.0
     assert e.faults.injected > 0, "no fault was injected"
     assert "retry" in r.stderr, r.stderr
     print(f"resumed with {e.faults.injected} injected faults")
+    assert "qcnn/trace.json" in e.keys("qcnn/"), "no trace in the bucket"
     bucket_copy = e.download("qcnn", os.path.join(e.work, "from_bucket"))
     same_weights(os.path.join(local, "weights.h5"), os.path.join(bucket_copy, "weights.h5"),
                  "resumed run in the bucket against the uninterrupted local run")
@@ -293,6 +297,32 @@ def case_mpi(e):
                  "2 ranks to the bucket against 1 rank locally")
 
 
+def case_inputs(e):
+    ex = e.examples
+    e.s3.upload_file(f"{ex}/data/graphs/gnm_n18_m24_seed1967.edges", BUCKET, "data/g.edges")
+    e.s3.upload_file(f"{ex}/data/wine.csv", BUCKET, "data/wine.csv")
+    e.s3.upload_file(f"{ex}/hybrid/classifier.qasm", BUCKET, "data/classifier.qasm")
+    e.s3.put_object(Bucket=BUCKET, Key="data/bad.edges", Body=b"0 7\n0 x\n")
+    jobs = {"qaoa": (f"{ex}/qaoa_maxcut.toml", ["train.steps=2"],
+                     {"data.graph": "data/g.edges"}),
+            "wine": (f"{ex}/hybrid_wine.toml", ["train.epochs=1"],
+                     {"data.path": "data/wine.csv", "model.circuit": "data/classifier.qasm"})}
+    for name, (config, sets, objects) in jobs.items():
+        def args(where, extra):
+            out = ["train", config, "--quiet", "--run-dir", os.path.join(e.work, name + where)]
+            for s in sets + extra:
+                out += ["--set", s]
+            return out
+        e.run(args("-local", []))
+        e.run(args("-s3", [f"{k}=s3://{BUCKET}/{v}" for k, v in objects.items()]))
+        same_weights(os.path.join(e.work, name + "-local", "weights.h5"),
+                     os.path.join(e.work, name + "-s3", "weights.h5"), f"{name} inputs from s3")
+    r = e.run(["train", f"{ex}/qaoa_maxcut.toml", "--quiet", "--run-dir",
+               os.path.join(e.work, "bad"), "--set", f"data.graph=s3://{BUCKET}/data/bad.edges"],
+              expect=2)
+    assert f"s3://{BUCKET}/data/bad.edges:2" in r.stderr, r.stderr
+
+
 def case_errors(e):
     def one_line_error(r, *needles):
         lines = [line for line in r.stderr.splitlines() if "; retry " not in line]
@@ -323,7 +353,8 @@ def main():
     qmlsim, examples, case = sys.argv[1:4]
     e = Env(examples, qmlsim)
     try:
-        {"kill_resume": case_kill_resume, "mpi": case_mpi, "errors": case_errors}[case](e)
+        {"kill_resume": case_kill_resume, "mpi": case_mpi, "inputs": case_inputs,
+         "errors": case_errors}[case](e)
         for text in e.outputs:
             assert SECRET not in text, "the secret key was printed"
     finally:
