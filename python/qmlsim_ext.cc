@@ -411,7 +411,7 @@ std::vector<Result> run_batch(int n, const std::vector<std::vector<OpSpec>>& ite
                   AdjointOptions a = base;
                   a.threads = threads;
                   a.initial_state = progs[i].initial;
-                  out[i] = fn(progs[i], a, f32);
+                  out[i] = fn(progs[i], a, f32, i);
                 });
   return out;
 }
@@ -423,7 +423,7 @@ std::vector<std::vector<double>> expvals_batch(int n, const std::vector<std::vec
   SimulateRequest req;
   req.observables = make_observables(obs);
   return run_batch<std::vector<double>>(
-      n, items, 1, o, false, [&](const Program& p, const AdjointOptions& a, bool f32) {
+      n, items, 1, o, false, [&](const Program& p, const AdjointOptions& a, bool f32, std::size_t) {
         return f32 ? simulate<float>(p.circuit, p.theta, req, a).expvals
                    : simulate<double>(p.circuit, p.theta, req, a).expvals;
       });
@@ -443,7 +443,7 @@ std::vector<ValuesAndRows> jacobian_batch(int n, const std::vector<std::vector<O
     three = false;
   }
   return run_batch<ValuesAndRows>(
-      n, items, 2, o, true, [&](const Program& p, const AdjointOptions& a, bool f32) {
+      n, items, 2, o, true, [&](const Program& p, const AdjointOptions& a, bool f32, std::size_t) {
         // One forward pass kept, then a backward pass per observable (on
         // several threads for small states): three states. Where only two fit,
         // a forward and a backward pass per observable.
@@ -453,6 +453,31 @@ std::vector<ValuesAndRows> jacobian_batch(int n, const std::vector<std::vector<O
             : f32  ? adjoint_jacobian<float>(p.circuit, p.theta, h, a, &values)
                    : adjoint_jacobian<double>(p.circuit, p.theta, h, a, &values);
         return ValuesAndRows{std::move(values), std::move(rows)};
+      });
+}
+
+// Vector-Jacobian products of many circuits on n qubits in one call: out[item]
+// = (<H_k>, sum_k cotangents[item][k] d<H_k>/d(parameter)), one forward and one
+// backward pass per item.
+using ValuesAndGradient = std::tuple<std::vector<double>, std::vector<double>>;
+std::vector<ValuesAndGradient> vjp_batch(int n, const std::vector<std::vector<OpSpec>>& items,
+                                         const std::vector<std::vector<TermSpec>>& obs,
+                                         const std::vector<std::vector<double>>& cotangents,
+                                         const Options& o) {
+  const std::vector<PauliSum> h = make_observables(obs);
+  if (cotangents.size() != items.size())
+    throw Error("vjp_batch: " + std::to_string(cotangents.size()) + " cotangent rows for " +
+                std::to_string(items.size()) + " circuits");
+  for (const auto& c : cotangents)
+    if (c.size() != h.size())
+      throw Error("vjp_batch: " + std::to_string(c.size()) + " cotangent(s) for " +
+                  std::to_string(h.size()) + " observable(s)");
+  return run_batch<ValuesAndGradient>(
+      n, items, 2, o, true,
+      [&](const Program& p, const AdjointOptions& a, bool f32, std::size_t i) {
+        const AdjointResult r = f32 ? adjoint_vjp<float>(p.circuit, p.theta, h, cotangents[i], a)
+                                    : adjoint_vjp<double>(p.circuit, p.theta, h, cotangents[i], a);
+        return ValuesAndGradient{r.expvals, r.gradient};
       });
 }
 
@@ -663,6 +688,10 @@ NB_MODULE(_qmlsim, m) {
         nb::arg("observables"), nb::arg("options"),
         "Adjoint Jacobians of many circuits in one call, with their expectation values: "
         "[item] = (<H_k>, [observable][parameter]).");
+  m.def("vjp_batch", &vjp_batch, nb::arg("num_qubits"), nb::arg("items"), nb::arg("observables"),
+        nb::arg("cotangents"), nb::arg("options"),
+        "Adjoint VJPs of many circuits in one call: [item] = (<H_k>, sum_k cotangents[item][k] "
+        "d<H_k>/d(parameter)).");
   nb::class_<QasmRunner>(m, "QasmRunner")
       .def(nb::init<const std::string&, std::vector<cplx>>(), nb::arg("text"),
            nb::arg("initial") = std::vector<cplx>{})

@@ -1,0 +1,613 @@
+"""TensorFlow Quantum's layer API on qmlsim's engine.
+
+A TFQ script changes its import and nothing else::
+
+    import qmlsim.tfq as tfq            # was: import tensorflow_quantum as tfq
+    readout = tfq.layers.PQC(model_circuit, cirq.Z(qubits[-1]))(
+        tfq.layers.AddCircuit()(data_input, prepend=cluster_state))
+
+What is here, with TFQ 0.7.6's argument names and defaults:
+
+- ``convert_to_tensor`` / ``from_tensor``: nested lists of ``cirq.Circuit`` and
+  ``cirq.PauliSum`` (or ``cirq.PauliString``) as ``tf.string`` tensors (Cirq's
+  JSON: any qubit type, not only ``GridQubit``), and back.
+- ``layers.Expectation``, ``layers.PQC``, ``layers.ControlledPQC``: analytic
+  expectation values of Pauli sums, a batch of circuits per C++ call (threads
+  across circuits for small states). Gradients with respect to symbol values
+  by the C++ adjoint method: one batched vector-Jacobian product on the
+  backward pass (one forward and one backward sweep per circuit), chained
+  through each gate's ``sympy`` exponent. ``repetitions`` (sampled
+  expectations) and backends other than ``'noiseless'`` are refused with a
+  ``ValueError``, and ``differentiator`` is ignored (the adjoint is exact).
+- ``layers.AddCircuit``: append or prepend a circuit to every circuit of a batch.
+- ``layers.State``: final state vectors (``tf.RaggedTensor`` [batch, 2**n],
+  complex64, TFQ's qubit order: sorted qubits, the first most significant).
+
+Gates: Cirq's gate families with symbolic exponents (``XPowGate``,
+``YPowGate``, ``ZPowGate``, ``CZPowGate``, ``XX/YY/ZZPowGate``, ``rx/ry/rz``)
+are differentiable; other gates (``HPowGate``, ``CNotPowGate``,
+``PhasedXPowGate``, ``FSimGate``, ``ISwapPowGate``, ...) are decomposed by
+Cirq into those where their parameters are symbols, and run as their matrix
+where they are fixed.
+
+Needs TensorFlow (TFQ 0.7.6's environment: TensorFlow 2.18 with
+``TF_USE_LEGACY_KERAS=1`` and ``tf_keras``; Keras 3 works too) and cirq-core.
+"""
+from __future__ import annotations
+
+import collections
+import math
+import threading
+import types
+
+import cirq
+import numpy as np
+import sympy
+import tensorflow as tf
+
+from . import _options, _qmlsim
+from .cirq import _ROTATIONS, _matrix, _pauli_terms
+
+__all__ = ["convert_to_tensor", "from_tensor", "layers", "get_expectation_op"]
+
+_MAX_MATRIX_QUBITS = 10
+_lock = threading.Lock()
+
+
+# -- serialization: Cirq's JSON in tf.string tensors
+
+def _serialize(item):
+    if isinstance(item, cirq.Circuit):
+        return cirq.to_json(item, indent=None)
+    if isinstance(item, (cirq.PauliString, cirq.PauliSum)):
+        return cirq.to_json(cirq.PauliSum.wrap(item), indent=None)
+    raise TypeError(f"qmlsim.tfq: expected cirq.Circuit, cirq.PauliSum or cirq.PauliString, "
+                    f"got {type(item).__name__}")
+
+
+def convert_to_tensor(items_to_convert, deterministic_proto_serialize=False):
+    """Nested lists of circuits or Pauli sums as a ``tf.string`` tensor of the
+    same shape. (``deterministic_proto_serialize`` is accepted for TFQ's
+    signature; Cirq's JSON is deterministic.)"""
+    del deterministic_proto_serialize
+
+    def convert(x):
+        if isinstance(x, (list, tuple, np.ndarray)):
+            return [convert(i) for i in x]
+        return _serialize(x)
+
+    return tf.constant(convert(items_to_convert), dtype=tf.string)
+
+
+_parsed = collections.OrderedDict()  # serialized text -> the Cirq object
+
+
+def _parse(text):
+    if isinstance(text, bytes):
+        text = text.decode()
+    with _lock:
+        hit = _parsed.get(text)
+        if hit is not None:
+            _parsed.move_to_end(text)
+            return hit
+    if not text:
+        obj = cirq.Circuit()  # TFQ's padding: an empty entry
+    else:
+        try:
+            obj = cirq.read_json(json_text=text)
+        except Exception as e:  # noqa: BLE001 - any parse failure is the user's input
+            raise ValueError(f"qmlsim.tfq: not a serialized circuit or Pauli sum ({e})") from e
+    if isinstance(obj, cirq.PauliString):
+        obj = cirq.PauliSum.wrap(obj)
+    with _lock:
+        _parsed[text] = obj
+        if len(_parsed) > 4096:
+            _parsed.popitem(last=False)
+    return obj
+
+
+def from_tensor(tensor_to_convert):
+    """The circuits or Pauli sums of a ``tf.string`` tensor, as a numpy array
+    of Cirq objects of the same shape."""
+    values = np.asarray(tensor_to_convert.numpy() if hasattr(tensor_to_convert, "numpy")
+                        else tensor_to_convert, dtype=object)
+    out = np.empty(values.shape, dtype=object)
+    for i, v in np.ndenumerate(values):
+        out[i] = _parse(v)
+    return out
+
+
+# -- translation of a circuit with symbols into engine operations
+
+_FAMILIES = tuple(cls for cls, _, _ in _ROTATIONS)
+
+
+def _family_rotation(gate):
+    for cls, name, _ in _ROTATIONS:
+        if isinstance(gate, cls):
+            return name
+    return None
+
+
+def _keep(op) -> bool:
+    """What the translation takes as it is: a rotation family gate (any
+    exponent), or a gate without symbols that has a unitary."""
+    if op.gate is not None and isinstance(op.gate, _FAMILIES):
+        return True
+    if cirq.is_parameterized(op) or len(op.qubits) > _MAX_MATRIX_QUBITS:
+        return False
+    return cirq.has_unitary(op)
+
+
+_kinds = {}  # sympy expression -> its kind (see _kind)
+
+
+def _kind(e):
+    """An angle expression as ("const", value), ("linear", symbol, coefficient)
+    or ("general", names, f, [(name, df)]) (lambdified), remembered per
+    expression: the same ones recur in every circuit of a batch."""
+    hit = _kinds.get(e)
+    if hit is not None:
+        return hit
+    free = sorted(e.free_symbols, key=str)
+    if not free:
+        kind = ("const", float(e))
+    else:
+        kind = None
+        if len(free) == 1:
+            coef = sympy.diff(e, free[0])
+            if coef.is_number and sympy.expand(e - coef * free[0]) == 0:
+                kind = ("linear", str(free[0]), float(coef))
+        if kind is None:
+            kind = ("general", [str(x) for x in free], sympy.lambdify(free, e, "numpy"),
+                    [(str(x), sympy.lambdify(free, sympy.diff(e, x), "numpy")) for x in free])
+    with _lock:
+        if len(_kinds) > 65536:
+            _kinds.clear()
+        _kinds[e] = kind
+    return kind
+
+
+class _Translation:
+    """A circuit's engine operations with their angles as functions of the
+    symbols: ``angles`` gives every item's angles, ``ops`` an item's engine
+    operations, ``chain`` maps the engine's per-slot gradient to the symbols.
+    Angles that are a multiple of one symbol (almost all: ``X**s``,
+    ``rx(s)``) are evaluated and differentiated as arrays; other expressions
+    through ``sympy.lambdify``, per expression."""
+
+    def __init__(self, circuit, extra_qubits=()):
+        if any(cirq.is_measurement(op) for op in circuit.all_operations()):
+            raise ValueError("qmlsim.tfq: circuits with measurements are not supported here "
+                             "(TFQ's expectation layers take circuits without them)")
+        self.qubits = sorted(set(circuit.all_qubits()) | set(extra_qubits))
+        index = {q: i for i, q in enumerate(self.qubits)}
+        n = len(self.qubits)
+        self.template = []  # (name, wires, slot or None, matrix)
+        exprs = []  # angle of slot s as a sympy expression
+        phase = sympy.Integer(0)  # Cirq's unitary = e^{i phase} x the engine's gates
+        phases = {cls: ph for cls, _, ph in _ROTATIONS}
+        stuck = lambda op: ValueError(  # noqa: E731
+            f"qmlsim.tfq: operation {op!r} has no unitary or decomposition qmlsim can run")
+        for op in cirq.decompose(circuit, keep=_keep, on_stuck_raise=stuck):
+            wires = [n - 1 - index[q] for q in op.qubits]
+            name = _family_rotation(op.gate) if op.gate is not None else None
+            if name is not None:
+                t = sympy.sympify(op.gate.exponent)
+                exprs.append(sympy.pi * t)
+                self.template.append((name, wires, len(exprs) - 1, []))
+                ph = next(v for c, v in phases.items() if isinstance(op.gate, c))
+                phase += sympy.pi * t * (sympy.sympify(op.gate.global_shift) + ph)
+            elif isinstance(op.gate, cirq.GlobalPhaseGate):
+                if cirq.is_parameterized(op.gate):
+                    raise ValueError(f"qmlsim.tfq: a global phase with symbols ({op!r}) is "
+                                     "not supported")
+                phase += float(np.angle(complex(op.gate.coefficient)))
+            else:
+                self.template.append(("QubitUnitary", wires, None, _matrix(op)))
+        self.num_slots = len(exprs)
+        self._phase_expr = phase
+        # Slots by kind: constants, multiples of one symbol, anything else.
+        self._const, self._const_values = [], []
+        self._linear, self._linear_names, self._linear_coef = [], [], []
+        self._general = []  # (slot, names, f, [(name, df)])
+        names = set()
+        for slot, e in enumerate(exprs):
+            kind = _kind(e)
+            if kind[0] == "const":
+                self._const.append(slot)
+                self._const_values.append(kind[1])
+            elif kind[0] == "linear":
+                self._linear.append(slot)
+                self._linear_names.append(kind[1])
+                self._linear_coef.append(kind[2])
+                names.add(kind[1])
+            else:
+                self._general.append((slot,) + kind[1:])
+                names.update(kind[1])
+        names.update(str(x) for x in phase.free_symbols)
+        self.names = sorted(names)
+        self._linear_coef = np.array(self._linear_coef)
+
+    @staticmethod
+    def _where(names, wanted):
+        where = {n: i for i, n in enumerate(names)}
+        missing = sorted({n for n in wanted if n not in where})
+        if missing:
+            raise ValueError(f"qmlsim.tfq: symbols {missing} of a circuit have no values "
+                             f"(symbol_names: {list(names)})")
+        return np.array([where[n] for n in wanted], dtype=np.int64)
+
+    def angles(self, names, values):
+        """[item][slot] angles for the layer's (names, values [batch, len(names)])."""
+        out = np.zeros((values.shape[0], self.num_slots))
+        out[:, self._const] = self._const_values
+        if self._linear:
+            cols = self._where(names, self._linear_names)
+            out[:, self._linear] = values[:, cols] * self._linear_coef
+        for slot, free, f, _ in self._general:
+            out[:, slot] = f(*(values[:, i] for i in self._where(names, free)))
+        return out
+
+    def chain(self, names, values, slot_grads):
+        """d/d(layer symbol) [batch, len(names)] from d/d(slot) [batch, slots]."""
+        out = np.zeros((values.shape[0], len(names)))
+        if self._linear:
+            cols = self._where(names, self._linear_names)
+            np.add.at(out.T, cols, (slot_grads[:, self._linear] * self._linear_coef).T)
+        for slot, free, _, grads in self._general:
+            args = [values[:, i] for i in self._where(names, free)]
+            for name, df in grads:
+                out[:, self._where(names, [name])[0]] += slot_grads[:, slot] * df(*args)
+        return out
+
+    def phase(self, names, values):
+        """[item] global phase of Cirq's unitary over the engine's gates."""
+        free = sorted(self._phase_expr.free_symbols, key=str)
+        f = sympy.lambdify(free, self._phase_expr, "numpy")
+        args = [values[:, i] for i in self._where(names, [str(x) for x in free])]
+        return np.broadcast_to(np.asarray(f(*args), dtype=np.float64), (values.shape[0],))
+
+    def ops(self, angles_row):
+        return [(name, wires, [float(angles_row[slot])] if slot is not None else [], matrix)
+                for name, wires, slot, matrix in self.template]
+
+
+_translations = collections.OrderedDict()
+
+
+def _translation(text, extra_qubits=()):
+    """The translation of a serialized circuit, over its qubits and
+    `extra_qubits` (an operator's beyond the circuit's), cached."""
+    if isinstance(text, bytes):
+        text = text.decode()
+    key = (text, tuple(extra_qubits))
+    with _lock:
+        hit = _translations.get(key)
+        if hit is not None:
+            _translations.move_to_end(key)
+            return hit
+    circuit = _parse(text)
+    if not isinstance(circuit, cirq.Circuit):
+        raise ValueError("qmlsim.tfq: expected serialized circuits, got a Pauli sum")
+    t = _Translation(circuit, extra_qubits)
+    with _lock:
+        _translations[key] = t
+        if len(_translations) > 1024:
+            _translations.popitem(last=False)
+    return t
+
+
+# -- the expectation op and its adjoint gradient
+
+def _engine_options():
+    return _options("c128", None, 3)
+
+
+def _groups(circuits, names, values, operators):
+    """Items grouped by (qubit count, observables): [(n, terms, [item], [ops])],
+    and each item's translation, angles computed per circuit text in one go."""
+    by_text = collections.defaultdict(list)
+    for b, text in enumerate(circuits):
+        by_text[text].append(b)
+    per_item = [None] * len(circuits)
+    for text, items in by_text.items():
+        t = _translation(text)
+        angles = t.angles(names, values[items])
+        for row, b in zip(angles, items):
+            per_item[b] = (t, row)
+    groups = collections.OrderedDict()
+    for b, (t, row) in enumerate(per_item):
+        sums = [_parse(o) for o in operators[b]]
+        extra = sorted(set().union(*(s.qubits for s in sums)) - set(t.qubits))
+        if extra:
+            t = _translation(circuits[b], extra)
+            row = t.angles(names, values[b:b + 1])[0]
+            per_item[b] = (t, row)
+        index = {q: i for i, q in enumerate(t.qubits)}
+        terms = tuple(tuple(_pauli_terms(s, index, len(t.qubits))) for s in sums)
+        key = (len(t.qubits), terms)
+        g = groups.setdefault(key, ([], []))
+        g[0].append(b)
+        g[1].append(t.ops(row))
+    return groups, per_item
+
+
+def _forward(circuits, names, values, operators):
+    names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+    values = np.asarray(values, dtype=np.float64).reshape(len(circuits), len(names))
+    out = np.zeros((len(circuits), operators.shape[1]), dtype=np.float32)
+    if len(circuits) == 0 or operators.shape[1] == 0:
+        return out
+    groups, _ = _groups(circuits, names, values, operators)
+    for (n, terms), (items, ops) in groups.items():
+        if n == 0:
+            raise ValueError("qmlsim.tfq: a circuit and its operators act on no qubit")
+        res = _qmlsim.expvals_batch(n, ops, [list(t) for t in terms], _engine_options())
+        out[items] = np.asarray(res, dtype=np.float64)
+    return out
+
+
+def _backward(circuits, names, values, operators, dy):
+    names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+    values = np.asarray(values, dtype=np.float64).reshape(len(circuits), len(names))
+    out = np.zeros((len(circuits), len(names)), dtype=np.float32)
+    if len(circuits) == 0 or operators.shape[1] == 0 or len(names) == 0:
+        return out
+    groups, per_item = _groups(circuits, names, values, operators)
+    for (n, terms), (items, ops) in groups.items():
+        cot = np.asarray(dy, dtype=np.float64)[items].tolist()
+        res = _qmlsim.vjp_batch(n, ops, [list(t) for t in terms], cot, _engine_options())
+        for b, (_, grad) in zip(items, res):
+            t, _ = per_item[b]
+            out[b] = t.chain(names, values[b:b + 1], np.asarray(grad)[None, :])[0]
+    return out
+
+
+def _expectation(circuits, symbol_names, symbol_values, operators):
+    """<operators[b][k]> of circuits[b] at symbol_values[b]: [batch, n_ops]
+    float32, differentiable with respect to symbol_values."""
+
+    @tf.custom_gradient
+    def run(values):
+        out = tf.numpy_function(_forward, [circuits, symbol_names, values, operators],
+                                tf.float32, stateful=False)
+        out.set_shape([circuits.shape[0], operators.shape[1]])
+
+        def grad(dy):
+            g = tf.numpy_function(_backward, [circuits, symbol_names, values, operators, dy],
+                                  tf.float32, stateful=False)
+            g.set_shape(values.shape)
+            return g
+
+        return out, grad
+
+    return run(tf.cast(symbol_values, tf.float32))
+
+
+def get_expectation_op(backend=None, **_):
+    """TFQ's ``get_expectation_op``: a callable (circuits, symbol_names,
+    symbol_values, pauli_sums) -> [batch, n_ops], differentiable in the values."""
+    _check_backend(backend if backend is not None else "noiseless", None)
+    return _expectation
+
+
+def _check_backend(backend, repetitions):
+    if repetitions is not None:
+        raise ValueError("qmlsim.tfq: repetitions (sampled expectations) are not supported; "
+                         "analytic expectation values only")
+    if backend not in ("noiseless", None):
+        raise ValueError(f"qmlsim.tfq: backend {backend!r} is not supported: qmlsim's "
+                         "engine is the backend ('noiseless')")
+
+
+# -- input handling as TFQ's layers do it
+
+def _circuit_tensor(inputs):
+    if isinstance(inputs, cirq.Circuit):
+        inputs = [inputs]
+    if isinstance(inputs, (list, tuple)) and inputs and isinstance(inputs[0], cirq.Circuit):
+        return convert_to_tensor(list(inputs))
+    return tf.convert_to_tensor(inputs, dtype=tf.string)
+
+
+def _operators_tensor(operators, batch):
+    if isinstance(operators, (cirq.PauliString, cirq.PauliSum)):
+        operators = [operators]
+    if isinstance(operators, (list, tuple)) and operators and isinstance(
+            operators[0], (cirq.PauliString, cirq.PauliSum)):
+        return tf.tile(convert_to_tensor([list(operators)]), [batch, 1])
+    t = tf.convert_to_tensor(operators, dtype=tf.string)
+    return tf.tile(t[None, :], [batch, 1]) if t.shape.rank == 1 else t
+
+
+def _symbol_names(names):
+    if names is None:
+        return tf.constant([], dtype=tf.string)
+    if isinstance(names, (list, tuple)):
+        return tf.constant([str(n) for n in names], dtype=tf.string)
+    return tf.convert_to_tensor(names, dtype=tf.string)
+
+
+_joined = collections.OrderedDict()  # (circuit, other, prepend) -> serialized result
+
+
+def _append(circuits, other, prepend):
+    out = []
+    for a, b in zip(circuits, other):
+        key = (a, b, bool(prepend))
+        with _lock:
+            hit = _joined.get(key)
+        if hit is None:
+            ca, cb = _parse(a), _parse(b)
+            joined = cb + ca if prepend else ca + cb
+            hit = _serialize(joined).encode()
+            with _lock:
+                _joined[key] = hit
+                _parsed[hit.decode()] = joined  # no need to parse what we just wrote
+                if len(_joined) > 4096:
+                    _joined.popitem(last=False)
+        out.append(hit)
+    return np.array(out, dtype=object)
+
+
+class _Expectation(tf.keras.layers.Layer):
+    """TFQ's ``layers.Expectation``: call(inputs, *, symbol_names=None,
+    symbol_values=None, operators=None, repetitions=None, initializer=...)."""
+
+    def __init__(self, backend="noiseless", differentiator=None, **kwargs):
+        super().__init__(**kwargs)
+        _check_backend(backend, None)
+        self._values = None
+
+    def call(self, inputs, *, symbol_names=None, symbol_values=None, operators=None,
+             repetitions=None, initializer=tf.keras.initializers.RandomUniform(0, 2 * np.pi)):
+        _check_backend("noiseless", repetitions)
+        if operators is None:
+            raise ValueError("qmlsim.tfq: Expectation needs operators")
+        circuits = _circuit_tensor(inputs)
+        batch = tf.shape(circuits)[0]
+        names = _symbol_names(symbol_names)
+        if symbol_values is None:
+            if self._values is None:  # TFQ: the layer manages the values then
+                self._values = self.add_weight(name="circuit_parameters",
+                                               shape=[names.shape[0]], initializer=initializer,
+                                               dtype=tf.float32, trainable=True)
+            symbol_values = tf.tile(self._values[None, :], [batch, 1])
+        ops = _operators_tensor(operators, batch)
+        return _expectation(circuits, names, symbol_values, ops)
+
+
+class _AddCircuit(tf.keras.layers.Layer):
+    """TFQ's ``layers.AddCircuit``: call(inputs, *, append=None, prepend=None)."""
+
+    def call(self, inputs, *, append=None, prepend=None):
+        if (append is None) == (prepend is None):
+            raise ValueError("qmlsim.tfq: AddCircuit takes exactly one of append and prepend")
+        circuits = _circuit_tensor(inputs)
+        other = append if append is not None else prepend
+        if isinstance(other, cirq.Circuit):
+            other = convert_to_tensor([other])
+        other = tf.convert_to_tensor(other, dtype=tf.string)
+        other = tf.broadcast_to(other, tf.shape(circuits)) if other.shape.rank == 1 else other
+        out = tf.numpy_function(_append, [circuits, other, prepend is not None], tf.string,
+                                stateful=False)
+        out.set_shape(circuits.shape)
+        return out
+
+
+class _PQC(tf.keras.layers.Layer):
+    """TFQ's ``layers.PQC``: the model circuit appended to each input circuit,
+    its symbols trainable weights (sorted by name), outputs [batch, n_ops]."""
+
+    def __init__(self, model_circuit, operators, *, repetitions=None, backend="noiseless",
+                 differentiator=None, initializer=tf.keras.initializers.RandomUniform(0, 2 * np.pi),
+                 regularizer=None, constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(model_circuit, cirq.Circuit):
+            raise TypeError(f"model_circuit must be a cirq.Circuit object. Given: {model_circuit}")
+        _check_backend(backend, repetitions)
+        self._symbols_list = sorted(cirq.parameter_symbols(model_circuit), key=str)
+        if not self._symbols_list:
+            raise ValueError("model_circuit has no sympy.Symbols. Please provide a circuit that "
+                             "contains symbols so that their values can be trained.")
+        self._symbols = tf.constant([str(s) for s in self._symbols_list])
+        self._model_circuit = convert_to_tensor([model_circuit])
+        self._operators = _operator_list(operators)
+        self.initializer = tf.keras.initializers.get(initializer)
+        self.regularizer = tf.keras.regularizers.get(regularizer)
+        self.constraint = tf.keras.constraints.get(constraint)
+        self.parameters = self.add_weight(name="parameters", shape=self._symbols.shape,
+                                          initializer=self.initializer,
+                                          regularizer=self.regularizer,
+                                          constraint=self.constraint, dtype=tf.float32,
+                                          trainable=True)
+        self._append_layer = _AddCircuit()
+
+    @property
+    def symbols(self):
+        return list(self._symbols_list)
+
+    def symbol_values(self):
+        return dict(zip(self.symbols, self.get_weights()[0]))
+
+    def call(self, inputs):
+        batch = tf.gather(tf.shape(inputs), 0)
+        circuits = self._append_layer(inputs, append=tf.tile(self._model_circuit, [batch]))
+        values = tf.tile([self.parameters], [batch, 1])
+        return _expectation(circuits, self._symbols, values, tf.tile(self._operators, [batch, 1]))
+
+
+class _ControlledPQC(tf.keras.layers.Layer):
+    """TFQ's ``layers.ControlledPQC``: call([circuits, symbol_values]), the
+    values' columns in the order of the model's sorted symbols."""
+
+    def __init__(self, model_circuit, operators, *, repetitions=None, backend="noiseless",
+                 differentiator=None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(model_circuit, cirq.Circuit):
+            raise TypeError(f"model_circuit must be a cirq.Circuit object. Given: {model_circuit}")
+        _check_backend(backend, repetitions)
+        self._symbols_list = sorted(cirq.parameter_symbols(model_circuit), key=str)
+        self._symbols = tf.constant([str(s) for s in self._symbols_list], dtype=tf.string)
+        self._circuit = convert_to_tensor([model_circuit])
+        self._operators = _operator_list(operators)
+        self._append_layer = _AddCircuit()
+
+    @property
+    def symbols(self):
+        return list(self._symbols_list)
+
+    def call(self, inputs):
+        batch = tf.gather(tf.shape(inputs[0]), 0)
+        circuits = self._append_layer(inputs[0], append=tf.tile(self._circuit, [batch]))
+        return _expectation(circuits, self._symbols, inputs[1],
+                            tf.tile(self._operators, [batch, 1]))
+
+
+def _operator_list(operators):
+    if isinstance(operators, (cirq.PauliString, cirq.PauliSum)):
+        operators = [operators]
+    if not isinstance(operators, (list, np.ndarray, tuple)) or not all(
+            isinstance(o, (cirq.PauliString, cirq.PauliSum)) for o in operators):
+        raise TypeError("operators must be a cirq.PauliSum or cirq.PauliString, or a list, "
+                        f"tuple, or np.array containing them. Got {type(operators)}.")
+    return convert_to_tensor([list(operators)])
+
+
+def _states(circuits, names, values):
+    names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+    values = np.asarray(values, dtype=np.float64).reshape(len(circuits), len(names))
+    rows = []
+    for b, text in enumerate(circuits):
+        t = _translation(text)
+        if not t.qubits:
+            rows.append(np.ones(1, dtype=np.complex64))
+            continue
+        point = values[b:b + 1]
+        state = _qmlsim.state(len(t.qubits), t.ops(t.angles(names, point)[0]), _engine_options())
+        rows.append((state * np.exp(1j * t.phase(names, point)[0])).astype(np.complex64))
+    lengths = np.array([len(r) for r in rows], dtype=np.int64)
+    return np.concatenate(rows), lengths
+
+
+class _State(tf.keras.layers.Layer):
+    """TFQ's ``layers.State``: final states as a tf.RaggedTensor [batch, 2**n]."""
+
+    def __init__(self, backend=None, **kwargs):
+        super().__init__(**kwargs)
+        if backend not in (None, "noiseless"):
+            raise ValueError("qmlsim.tfq: State runs on qmlsim's engine only")
+
+    def call(self, inputs, *, symbol_names=None, symbol_values=None):
+        circuits = _circuit_tensor(inputs)
+        names = _symbol_names(symbol_names)
+        if symbol_values is None:
+            symbol_values = tf.zeros([tf.shape(circuits)[0], tf.shape(names)[0]])
+        flat, lengths = tf.numpy_function(_states, [circuits, names, symbol_values],
+                                          [tf.complex64, tf.int64], stateful=False)
+        return tf.RaggedTensor.from_row_lengths(flat, lengths)
+
+
+layers = types.SimpleNamespace(Expectation=_Expectation, PQC=_PQC, ControlledPQC=_ControlledPQC,
+                               AddCircuit=_AddCircuit, State=_State)

@@ -1,0 +1,194 @@
+"""qmlsim.tfq against TensorFlow Quantum 0.7.6 and against Cirq in double
+precision. Run by scripts/python_test_tfq.sh (TensorFlow is a large download,
+so these tests are not in the main test command)."""
+import os
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import cirq  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import sympy  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import qmlsim.tfq as qtfq  # noqa: E402
+
+tfq = pytest.importorskip("tensorflow_quantum")
+
+QUBITS = cirq.GridQubit.rect(2, 2)
+SYMBOLS = sympy.symbols("s0:5")
+
+
+def random_model(rng, gates=24):
+    """A circuit over the gate list with symbols in exponents, expressions of
+    them included, and fixed gates."""
+    q = QUBITS
+    c = cirq.Circuit()
+    for _ in range(gates):
+        a, b = rng.choice(len(q), 2, replace=False)
+        s = SYMBOLS[rng.integers(len(SYMBOLS))]
+        k = rng.integers(11)
+        c.append([cirq.X(q[a]) ** s, cirq.Y(q[a]) ** (2 * s), cirq.Z(q[a]) ** s,
+                  cirq.rx(s).on(q[a]), cirq.ry(0.5 * s).on(q[a]), cirq.rz(s).on(q[a]),
+                  cirq.CZ(q[a], q[b]) ** s, cirq.XX(q[a], q[b]) ** s, cirq.YY(q[a], q[b]) ** s,
+                  cirq.ZZ(q[a], q[b]) ** s,
+                  cirq.PhasedXPowGate(phase_exponent=0.25, exponent=s).on(q[a])][k])
+        if rng.random() < 0.3:
+            c.append([cirq.H(q[a]), cirq.CNOT(q[a], q[b]), cirq.FSimGate(0.3, 0.2).on(q[a], q[b]),
+                      cirq.ISWAP(q[a], q[b]) ** 0.4][rng.integers(4)])
+    return c
+
+
+def operators():
+    q = QUBITS
+    return [cirq.Z(q[0]), cirq.X(q[1]) * cirq.Y(q[2]) + 0.5 * cirq.Z(q[3]),
+            -0.3 * cirq.X(q[0]) * cirq.X(q[3])]
+
+
+def exact(circuit, values):
+    """<op> for every op, in double precision by Cirq."""
+    resolver = dict(zip([str(s) for s in SYMBOLS], values))
+    state = cirq.final_state_vector(cirq.resolve_parameters(circuit, resolver),
+                                    qubit_order=QUBITS, dtype=np.complex128)
+    index = {q: i for i, q in enumerate(QUBITS)}
+    return np.array([op.expectation_from_state_vector(state, index).real for op in operators()])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pqc_values_and_gradients(seed):
+    rng = np.random.default_rng(seed)
+    model = random_model(rng)
+    data = [cirq.Circuit(cirq.rx(rng.uniform(-3, 3)).on(QUBITS[i % 4]),
+                         cirq.H(QUBITS[(i + 1) % 4])) for i in range(3)]
+    used = sorted(cirq.parameter_symbols(model), key=str)
+    init = rng.uniform(-2, 2, len(used))
+    weights = tf.constant(rng.normal(size=(3, len(operators()))), dtype=tf.float32)
+    results = {}
+    for name, mod in (("qmlsim", qtfq), ("tfq", tfq)):
+        kw = {"differentiator": tfq.differentiators.Adjoint()} if name == "tfq" else {}
+        layer = mod.layers.PQC(model, operators(),
+                               initializer=tf.keras.initializers.Constant(init), **kw)
+        x = mod.convert_to_tensor(data)
+        with tf.GradientTape() as tape:
+            y = layer(x)
+            loss = tf.reduce_sum(y * weights)
+        results[name] = (y.numpy(), tape.gradient(loss, layer.parameters).numpy())
+    values = np.zeros(len(SYMBOLS))
+    for s, v in zip(used, init):
+        values[SYMBOLS.index(s)] = v
+    want = np.array([exact(d + model, values) for d in data])
+    # Finite differences of the weighted loss in double precision.
+    h, fd = 1e-6, []
+    for s in used:
+        i = SYMBOLS.index(s)
+        up, down = values.copy(), values.copy()
+        up[i] += h
+        down[i] -= h
+        fd.append(sum(np.dot(weights.numpy()[b], exact(d + model, up) - exact(d + model, down))
+                      for b, d in enumerate(data)) / (2 * h))
+    y, g = results["qmlsim"]
+    np.testing.assert_allclose(y, want, atol=1e-6)
+    np.testing.assert_allclose(g, fd, atol=2e-5)
+    # TFQ computes in complex64: values to 1e-5; its adjoint gradients are
+    # off by up to ~1e-3 here (measured against the finite differences).
+    np.testing.assert_allclose(results["tfq"][0], y, atol=1e-5)
+    np.testing.assert_allclose(results["tfq"][1], g, atol=5e-3)
+
+
+def test_controlled_pqc_and_expectation_take_symbol_values():
+    rng = np.random.default_rng(11)
+    model = random_model(rng, 16)
+    used = [str(s) for s in sorted(cirq.parameter_symbols(model), key=str)]
+    values = tf.Variable(rng.uniform(-2, 2, (2, len(used))), dtype=tf.float32)
+    data = [cirq.Circuit(), cirq.Circuit(cirq.X(QUBITS[0]))]
+    out = {}
+    for name, mod in (("qmlsim", qtfq), ("tfq", tfq)):
+        x = mod.convert_to_tensor(data)
+        with tf.GradientTape(persistent=True) as tape:
+            a = mod.layers.ControlledPQC(model, operators())([x, values])
+            b = mod.layers.Expectation()(mod.layers.AddCircuit()(x, append=model),
+                                         symbol_names=used, symbol_values=values,
+                                         operators=operators())
+        out[name] = (a.numpy(), b.numpy(), tape.gradient(a, values).numpy(),
+                     tape.gradient(b, values).numpy())
+    q = out["qmlsim"]
+    np.testing.assert_allclose(q[0], q[1], atol=1e-7)
+    np.testing.assert_allclose(q[2], q[3], atol=1e-7)
+    for got, want, tol in zip(out["tfq"], q, (1e-5, 1e-5, 5e-3, 5e-3)):
+        np.testing.assert_allclose(got, want, atol=tol)
+
+
+def test_state_layer_matches_cirq_with_global_phases():
+    q = QUBITS
+    a = sympy.Symbol("a")
+    circuit = cirq.Circuit(cirq.X(q[0]) ** a, cirq.rz(0.4).on(q[1]), cirq.H(q[2]),
+                           cirq.CZ(q[2], q[3]) ** 0.3, cirq.ZZ(q[0], q[3]) ** (a / 2),
+                           cirq.PhasedXPowGate(phase_exponent=0.1, exponent=0.7).on(q[3]))
+    states = qtfq.layers.State()(qtfq.convert_to_tensor([circuit, circuit]),
+                                 symbol_names=["a"], symbol_values=[[0.3], [1.7]])
+    for row, v in zip(states.to_tensor().numpy(), (0.3, 1.7)):
+        want = cirq.final_state_vector(cirq.resolve_parameters(circuit, {"a": v}),
+                                       qubit_order=q, dtype=np.complex128)
+        np.testing.assert_allclose(row, want, atol=1e-6)
+
+
+def test_conversion_and_add_circuit_round_trip():
+    q = cirq.LineQubit.range(2)  # any qubit type, not only GridQubit
+    a = cirq.Circuit(cirq.H(q[0]))
+    b = cirq.Circuit(cirq.CNOT(q[0], q[1]))
+    t = qtfq.convert_to_tensor([a, a])
+    joined = qtfq.from_tensor(qtfq.layers.AddCircuit()(t, append=b))
+    assert all(c == a + b for c in joined)
+    joined = qtfq.from_tensor(qtfq.layers.AddCircuit()(t, prepend=b))
+    assert all(c == b + a for c in joined)
+    ops = qtfq.from_tensor(qtfq.convert_to_tensor([[cirq.Z(q[0]), cirq.X(q[1]) * cirq.Z(q[0])]]))
+    assert ops.shape == (1, 2) and ops[0, 1] == cirq.PauliSum.wrap(cirq.X(q[1]) * cirq.Z(q[0]))
+
+
+def test_refusals_are_clear():
+    q = QUBITS[0]
+    s = sympy.Symbol("s")
+    with pytest.raises(ValueError, match="repetitions"):
+        qtfq.layers.PQC(cirq.Circuit(cirq.X(q) ** s), cirq.Z(q), repetitions=100)
+    with pytest.raises(ValueError, match="backend"):
+        qtfq.layers.Expectation(backend=cirq.Simulator())
+    with pytest.raises(ValueError, match="no sympy.Symbols"):
+        qtfq.layers.PQC(cirq.Circuit(cirq.X(q)), cirq.Z(q))
+    with pytest.raises(Exception, match="have no values"):
+        qtfq.layers.Expectation()(qtfq.convert_to_tensor([cirq.Circuit(cirq.X(q) ** s)]),
+                                  symbol_names=["t"], symbol_values=[[0.1]],
+                                  operators=[cirq.Z(q)])
+    with pytest.raises(ValueError, match="measurements"):
+        qtfq.layers.Expectation()(qtfq.convert_to_tensor([cirq.Circuit(cirq.measure(q))]),
+                                  operators=[cirq.Z(q)])
+
+
+def test_two_workers_under_multi_worker_mirrored_strategy():
+    """Two processes on localhost (TF_CONFIG), each a replica: synchronous
+    training leaves both with the same weights, and they train (the weights move)."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    ports = []
+    for _ in range(2):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    script = os.path.join(os.path.dirname(__file__), "multi_worker.py")
+    procs = []
+    for i in range(2):
+        env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster,
+                                                     "task": {"type": "worker", "index": i}}))
+        procs.append(subprocess.Popen([sys.executable, script], env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    weights = []
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-3000:]
+        weights.append(np.array(json.loads(out.strip().splitlines()[-1])))
+    np.testing.assert_allclose(weights[0], weights[1], atol=1e-6)
+    assert np.max(np.abs(weights[0] - 0.1)) > 1e-3
