@@ -333,9 +333,23 @@ def _groups(circuits, names, values, operators):
     return groups, per_item
 
 
-def _forward(circuits, names, values, operators):
+def _inputs(circuits, names, values, operators=None):
+    """The names as str and the values as [batch, names] float64, or a
+    ValueError for shapes that do not match."""
     names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
-    values = np.asarray(values, dtype=np.float64).reshape(len(circuits), len(names))
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 2 or values.shape != (len(circuits), len(names)):
+        raise ValueError(f"qmlsim.tfq: symbol_values has shape {list(values.shape)}: expected "
+                         f"[{len(circuits)}, {len(names)}] ({len(circuits)} circuits, "
+                         f"{len(names)} symbol names)")
+    if operators is not None and (operators.ndim != 2 or operators.shape[0] != len(circuits)):
+        raise ValueError(f"qmlsim.tfq: operators has shape {list(operators.shape)}: expected "
+                         f"[{len(circuits)}, n_ops]")
+    return names, values
+
+
+def _forward(circuits, names, values, operators):
+    names, values = _inputs(circuits, names, values, operators)
     out = np.zeros((len(circuits), operators.shape[1]), dtype=np.float32)
     if len(circuits) == 0 or operators.shape[1] == 0:
         return out
@@ -349,8 +363,7 @@ def _forward(circuits, names, values, operators):
 
 
 def _backward(circuits, names, values, operators, dy):
-    names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
-    values = np.asarray(values, dtype=np.float64).reshape(len(circuits), len(names))
+    names, values = _inputs(circuits, names, values, operators)
     out = np.zeros((len(circuits), len(names)), dtype=np.float32)
     if len(circuits) == 0 or operators.shape[1] == 0 or len(names) == 0:
         return out
@@ -576,8 +589,7 @@ def _operator_list(operators):
 
 
 def _states(circuits, names, values):
-    names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
-    values = np.asarray(values, dtype=np.float64).reshape(len(circuits), len(names))
+    names, values = _inputs(circuits, names, values)
     rows = []
     for b, text in enumerate(circuits):
         t = _translation(text)

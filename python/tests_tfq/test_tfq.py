@@ -159,6 +159,13 @@ def test_refusals_are_clear():
         qtfq.layers.Expectation()(qtfq.convert_to_tensor([cirq.Circuit(cirq.X(q) ** s)]),
                                   symbol_names=["t"], symbol_values=[[0.1]],
                                   operators=[cirq.Z(q)])
+    with pytest.raises(Exception, match="has no unitary or decomposition"):
+        qtfq.layers.Expectation()(qtfq.convert_to_tensor([cirq.Circuit(cirq.depolarize(0.1)(q))]),
+                                  operators=[cirq.Z(q)])
+    with pytest.raises(Exception, match=r"symbol_values has shape \[3, 1\]: expected \[2, 1\]"):
+        qtfq.layers.Expectation()(qtfq.convert_to_tensor([cirq.Circuit(cirq.X(q) ** s)] * 2),
+                                  symbol_names=["s"], symbol_values=[[0.1], [0.2], [0.3]],
+                                  operators=[cirq.Z(q)])
     with pytest.raises(ValueError, match="measurements"):
         qtfq.layers.Expectation()(qtfq.convert_to_tensor([cirq.Circuit(cirq.measure(q))]),
                                   operators=[cirq.Z(q)])
