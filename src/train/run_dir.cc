@@ -38,19 +38,25 @@ RunDir::RunDir(std::string path) {
     std::string tmpl = (fs::temp_directory_path() / "qmlsim-run-XXXXXX").string();
     if (!mkdtemp(tmpl.data())) throw Error(url_ + ": cannot create a local mirror folder");
     path_ = tmpl;
-    const io::ObjectStore& store = io::object_store();
-    for (const std::string& key : store.list(mirror_->prefix)) {
-      const std::string rel = key.substr(mirror_->prefix.key.size());
-      if (rel.empty() || rel.back() == '/' || rel.find("..") != std::string::npos) continue;
-      const std::optional<std::string> bytes = store.get({mirror_->prefix.bucket, key});
-      if (!bytes) continue;  // deleted since the listing
-      const fs::path local = fs::path(path_) / rel;
-      fs::create_directories(local.parent_path());
-      std::ofstream out(local, std::ios::binary);
-      out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
-      out.close();
-      if (!out) throw Error(local.string() + ": cannot write");
-      mirror_->sent[rel] = stamp(local);
+    try {
+      const io::ObjectStore& store = io::object_store();
+      for (const std::string& key : store.list(mirror_->prefix)) {
+        const std::string rel = key.substr(mirror_->prefix.key.size());
+        if (rel.empty() || rel.back() == '/' || rel.find("..") != std::string::npos) continue;
+        const std::optional<std::string> bytes = store.get({mirror_->prefix.bucket, key});
+        if (!bytes) continue;  // deleted since the listing
+        const fs::path local = fs::path(path_) / rel;
+        fs::create_directories(local.parent_path());
+        std::ofstream out(local, std::ios::binary);
+        out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+        out.close();
+        if (!out) throw Error(local.string() + ": cannot write");
+        mirror_->sent[rel] = stamp(local);
+      }
+    } catch (...) {  // no destructor runs for a constructor that throws
+      std::error_code ec;
+      fs::remove_all(path_, ec);
+      throw;
     }
   } else {
     path_ = std::move(path);
