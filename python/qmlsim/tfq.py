@@ -16,9 +16,15 @@ What is here, with TFQ 0.7.6's argument names and defaults:
   across circuits for small states). Gradients with respect to symbol values
   by the C++ adjoint method: one batched vector-Jacobian product on the
   backward pass (one forward and one backward sweep per circuit), chained
-  through each gate's ``sympy`` exponent. ``repetitions`` (sampled
-  expectations) and backends other than ``'noiseless'`` are refused with a
-  ``ValueError``, and ``differentiator`` is ignored (the adjoint is exact).
+  through each gate's ``sympy`` exponent. ``differentiator`` is accepted and
+  ignored (the adjoint is exact); backends other than ``'noiseless'`` are a
+  ``ValueError``.
+- ``layers.SampledExpectation`` (and ``PQC`` / ``ControlledPQC`` with
+  ``repetitions``): each Pauli term estimated from ``repetitions`` shots in its
+  basis; gradients are the exact adjoint gradient of the expectation values
+  (TFQ's default, parameter shift on samples, estimates the same quantity).
+- ``layers.Sample``: bit strings, a ``tf.RaggedTensor`` [batch, repetitions,
+  <the circuit's qubits>] of int8, seeded by TensorFlow's random state.
 - ``layers.AddCircuit``: append or prepend a circuit to every circuit of a batch.
 - ``layers.State``: final state vectors (``tf.RaggedTensor`` [batch, 2**n],
   complex64, TFQ's qubit order: sorted qubits, the first most significant).
@@ -401,14 +407,22 @@ def _expectation(circuits, symbol_names, symbol_values, operators):
 def get_expectation_op(backend=None, **_):
     """TFQ's ``get_expectation_op``: a callable (circuits, symbol_names,
     symbol_values, pauli_sums) -> [batch, n_ops], differentiable in the values."""
-    _check_backend(backend if backend is not None else "noiseless", None)
+    _check_backend(backend if backend is not None else "noiseless")
     return _expectation
 
 
-def _check_backend(backend, repetitions):
-    if repetitions is not None:
-        raise ValueError("qmlsim.tfq: repetitions (sampled expectations) are not supported; "
-                         "analytic expectation values only")
+def _check_repetitions(repetitions):
+    """None (analytic) or a positive int, as TFQ's high-level layers take it."""
+    if repetitions is None:
+        return None
+    if isinstance(repetitions, bool) or not isinstance(repetitions, (int, np.integer)):
+        raise TypeError(f"repetitions must be a positive integer value. Given: {repetitions}")
+    if repetitions <= 0:
+        raise ValueError("Repetitions must be greater than zero.")
+    return int(repetitions)
+
+
+def _check_backend(backend):
     if backend not in ("noiseless", None):
         raise ValueError(f"qmlsim.tfq: backend {backend!r} is not supported: qmlsim's "
                          "engine is the backend ('noiseless')")
@@ -470,12 +484,14 @@ class _Expectation(tf.keras.layers.Layer):
 
     def __init__(self, backend="noiseless", differentiator=None, **kwargs):
         super().__init__(**kwargs)
-        _check_backend(backend, None)
+        _check_backend(backend)
         self._values = None
 
     def call(self, inputs, *, symbol_names=None, symbol_values=None, operators=None,
              repetitions=None, initializer=tf.keras.initializers.RandomUniform(0, 2 * np.pi)):
-        _check_backend("noiseless", repetitions)
+        if repetitions is not None:  # TFQ: only for noisy backends
+            raise RuntimeError("repetitions value provided for analytic expectation "
+                               "calculation that is noiseless.")
         if operators is None:
             raise ValueError("qmlsim.tfq: Expectation needs operators")
         circuits = _circuit_tensor(inputs)
@@ -519,7 +535,8 @@ class _PQC(tf.keras.layers.Layer):
         super().__init__(**kwargs)
         if not isinstance(model_circuit, cirq.Circuit):
             raise TypeError(f"model_circuit must be a cirq.Circuit object. Given: {model_circuit}")
-        _check_backend(backend, repetitions)
+        _check_backend(backend)
+        self._repetitions = _check_repetitions(repetitions)
         self._symbols_list = sorted(cirq.parameter_symbols(model_circuit), key=str)
         if not self._symbols_list:
             raise ValueError("model_circuit has no sympy.Symbols. Please provide a circuit that "
@@ -548,7 +565,10 @@ class _PQC(tf.keras.layers.Layer):
         batch = tf.gather(tf.shape(inputs), 0)
         circuits = self._append_layer(inputs, append=tf.tile(self._model_circuit, [batch]))
         values = tf.tile([self.parameters], [batch, 1])
-        return _expectation(circuits, self._symbols, values, tf.tile(self._operators, [batch, 1]))
+        ops = tf.tile(self._operators, [batch, 1])
+        if self._repetitions is not None:
+            return _sampled_expectation(circuits, self._symbols, values, ops, self._repetitions)
+        return _expectation(circuits, self._symbols, values, ops)
 
 
 class _ControlledPQC(tf.keras.layers.Layer):
@@ -560,7 +580,8 @@ class _ControlledPQC(tf.keras.layers.Layer):
         super().__init__(**kwargs)
         if not isinstance(model_circuit, cirq.Circuit):
             raise TypeError(f"model_circuit must be a cirq.Circuit object. Given: {model_circuit}")
-        _check_backend(backend, repetitions)
+        _check_backend(backend)
+        self._repetitions = _check_repetitions(repetitions)
         self._symbols_list = sorted(cirq.parameter_symbols(model_circuit), key=str)
         self._symbols = tf.constant([str(s) for s in self._symbols_list], dtype=tf.string)
         self._circuit = convert_to_tensor([model_circuit])
@@ -574,8 +595,11 @@ class _ControlledPQC(tf.keras.layers.Layer):
     def call(self, inputs):
         batch = tf.gather(tf.shape(inputs[0]), 0)
         circuits = self._append_layer(inputs[0], append=tf.tile(self._circuit, [batch]))
-        return _expectation(circuits, self._symbols, inputs[1],
-                            tf.tile(self._operators, [batch, 1]))
+        ops = tf.tile(self._operators, [batch, 1])
+        if self._repetitions is not None:
+            return _sampled_expectation(circuits, self._symbols, inputs[1], ops,
+                                        self._repetitions)
+        return _expectation(circuits, self._symbols, inputs[1], ops)
 
 
 def _operator_list(operators):
@@ -621,5 +645,169 @@ class _State(tf.keras.layers.Layer):
         return tf.RaggedTensor.from_row_lengths(flat, lengths)
 
 
+# -- sampling
+
+def _probabilities(t, names, point, extra_ops=()):
+    """|amplitude|^2 of the circuit at one point (engine qubit i = Cirq's n-1-i,
+    so the index reads Cirq's sorted qubits from the most significant bit)."""
+    ops = t.ops(t.angles(names, point)[0]) + list(extra_ops)
+    p = np.abs(_qmlsim.state(len(t.qubits), ops, _engine_options())) ** 2
+    return p / p.sum()
+
+
+def _bits(outcomes, n):
+    return ((outcomes[:, None] >> np.arange(n - 1, -1, -1)) & 1).astype(np.int8)
+
+
+def _samples(circuits, names, values, repetitions, seed):
+    names, values = _inputs(circuits, names, values)
+    reps = int(np.asarray(repetitions).reshape(-1)[0])
+    if reps < 1:
+        raise ValueError(f"qmlsim.tfq: repetitions must be positive, got {reps}")
+    rng = np.random.default_rng(int(seed))
+    flat, widths = [], []
+    for b, text in enumerate(circuits):
+        t = _translation(text)
+        n = len(t.qubits)
+        if n == 0:
+            widths.append(0)
+            continue
+        p = _probabilities(t, names, values[b:b + 1])
+        flat.append(_bits(rng.choice(len(p), size=reps, p=p), n).reshape(-1))
+        widths.append(n)
+    flat = np.concatenate(flat) if flat else np.zeros(0, dtype=np.int8)
+    return flat, np.array(widths, dtype=np.int64)
+
+
+class _Sample(tf.keras.layers.Layer):
+    """TFQ's ``layers.Sample``: call(inputs, *, symbol_names=None,
+    symbol_values=None, repetitions=None) -> tf.RaggedTensor [batch,
+    repetitions, <the circuit's qubits>] of int8 bits, qubits in sorted order.
+    Seeded by TensorFlow's random state (``tf.random.set_seed``)."""
+
+    def __init__(self, backend="noiseless", **kwargs):
+        super().__init__(**kwargs)
+        _check_backend(backend)
+
+    def call(self, inputs, *, symbol_names=None, symbol_values=None, repetitions=None):
+        reps = _repetitions(repetitions)
+        circuits = _circuit_tensor(inputs)
+        names = _symbol_names(symbol_names)
+        batch = tf.shape(circuits)[0]
+        if symbol_values is None:
+            symbol_values = tf.zeros([batch, tf.shape(names)[0]])
+        seed = tf.random.uniform([], maxval=2**31 - 1, dtype=tf.int64)
+        flat, widths = tf.numpy_function(_samples, [circuits, names, symbol_values, reps, seed],
+                                         [tf.int8, tf.int64], stateful=True)
+        inner = tf.repeat(widths, tf.cast(reps, tf.int32))
+        outer = tf.fill([batch], tf.cast(reps, tf.int64))
+        return tf.RaggedTensor.from_nested_row_lengths(flat, [outer, inner])
+
+
+def _repetitions(repetitions):
+    if repetitions is None:
+        raise ValueError("qmlsim.tfq: number of repetitions not specified")
+    if isinstance(repetitions, (int, np.integer)):
+        if repetitions <= 0:
+            raise ValueError("qmlsim.tfq: repetitions must be greater than zero")
+        return tf.constant(int(repetitions), dtype=tf.int64)
+    return tf.cast(tf.reshape(repetitions, [-1])[0], tf.int64)
+
+
+def _sampled(circuits, names, values, operators, repetitions, seed):
+    """Each operator estimated from `repetitions` shots per Pauli term in that
+    term's basis (X by H, Y by RX(pi/2)): the mean parity times the coefficient."""
+    names, values = _inputs(circuits, names, values, operators)
+    reps = np.broadcast_to(np.asarray(repetitions, dtype=np.int64), operators.shape)
+    if np.any(reps < 1):
+        raise ValueError("qmlsim.tfq: repetitions must be positive")
+    rng = np.random.default_rng(int(seed))
+    out = np.zeros(operators.shape, dtype=np.float32)
+    for b, text in enumerate(circuits):
+        sums = [_parse(o) for o in operators[b]]
+        extra = sorted(set().union(*(s.qubits for s in sums)) - set(_translation(text).qubits))
+        t = _translation(text, extra)
+        n = len(t.qubits)
+        index = {q: i for i, q in enumerate(t.qubits)}
+        for k, s in enumerate(sums):
+            total = 0.0
+            for term in s:
+                rot, mask = [], 0
+                for q, pauli in term.items():
+                    w = n - 1 - index[q]
+                    mask |= 1 << w
+                    if pauli == cirq.X:
+                        rot.append(("H", [w], [], []))
+                    elif pauli == cirq.Y:
+                        rot.append(("RX", [w], [math.pi / 2], []))
+                if not mask:
+                    total += complex(term.coefficient).real
+                    continue
+                p = _probabilities(t, names, values[b:b + 1], rot)
+                shots = rng.choice(len(p), size=int(reps[b, k]), p=p)
+                parity = np.array([bin(int(x) & mask).count("1") & 1 for x in shots])
+                total += complex(term.coefficient).real * float(np.mean(1 - 2 * parity))
+            out[b, k] = total
+    return out
+
+
+def _sampled_expectation(circuits, names, symbol_values, ops, repetitions):
+    """Expectation values from `repetitions` shots per Pauli term (an int or
+    a [batch, n_ops] tensor), differentiable in the values by the exact
+    adjoint gradient of the expectation values."""
+    if isinstance(repetitions, (int, np.integer)):
+        reps = tf.fill(tf.shape(ops), _repetitions(repetitions))
+    else:
+        reps = tf.cast(tf.broadcast_to(repetitions, tf.shape(ops)), tf.int64)
+    seed = tf.random.uniform([], maxval=2**31 - 1, dtype=tf.int64)
+
+    @tf.custom_gradient
+    def run(values):
+        out = tf.numpy_function(_sampled, [circuits, names, values, ops, reps, seed], tf.float32,
+                                stateful=True)
+        out.set_shape([circuits.shape[0], ops.shape[1]])
+
+        def grad(dy):
+            g = tf.numpy_function(_backward, [circuits, names, values, ops, dy], tf.float32,
+                                  stateful=False)
+            g.set_shape(values.shape)
+            return g
+
+        return out, grad
+
+    return run(tf.cast(symbol_values, tf.float32))
+
+
+class _SampledExpectation(tf.keras.layers.Layer):
+    """TFQ's ``layers.SampledExpectation``: expectation values estimated from
+    ``repetitions`` shots per Pauli term. Gradients: the exact adjoint
+    gradient of the expectation values (TFQ's default is parameter shift on
+    samples, whose mean this is)."""
+
+    def __init__(self, backend="noiseless", differentiator=None, **kwargs):
+        super().__init__(**kwargs)
+        _check_backend(backend)
+        self._values = None
+
+    def call(self, inputs, *, symbol_names=None, symbol_values=None, operators=None,
+             repetitions=None, initializer=tf.keras.initializers.RandomUniform(0, 2 * np.pi)):
+        if operators is None:
+            raise ValueError("qmlsim.tfq: SampledExpectation needs operators")
+        if repetitions is None:
+            raise ValueError("qmlsim.tfq: number of repetitions not specified")
+        circuits = _circuit_tensor(inputs)
+        batch = tf.shape(circuits)[0]
+        names = _symbol_names(symbol_names)
+        if symbol_values is None:
+            if self._values is None:
+                self._values = self.add_weight(name="circuit_parameters",
+                                               shape=[names.shape[0]], initializer=initializer,
+                                               dtype=tf.float32, trainable=True)
+            symbol_values = tf.tile(self._values[None, :], [batch, 1])
+        ops = _operators_tensor(operators, batch)
+        return _sampled_expectation(circuits, names, symbol_values, ops, repetitions)
+
+
 layers = types.SimpleNamespace(Expectation=_Expectation, PQC=_PQC, ControlledPQC=_ControlledPQC,
-                               AddCircuit=_AddCircuit, State=_State)
+                               AddCircuit=_AddCircuit, State=_State, Sample=_Sample,
+                               SampledExpectation=_SampledExpectation)

@@ -149,8 +149,12 @@ def test_conversion_and_add_circuit_round_trip():
 def test_refusals_are_clear():
     q = QUBITS[0]
     s = sympy.Symbol("s")
-    with pytest.raises(ValueError, match="repetitions"):
-        qtfq.layers.PQC(cirq.Circuit(cirq.X(q) ** s), cirq.Z(q), repetitions=100)
+    with pytest.raises(ValueError, match="greater than zero"):
+        qtfq.layers.PQC(cirq.Circuit(cirq.X(q) ** s), cirq.Z(q), repetitions=0)
+    with pytest.raises(RuntimeError, match="repetitions"):
+        qtfq.layers.Expectation()(qtfq.convert_to_tensor([cirq.Circuit(cirq.X(q) ** s)]),
+                                  symbol_names=["s"], symbol_values=[[0.1]],
+                                  operators=[cirq.Z(q)], repetitions=10)
     with pytest.raises(ValueError, match="backend"):
         qtfq.layers.Expectation(backend=cirq.Simulator())
     with pytest.raises(ValueError, match="no sympy.Symbols"):
@@ -199,3 +203,46 @@ def test_two_workers_under_multi_worker_mirrored_strategy():
         weights.append(np.array(json.loads(out.strip().splitlines()[-1])))
     np.testing.assert_allclose(weights[0], weights[1], atol=1e-6)
     assert np.max(np.abs(weights[0] - 0.1)) > 1e-3
+
+
+def test_sample_layer_shape_and_distribution():
+    q = cirq.GridQubit.rect(1, 3)
+    circuits = [cirq.Circuit(cirq.X(q[0]), cirq.H(q[2])), cirq.Circuit(cirq.ry(1.0).on(q[1]))]
+    tf.random.set_seed(4)
+    ours = qtfq.layers.Sample()(qtfq.convert_to_tensor(circuits), repetitions=4000)
+    theirs = tfq.layers.Sample()(tfq.convert_to_tensor(circuits), repetitions=4000)
+    assert ours.shape.as_list() == theirs.shape.as_list() == [2, None, None]
+    a, b = ours.to_list(), theirs.to_list()
+    assert [len(r[0]) for r in a] == [len(r[0]) for r in b] == [2, 1]  # the circuit's own qubits
+    first = np.array(a[0])
+    assert np.all(first[:, 0] == 1)  # X on the first qubit (most significant, as in TFQ)
+    assert abs(first[:, 1].mean() - 0.5) < 5 * 0.5 / np.sqrt(4000)
+    p1 = np.sin(0.5) ** 2  # ry(1.0): P(1) = sin^2(1/2)
+    assert abs(np.array(a[1]).mean() - p1) < 5 * np.sqrt(p1 * (1 - p1) / 4000)
+
+
+def test_sampled_expectation_estimates_and_exact_gradient():
+    q = cirq.GridQubit.rect(1, 3)
+    a = sympy.Symbol("a")
+    circuit = cirq.Circuit(cirq.ry(a).on(q[0]), cirq.CNOT(q[0], q[1]), cirq.rx(0.4).on(q[2]),
+                           cirq.H(q[2]))
+    ops = [cirq.Z(q[0]), cirq.X(q[2]) - 0.5 * cirq.Y(q[2]) * cirq.Z(q[1])]
+    values = tf.Variable([[0.7], [2.1]])
+    reps = 20000
+    with tf.GradientTape() as tape:
+        y = qtfq.layers.SampledExpectation()(qtfq.convert_to_tensor([circuit, circuit]),
+                                             symbol_names=["a"], symbol_values=values,
+                                             operators=ops, repetitions=reps)
+        loss = tf.reduce_sum(y * tf.constant([[1.0, 2.0], [-1.0, 0.5]]))
+    grad = tape.gradient(loss, values).numpy()
+    with tf.GradientTape() as tape:
+        exact = qtfq.layers.Expectation()(qtfq.convert_to_tensor([circuit, circuit]),
+                                          symbol_names=["a"], symbol_values=values, operators=ops)
+        loss = tf.reduce_sum(exact * tf.constant([[1.0, 2.0], [-1.0, 0.5]]))
+    np.testing.assert_allclose(y.numpy(), exact.numpy(), atol=5 * 1.5 / np.sqrt(reps))
+    np.testing.assert_allclose(grad, tape.gradient(loss, values).numpy(), atol=1e-6)
+    # PQC with repetitions samples the same way.
+    layer = qtfq.layers.PQC(cirq.Circuit(cirq.ry(a).on(q[0])), cirq.Z(q[0]), repetitions=reps,
+                            initializer=tf.keras.initializers.Constant(0.7))
+    value = layer(qtfq.convert_to_tensor([cirq.Circuit()])).numpy()
+    assert abs(value[0, 0] - np.cos(0.7)) < 5 / np.sqrt(reps)
