@@ -217,7 +217,6 @@ class _Translation:
         self._const, self._const_values = [], []
         self._linear, self._linear_names, self._linear_coef = [], [], []
         self._general = []  # (slot, names, f, [(name, df)])
-        names = set()
         for slot, e in enumerate(exprs):
             kind = _kind(e)
             if kind[0] == "const":
@@ -227,12 +226,8 @@ class _Translation:
                 self._linear.append(slot)
                 self._linear_names.append(kind[1])
                 self._linear_coef.append(kind[2])
-                names.add(kind[1])
             else:
                 self._general.append((slot,) + kind[1:])
-                names.update(kind[1])
-        names.update(str(x) for x in phase.free_symbols)
-        self.names = sorted(names)
         self._linear_coef = np.array(self._linear_coef)
 
     @staticmethod
@@ -311,8 +306,9 @@ def _engine_options():
 
 
 def _groups(circuits, names, values, operators):
-    """Items grouped by (qubit count, observables): [(n, terms, [item], [ops])],
-    and each item's translation, angles computed per circuit text in one go."""
+    """({(qubit count, observables' terms): ([item], [engine ops])}, [(translation,
+    angles)] per item): items grouped for one C++ call each, angles computed
+    per distinct circuit text in one go."""
     by_text = collections.defaultdict(list)
     for b, text in enumerate(circuits):
         by_text[text].append(b)
