@@ -56,25 +56,25 @@ def test_vjp_path_and_cost_gradient():
     assert np.allclose(qml.grad(cost)(X), qml.grad(ref)(X), atol=1e-10)
 
 
+def _two_readouts(x):
+    gates(x)
+    return qml.expval(qml.PauliZ(0)), qml.expval(qml.PauliX(1) @ qml.PauliY(2))
+
+
+def _cost(fn):
+    return lambda x: fn(x)[0] + 2 * fn(x)[1] ** 2
+
+
 def test_derivatives_come_with_the_forward_pass_only_when_asked_for():
-    """Inside qml.grad (autograd tracing) or torch with gradients enabled, one
-    device call gives values and Jacobian; a forward pass no one
-    differentiates (a plain call, torch.no_grad()) computes no derivative."""
+    """Inside qml.grad (autograd tracing), one device call gives values and
+    Jacobian; a forward pass no one differentiates (a plain call) computes no
+    derivative. The same under torch: the next test."""
     dev = qml.device("qmlsim.qubit", wires=3)
-
-    def f(x):
-        gates(x)
-        return qml.expval(qml.PauliZ(0)), qml.expval(qml.PauliX(1) @ qml.PauliY(2))
-
-    ref = qml.QNode(f, qml.device("default.qubit", wires=3), diff_method="backprop")
-    q = qml.QNode(f, dev, diff_method="adjoint")
-
-    def cost(fn):
-        return lambda x: fn(x)[0] + 2 * fn(x)[1] ** 2
-
+    ref = qml.QNode(_two_readouts, qml.device("default.qubit", wires=3), diff_method="backprop")
+    q = qml.QNode(_two_readouts, dev, diff_method="adjoint")
     with qml.Tracker(dev) as tracker:
-        got = qml.grad(cost(q))(X)
-    assert np.allclose(got, qml.grad(cost(ref))(X), atol=1e-10)
+        got = qml.grad(_cost(q))(X)
+    assert np.allclose(got, qml.grad(_cost(ref))(X), atol=1e-10)
     assert tracker.totals.get("execute_and_derivative_batches", 0) > 0
     assert "derivative_batches" not in tracker.totals
     with qml.Tracker(dev) as tracker:
@@ -83,19 +83,25 @@ def test_derivatives_come_with_the_forward_pass_only_when_asked_for():
     assert tracker.totals["executions"] == 1
     assert not {"derivatives", "execute_and_derivative_batches"} & set(tracker.totals)
 
+
+def test_derivatives_come_with_the_forward_pass_only_under_torch_grad():
+    """torch.no_grad(): no derivative work; gradients enabled: values and
+    Jacobian in one device call. Skipped without torch."""
     torch = pytest.importorskip("torch")
+    dev = qml.device("qmlsim.qubit", wires=3)
+    ref = qml.QNode(_two_readouts, qml.device("default.qubit", wires=3), diff_method="backprop")
     x = torch.tensor(np.asarray(X), requires_grad=True)
-    qt = qml.QNode(f, dev, interface="torch", diff_method="adjoint")
+    qt = qml.QNode(_two_readouts, dev, interface="torch", diff_method="adjoint")
     with qml.Tracker(dev) as tracker:
         with torch.no_grad():
             qt(x)
     assert not {"derivatives", "execute_and_derivative_batches"} & set(tracker.totals)
     with qml.Tracker(dev) as tracker:
-        loss = cost(qt)(x)
+        loss = _cost(qt)(x)
         loss.backward()
     assert tracker.totals.get("execute_and_derivative_batches", 0) > 0
     assert "derivative_batches" not in tracker.totals
-    assert np.allclose(x.grad.numpy(), qml.grad(cost(ref))(X), atol=1e-10)
+    assert np.allclose(x.grad.numpy(), qml.grad(_cost(ref))(X), atol=1e-10)
 
 
 def test_many_observables_and_other_measurements():
