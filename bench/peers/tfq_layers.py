@@ -111,7 +111,7 @@ def main():
           "alternating runs after a warm-up and an agreement check\n")
     print("| workload | qubits | qmlsim.tfq | TFQ (adjoint) | TFQ / qmlsim |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    for n in [int(v) for v in args.qubits.split(",")]:
+    for n in [int(v) for v in args.qubits.split(",") if v]:
         model, data, ops = pqc_case(n)
         ours, theirs = make_step(qtfq, model, data, ops), make_step(tfq, model, data, ops)
         (ya, ga), (yb, gb) = ours(), theirs()  # also the warm-up
