@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import gc
 import math
 import threading
@@ -61,6 +62,17 @@ __all__ = ["convert_to_tensor", "from_tensor", "layers", "get_expectation_op"]
 _MAX_MATRIX_QUBITS = 10
 _lock = threading.Lock()
 _gc_state = {"depth": 0, "was_enabled": False}  # see _no_gc
+
+
+def _gc_paused(fn):
+    """fn run inside _no_gc: the numpy functions behind the ops."""
+
+    @functools.wraps(fn)
+    def wrapper(*args):
+        with _no_gc():
+            return fn(*args)
+
+    return wrapper
 
 
 @contextlib.contextmanager
@@ -408,12 +420,8 @@ def _inputs(circuits, names, values, operators=None):
     return names, values
 
 
+@_gc_paused
 def _forward(circuits, names, values, operators):
-    with _no_gc():
-        return _forward_body(circuits, names, values, operators)
-
-
-def _forward_body(circuits, names, values, operators):
     names, values = _inputs(circuits, names, values, operators)
     out = np.zeros((len(circuits), operators.shape[1]), dtype=np.float32)
     if len(circuits) == 0 or operators.shape[1] == 0:
@@ -427,12 +435,8 @@ def _forward_body(circuits, names, values, operators):
     return out
 
 
+@_gc_paused
 def _backward(circuits, names, values, operators, dy):
-    with _no_gc():
-        return _backward_body(circuits, names, values, operators, dy)
-
-
-def _backward_body(circuits, names, values, operators, dy):
     names, values = _inputs(circuits, names, values, operators)
     out = np.zeros((len(circuits), len(names)), dtype=np.float32)
     if len(circuits) == 0 or operators.shape[1] == 0 or len(names) == 0:
@@ -447,25 +451,33 @@ def _backward_body(circuits, names, values, operators, dy):
     return out
 
 
-def _expectation(circuits, symbol_names, symbol_values, operators):
-    """<operators[b][k]> of circuits[b] at symbol_values[b]: [batch, n_ops]
-    float32, differentiable with respect to symbol_values."""
+def _with_adjoint_gradient(forward, args, stateful, circuits, names, symbol_values, operators):
+    """forward(circuits, names, values, operators, *args) -> [batch, n_ops]
+    float32 as an op differentiable in the values, its gradient the adjoint
+    VJP of the expectation values (_backward)."""
 
     @tf.custom_gradient
     def run(values):
-        out = tf.numpy_function(_forward, [circuits, symbol_names, values, operators],
-                                tf.float32, stateful=False)
+        out = tf.numpy_function(forward, [circuits, names, values, operators, *args], tf.float32,
+                                stateful=stateful)
         out.set_shape([circuits.shape[0], operators.shape[1]])
 
         def grad(dy):
-            g = tf.numpy_function(_backward, [circuits, symbol_names, values, operators, dy],
-                                  tf.float32, stateful=False)
+            g = tf.numpy_function(_backward, [circuits, names, values, operators, dy], tf.float32,
+                                  stateful=False)
             g.set_shape(values.shape)
             return g
 
         return out, grad
 
     return run(tf.cast(symbol_values, tf.float32))
+
+
+def _expectation(circuits, symbol_names, symbol_values, operators):
+    """<operators[b][k]> of circuits[b] at symbol_values[b]: [batch, n_ops]
+    float32, differentiable with respect to symbol_values."""
+    return _with_adjoint_gradient(_forward, [], False, circuits, symbol_names, symbol_values,
+                                  operators)
 
 
 def get_expectation_op(backend=None, **_):
@@ -542,14 +554,29 @@ def _append(circuits, other, prepend):
     return np.array(out, dtype=object)
 
 
-class _Expectation(tf.keras.layers.Layer):
-    """TFQ's ``layers.Expectation``: call(inputs, *, symbol_names=None,
-    symbol_values=None, operators=None, repetitions=None, initializer=...)."""
+class _ExpectationLayer(tf.keras.layers.Layer):
+    """What Expectation and SampledExpectation share: the backend check, and
+    the values the layer manages when called without symbol_values (TFQ's
+    behaviour: one trainable weight per symbol name, shared by the batch)."""
 
     def __init__(self, backend="noiseless", differentiator=None, **kwargs):
         super().__init__(**kwargs)
         _check_backend(backend)
         self._values = None
+
+    def _symbol_values(self, names, symbol_values, batch, initializer):
+        if symbol_values is not None:
+            return symbol_values
+        if self._values is None:
+            self._values = self.add_weight(name="circuit_parameters", shape=[names.shape[0]],
+                                           initializer=initializer, dtype=tf.float32,
+                                           trainable=True)
+        return tf.tile(self._values[None, :], [batch, 1])
+
+
+class _Expectation(_ExpectationLayer):
+    """TFQ's ``layers.Expectation``: call(inputs, *, symbol_names=None,
+    symbol_values=None, operators=None, repetitions=None, initializer=...)."""
 
     def call(self, inputs, *, symbol_names=None, symbol_values=None, operators=None,
              repetitions=None, initializer=tf.keras.initializers.RandomUniform(0, 2 * np.pi)):
@@ -561,14 +588,8 @@ class _Expectation(tf.keras.layers.Layer):
         circuits = _circuit_tensor(inputs)
         batch = tf.shape(circuits)[0]
         names = _symbol_names(symbol_names)
-        if symbol_values is None:
-            if self._values is None:  # TFQ: the layer manages the values then
-                self._values = self.add_weight(name="circuit_parameters",
-                                               shape=[names.shape[0]], initializer=initializer,
-                                               dtype=tf.float32, trainable=True)
-            symbol_values = tf.tile(self._values[None, :], [batch, 1])
-        ops = _operators_tensor(operators, batch)
-        return _expectation(circuits, names, symbol_values, ops)
+        values = self._symbol_values(names, symbol_values, batch, initializer)
+        return _expectation(circuits, names, values, _operators_tensor(operators, batch))
 
 
 class _AddCircuit(tf.keras.layers.Layer):
@@ -676,12 +697,8 @@ def _operator_list(operators):
     return convert_to_tensor([list(operators)])
 
 
+@_gc_paused
 def _states(circuits, names, values):
-    with _no_gc():
-        return _states_body(circuits, names, values)
-
-
-def _states_body(circuits, names, values):
     names, values = _inputs(circuits, names, values)
     rows = []
     for b, text in enumerate(circuits):
@@ -728,12 +745,8 @@ def _bits(outcomes, n):
     return ((outcomes[:, None] >> np.arange(n - 1, -1, -1)) & 1).astype(np.int8)
 
 
+@_gc_paused
 def _samples(circuits, names, values, repetitions, seed):
-    with _no_gc():
-        return _samples_body(circuits, names, values, repetitions, seed)
-
-
-def _samples_body(circuits, names, values, repetitions, seed):
     names, values = _inputs(circuits, names, values)
     reps = int(np.asarray(repetitions).reshape(-1)[0])
     if reps < 1:
@@ -782,18 +795,12 @@ def _repetitions(repetitions):
     if repetitions is None:
         raise ValueError("qmlsim.tfq: number of repetitions not specified")
     if isinstance(repetitions, (int, np.integer)):
-        if repetitions <= 0:
-            raise ValueError("qmlsim.tfq: repetitions must be greater than zero")
-        return tf.constant(int(repetitions), dtype=tf.int64)
+        return tf.constant(_check_repetitions(repetitions), dtype=tf.int64)
     return tf.cast(tf.reshape(repetitions, [-1])[0], tf.int64)
 
 
+@_gc_paused
 def _sampled(circuits, names, values, operators, repetitions, seed):
-    with _no_gc():
-        return _sampled_body(circuits, names, values, operators, repetitions, seed)
-
-
-def _sampled_body(circuits, names, values, operators, repetitions, seed):
     """Each operator estimated from `repetitions` shots per Pauli term in that
     term's basis (X by H, Y by RX(pi/2)): the mean parity times the coefficient."""
     names, values = _inputs(circuits, names, values, operators)
@@ -804,8 +811,7 @@ def _sampled_body(circuits, names, values, operators, repetitions, seed):
     out = np.zeros(operators.shape, dtype=np.float32)
     for b, text in enumerate(circuits):
         sums = [_parse(o) for o in operators[b]]
-        extra = sorted(set().union(*(s.qubits for s in sums)) - set(_translation(text).qubits))
-        t = _translation(text, extra)
+        t = _translation(text, _extra_qubits(tuple(operators[b]), _translation(text)))
         n = len(t.qubits)
         index = {q: i for i, q in enumerate(t.qubits)}
         for k, s in enumerate(sums):
@@ -839,34 +845,15 @@ def _sampled_expectation(circuits, names, symbol_values, ops, repetitions):
     else:
         reps = tf.cast(tf.broadcast_to(repetitions, tf.shape(ops)), tf.int64)
     seed = tf.random.uniform([], maxval=2**31 - 1, dtype=tf.int64)
-
-    @tf.custom_gradient
-    def run(values):
-        out = tf.numpy_function(_sampled, [circuits, names, values, ops, reps, seed], tf.float32,
-                                stateful=True)
-        out.set_shape([circuits.shape[0], ops.shape[1]])
-
-        def grad(dy):
-            g = tf.numpy_function(_backward, [circuits, names, values, ops, dy], tf.float32,
-                                  stateful=False)
-            g.set_shape(values.shape)
-            return g
-
-        return out, grad
-
-    return run(tf.cast(symbol_values, tf.float32))
+    return _with_adjoint_gradient(_sampled, [reps, seed], True, circuits, names, symbol_values,
+                                  ops)
 
 
-class _SampledExpectation(tf.keras.layers.Layer):
+class _SampledExpectation(_ExpectationLayer):
     """TFQ's ``layers.SampledExpectation``: expectation values estimated from
     ``repetitions`` shots per Pauli term. Gradients: the exact adjoint
     gradient of the expectation values (TFQ's default is parameter shift on
     samples, whose mean this is)."""
-
-    def __init__(self, backend="noiseless", differentiator=None, **kwargs):
-        super().__init__(**kwargs)
-        _check_backend(backend)
-        self._values = None
 
     def call(self, inputs, *, symbol_names=None, symbol_values=None, operators=None,
              repetitions=None, initializer=tf.keras.initializers.RandomUniform(0, 2 * np.pi)):
@@ -877,14 +864,9 @@ class _SampledExpectation(tf.keras.layers.Layer):
         circuits = _circuit_tensor(inputs)
         batch = tf.shape(circuits)[0]
         names = _symbol_names(symbol_names)
-        if symbol_values is None:
-            if self._values is None:
-                self._values = self.add_weight(name="circuit_parameters",
-                                               shape=[names.shape[0]], initializer=initializer,
-                                               dtype=tf.float32, trainable=True)
-            symbol_values = tf.tile(self._values[None, :], [batch, 1])
-        ops = _operators_tensor(operators, batch)
-        return _sampled_expectation(circuits, names, symbol_values, ops, repetitions)
+        values = self._symbol_values(names, symbol_values, batch, initializer)
+        return _sampled_expectation(circuits, names, values, _operators_tensor(operators, batch),
+                                    repetitions)
 
 
 layers = types.SimpleNamespace(Expectation=_Expectation, PQC=_PQC, ControlledPQC=_ControlledPQC,

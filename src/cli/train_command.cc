@@ -126,10 +126,7 @@ int train_command(const std::vector<std::string>& argv) {
     throw Error("expected exactly one config file (see qmlsim train --help)");
   const std::string config_path = args.positionals()[0];
   require_file_path(config_path, "config");
-  if (const auto dir = args.get("--run-dir")) {
-    require_file_path(*dir, "--run-dir", true);
-    if (io::is_s3_url(*dir)) io::parse_s3_url(*dir, "--run-dir");
-  }
+  if (const auto dir = args.get("--run-dir")) io::require_path_or_s3_url(*dir, "--run-dir");
   const io::Config config = train::load_job_config(config_path, sets_with_backend(args));
   const comm::Comm& world = comm::Comm::world();
   if (args.has("--expect-ranks")) {
@@ -158,16 +155,10 @@ int infer_command(const std::vector<std::string>& argv) {
   }
   if (args.positionals().size() > 1) throw Error("expected at most one run directory");
   std::string dir = args.positionals().empty() ? "" : args.positionals()[0];
-  require_file_path(dir, "run directory", true);
-  if (io::is_s3_url(dir)) {
-    while (dir.back() == '/') dir.pop_back();
-    io::parse_s3_url(dir, "run directory");
-  }
+  io::require_path_or_s3_url(dir, "run directory");
+  while (io::is_s3_url(dir) && dir.size() > 5 && dir.back() == '/') dir.pop_back();
   for (const char* flag : {"--weights", "--config", "--data", "--out"})
-    if (args.has(flag)) {
-      require_file_path(*args.get(flag), flag, true);
-      if (io::is_s3_url(*args.get(flag))) io::parse_s3_url(*args.get(flag), flag);
-    }
+    if (args.has(flag)) io::require_path_or_s3_url(*args.get(flag), flag);
   if (dir.empty() && (!args.has("--weights") || !args.has("--config")))
     throw Error("give a run directory, or both --weights and --config");
   // A run in a bucket, and flags naming objects, are read from local copies.

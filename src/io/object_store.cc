@@ -49,6 +49,11 @@ S3Location parse_s3_url(const std::string& url, const std::string& where) {
   return at;
 }
 
+void require_path_or_s3_url(const std::string& path, const std::string& where) {
+  require_file_path(path, where, true);
+  if (is_s3_url(path)) parse_s3_url(path, where);
+}
+
 // --- settings
 
 namespace {
@@ -478,6 +483,18 @@ std::optional<std::string> ObjectStore::get(const S3Location& at) const {
   return std::move(r.body);
 }
 
+bool ObjectStore::get_to_file(const S3Location& at, const std::string& local) const {
+  const std::optional<std::string> bytes = get(at);
+  if (!bytes) return false;
+  const fs::path parent = fs::path(local).parent_path();
+  if (!parent.empty()) fs::create_directories(parent);
+  std::ofstream out(local, std::ios::binary);
+  out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+  out.close();
+  if (!out) throw Error(local + ": cannot write");
+  return true;
+}
+
 std::vector<std::string> ObjectStore::list(const S3Location& prefix) const {
   std::vector<std::string> keys;
   std::string token;
@@ -555,13 +572,8 @@ std::string fetch_to_local(const std::string& path, const std::string& where) {
   FetchCache& cache = fetch_cache();
   const std::lock_guard<std::mutex> lock(cache.mutex);
   if (const auto it = cache.local.find(path); it != cache.local.end()) return it->second;
-  const std::optional<std::string> bytes = object_store().get(at);
-  if (!bytes) throw Error(where + ": " + path + ": no such object");
   const std::string local = new_local_path(cache, fs::path(at.key).filename().string());
-  std::ofstream out(local, std::ios::binary);
-  out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
-  out.close();
-  if (!out) throw Error(where + ": " + local + ": cannot write");
+  if (!object_store().get_to_file(at, local)) throw Error(where + ": " + path + ": no such object");
   cache.local[path] = local;
   return local;
 }

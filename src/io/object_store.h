@@ -38,6 +38,10 @@ struct S3Location {
 // with a letter or digit).
 S3Location parse_s3_url(const std::string& url, const std::string& where);
 
+// A path a flag may give: a local path or a valid s3:// URL, else the Error
+// of require_file_path or parse_s3_url naming `where`.
+void require_path_or_s3_url(const std::string& path, const std::string& where);
+
 struct S3Credentials {
   std::string access_key;
   std::string secret_key;
@@ -96,6 +100,10 @@ class ObjectStore {
   void put_file(const S3Location& at, const std::string& local) const;
   // The object's bytes; nullopt when there is no such key.
   std::optional<std::string> get(const S3Location& at) const;
+  // The object written to the local file `local` (its folder created); false,
+  // with nothing written, when there is no such key. Error naming `local` if
+  // it cannot be written.
+  bool get_to_file(const S3Location& at, const std::string& local) const;
   // Keys (whole, not relative) of every object whose key starts with
   // `prefix.key`, in S3's (lexicographic) order.
   std::vector<std::string> list(const S3Location& prefix) const;

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <optional>
 #include <sstream>
 
 #include "core/error.h"
@@ -43,14 +42,9 @@ RunDir::RunDir(std::string path) {
       for (const std::string& key : store.list(mirror_->prefix)) {
         const std::string rel = key.substr(mirror_->prefix.key.size());
         if (rel.empty() || rel.back() == '/' || rel.find("..") != std::string::npos) continue;
-        const std::optional<std::string> bytes = store.get({mirror_->prefix.bucket, key});
-        if (!bytes) continue;  // deleted since the listing
         const fs::path local = fs::path(path_) / rel;
-        fs::create_directories(local.parent_path());
-        std::ofstream out(local, std::ios::binary);
-        out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
-        out.close();
-        if (!out) throw Error(local.string() + ": cannot write");
+        if (!store.get_to_file({mirror_->prefix.bucket, key}, local.string()))
+          continue;  // deleted since the listing
         mirror_->sent[rel] = stamp(local);
       }
     } catch (...) {  // no destructor runs for a constructor that throws
