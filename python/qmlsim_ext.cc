@@ -359,9 +359,8 @@ std::tuple<std::vector<double>, std::vector<double>> vjp(
 
 // Runs fn(i, threads_inside) for every item of a batch: one item per thread
 // when states are small (`small`: below 2^14 amplitudes, as the C++ batch
-// policy measured; for adjoint sweeps also states of one cache-blocked chunk,
-// adjoint_sweep_is_serial) and there are enough items, else in turn with the
-// threads inside.
+// policy measured; for adjoint sweeps as adjoint_sweeps_one_per_thread says)
+// and there are enough items, else in turn with the threads inside.
 template <class Fn>
 void for_each_item(std::size_t count, bool small, const AdjointOptions& a, Fn&& fn) {
   const int threads = a.threads;
@@ -385,12 +384,12 @@ void for_each_item(std::size_t count, bool small, const AdjointOptions& a, Fn&& 
   if (error) std::rethrow_exception(error);
 }
 
-// Whether a batch's items of n qubits are small enough to run one per thread:
-// below 2^14 amplitudes (the C++ batch policy), or adjoint sweeps of a state
-// that fits one cache-blocked chunk (adjoint_sweep_is_serial).
-bool small_items(int n, bool f32, const AdjointOptions& a, bool adjoint) {
-  return n < 14 ||
-         (adjoint && adjoint_sweep_is_serial(n, f32 ? Precision::c64 : Precision::c128, a));
+// Whether a batch of `count` items of n qubits runs one item per thread:
+// below 2^14 amplitudes (the C++ batch policy), or adjoint sweeps where
+// adjoint_sweeps_one_per_thread says so.
+bool small_items(std::size_t count, int n, bool f32, const AdjointOptions& a, bool adjoint) {
+  return n < 14 || (adjoint && adjoint_sweeps_one_per_thread(
+                                   count, n, f32 ? Precision::c64 : Precision::c128, a));
 }
 
 // Runs fn(program, options, single precision) for every item of a batch with
@@ -406,7 +405,7 @@ std::vector<Result> run_batch(int n, const std::vector<std::vector<OpSpec>>& ite
   std::vector<Result> out(items.size());
   nb::gil_scoped_release release;
   const AdjointOptions base = engine(o);
-  for_each_item(items.size(), small_items(n, f32, base, adjoint), base,
+  for_each_item(items.size(), small_items(items.size(), n, f32, base, adjoint), base,
                 [&](std::size_t i, int threads) {
                   AdjointOptions a = base;
                   a.threads = threads;
@@ -520,7 +519,7 @@ class QasmRunner {
     std::vector<double> out(thetas.size() * k);
     {
       nb::gil_scoped_release release;
-      for_each_item(thetas.size(), small_items(n, f32, engine(o), false), engine(o),
+      for_each_item(thetas.size(), small_items(thetas.size(), n, f32, engine(o), false), engine(o),
                     [&](std::size_t i, int threads) {
                       AdjointOptions a = engine(o);
                       a.threads = threads;
@@ -558,7 +557,7 @@ class QasmRunner {
     {
       nb::gil_scoped_release release;
       for_each_item(
-          thetas.size(), small_items(n, f32, engine(o), true), engine(o),
+          thetas.size(), small_items(thetas.size(), n, f32, engine(o), true), engine(o),
           [&](std::size_t i, int threads) {
             AdjointOptions a = engine(o);
             a.threads = threads;
@@ -586,7 +585,7 @@ class QasmRunner {
     std::vector<double> out(thetas.size() * dim);
     {
       nb::gil_scoped_release release;
-      for_each_item(thetas.size(), small_items(n, f32, engine(o), false), engine(o),
+      for_each_item(thetas.size(), small_items(thetas.size(), n, f32, engine(o), false), engine(o),
                     [&](std::size_t i, int threads) {
                       auto run = [&](auto sv) {
                         if (!initial_.empty()) sv.set_amplitudes(initial_);

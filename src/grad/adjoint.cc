@@ -410,12 +410,13 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
     for (const PauliSum& h : observables) expvals->push_back(final_state.expval(h));
   }
   std::vector<std::vector<double>> jac;
-  // Small states on the CPU (detail::serial_sweep): one observable's backward
-  // pass per thread (each with its own two states), as batch items run; the
-  // rows are the same.
+  // Small states on the CPU (detail::sweeps_one_per_thread): one observable's
+  // backward pass per thread (each with its own two states), as batch items
+  // run; the rows are the same.
   if constexpr (detail::kCpuState<SV>) {
     using R = typename SV::real_type;
-    if (observables.size() > 1 && detail::serial_sweep<R>(c.num_qubits(), options)) {
+    if (observables.size() > 1 &&
+        detail::sweeps_one_per_thread<R>(observables.size(), c.num_qubits(), options)) {
       jac.assign(observables.size(), std::vector<double>(theta.size(), 0.0));
       detail::for_each_sweep<R>(observables.size(), c.num_qubits(), options,
                                 [&](std::size_t k, const AdjointOptions& inner) {
@@ -441,9 +442,10 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
 
 }  // namespace
 
-bool adjoint_sweep_is_serial(int n, Precision precision, const AdjointOptions& options) {
-  return precision == Precision::c64 ? detail::serial_sweep<float>(n, options)
-                                     : detail::serial_sweep<double>(n, options);
+bool adjoint_sweeps_one_per_thread(std::size_t count, int n, Precision precision,
+                                   const AdjointOptions& options) {
+  return precision == Precision::c64 ? detail::sweeps_one_per_thread<float>(count, n, options)
+                                     : detail::sweeps_one_per_thread<double>(count, n, options);
 }
 
 template <class R>

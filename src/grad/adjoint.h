@@ -54,10 +54,12 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, const WeightsFn& weights,
                           const AdjointOptions& options);
 
-// Whether an adjoint sweep of n qubits runs on one thread under these options:
-// a CPU state that fits one cache-blocked chunk, which a second thread slows
-// down. Batches of such sweeps run one item per thread.
-bool adjoint_sweep_is_serial(int n, Precision precision, const AdjointOptions& options);
+// Whether `count` adjoint sweeps of n qubits run one per thread (one thread
+// inside each) under these options: CPU states that fit one cache-blocked
+// chunk, which a second thread slows down, and, with a sweep for every thread,
+// states of two chunks. Otherwise they run in turn with the threads inside.
+bool adjoint_sweeps_one_per_thread(std::size_t count, int n, Precision precision,
+                                   const AdjointOptions& options);
 
 // d<H_k>/dtheta for every observable: one row per observable. `expvals`, when
 // given, receives <H_k> at theta (from the forward state the sweeps start

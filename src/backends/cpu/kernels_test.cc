@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <memory>
 #include <numeric>
+#include <random>
 
 #include "backends/cpu/statevector.h"
 #include "core/bits.h"
@@ -178,6 +180,13 @@ void check_fused(const KernelSet* ks) {
 TEST_P(KernelSets, FusedEqualsUnfusedAndOracleC64) { check_fused<float>(GetParam()); }
 TEST_P(KernelSets, FusedEqualsUnfusedAndOracleC128) { check_fused<double>(GetParam()); }
 
+// A random real 2 x 2 orthogonal matrix: a rotation (RY's form) or a reflection.
+Matrix real_orthogonal_2x2(std::mt19937_64& rng) {
+  const double t = std::uniform_real_distribution<double>(0, 6.283)(rng);
+  const double c = std::cos(t), s = std::sin(t);
+  return rng() % 2 ? Matrix{c, -s, s, c} : Matrix{c, s, s, -c};
+}
+
 // The fused adjoint step (KernelSet::adjoint_step): the anti-Hermitian part of
 // M_ab = sum conj(bra_a) ket_b over G's groups (controls set), then ket = G ket and
 // bra = G bra, against the dense oracle and a plain sum, for targets and controls
@@ -202,7 +211,9 @@ void check_adjoint_step(const KernelSet* ks) {
         op.params = {ParamExpr::literal(0.7 + trial)};
       } else {
         op.gate = GateId::QubitUnitary;
-        op.unitary = std::make_shared<Matrix>(testing::random_unitary(k, rng));
+        // Some one-target gates real (the kernels' real-matrix variants).
+        op.unitary = std::make_shared<Matrix>(
+            k == 1 && trial % 5 == 2 ? real_orthogonal_2x2(rng) : testing::random_unitary(k, rng));
       }
       Circuit c(n);
       c.add(op);
@@ -265,6 +276,7 @@ void check_adjoint_step(const KernelSet* ks) {
 // Two adjoint steps in one pass (KernelSet::adjoint_pair): both gates' sums
 // from the states on entry, then both states multiplied by A and B, against the
 // dense oracle; taken only for one-target gates above the lanes without controls.
+// Both gates, one or neither real (the real-matrix variant takes both real).
 template <class R>
 void check_adjoint_pair(const KernelSet* ks) {
   std::mt19937_64 rng(29);
@@ -281,7 +293,9 @@ void check_adjoint_pair(const KernelSet* ks) {
         op.gate = GateId::QubitUnitary;
         op.wires = {q[g]};
         if (controlled && g == 1) op.controls = {q[2]};
-        op.unitary = std::make_shared<Matrix>(testing::random_unitary(1, rng));
+        const bool real = trial % 3 == 1 || (trial % 3 == 2 && g == 0);
+        op.unitary = std::make_shared<Matrix>(real ? real_orthogonal_2x2(rng)
+                                                   : testing::random_unitary(1, rng));
         c.add(op);
       }
       const std::vector<BoundGate> g = bind_params(c, {});
