@@ -25,4 +25,10 @@ enum class Backend { cpu, cuda };
 
 inline const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
 
+// An adjoint sweep's measure flag (the backends' StateVector::adjoint_sweep):
+// any nonzero value forms a gate's sums; this one also says that only their
+// real parts will be read (a gate alone whose derivatives dU U^dagger are all
+// real, RY's), so a backend may leave the imaginary parts 0 and skip their work.
+inline constexpr char kMeasureRealPart = 2;
+
 }  // namespace qmlsim

@@ -175,11 +175,36 @@ PauliSum weighted_sum(const std::vector<PauliSum>& obs, std::span<const double> 
   return h;
 }
 
+namespace {
+
+// Whether every derivative of a dense step has dU U^dagger real (RY's; then
+// its gradient reads only Re of the sweep's sums: add_step_gradient).
+bool real_derivatives(const TapeStep& t) {
+  const BoundGate& u = t.gate;
+  if (u.diagonal) return false;
+  const std::size_t dim = u.dim();
+  for (const TapeDerivative& d : t.derivatives)
+    for (std::size_t a = 0; a < dim; ++a)
+      for (std::size_t b = 0; b < dim; ++b) {
+        cplx g = 0;
+        for (std::size_t c = 0; c < dim; ++c)
+          g += d.d[a * dim + c] * std::conj(u.matrix[b * dim + c]);
+        if (g.imag() != 0) return false;
+      }
+  return true;
+}
+
+}  // namespace
+
 void inverse_gates(const Segmented& s, std::vector<BoundGate>& inverse,
                    std::vector<char>& measure) {
   for (std::size_t i = 0; i < s.gates.size(); ++i) {
     inverse.push_back(adjoint(s.gates[i]));
-    measure.push_back(!s.steps[i].empty());
+    const std::vector<BlockStep>& steps = s.steps[i];
+    const bool alone = steps.size() == 1 && steps[0].targets.empty();
+    measure.push_back(steps.empty()                               ? 0
+                      : alone && real_derivatives(*steps[0].step) ? kMeasureRealPart
+                                                                  : 1);
   }
 }
 

@@ -39,27 +39,28 @@ constexpr std::size_t kMaxAdjointDiagonalDim = 256;  // KernelSet::adjoint_step
 
 // The kernel set's fused adjoint step (kernels.h) into m: for a diagonal gate
 // its dim diagonal entries, else dim x dim; false if it does not apply.
+// real_part: Re m is all that is read (kMeasureRealPart).
 template <class R>
 bool fused_step(const PreparedGates<R>& gate, R* bra, R* ket, const BoundGate& g, Matrix& m,
-                bool write_back) {
+                bool write_back, bool real_part) {
   const std::size_t dim = g.dim();
   const std::size_t entries = g.diagonal ? dim : dim * dim;
   if (dim > (g.diagonal ? kMaxAdjointDiagonalDim : static_cast<std::size_t>(kMaxAdjointDim)))
     return false;
   double v[2 * kMaxAdjointDim * kMaxAdjointDim];
   static_assert(kMaxAdjointDim * kMaxAdjointDim >= kMaxAdjointDiagonalDim);
-  if (!gate.adjoint_step(bra, ket, v, write_back)) return false;
+  if (!gate.adjoint_step(bra, ket, v, write_back, real_part)) return false;
   to_matrix(v, entries, m);
   return true;
 }
 
 // The kernel set's two adjoint steps in one pass (kernels.h) into ma and mb;
-// false if it does not apply.
+// false if it does not apply. real_part: for both (fused_step).
 template <class R>
 bool fused_pair(const PreparedGates<R>& a, const PreparedGates<R>& b, R* bra, R* ket, Matrix& ma,
-                Matrix& mb, bool write_back) {
+                Matrix& mb, bool write_back, bool real_part) {
   double va[8], vb[8];
-  if (!a.adjoint_pair(b, bra, ket, va, vb, write_back)) return false;
+  if (!a.adjoint_pair(b, bra, ket, va, vb, write_back, real_part)) return false;
   to_matrix(va, 4, ma);
   to_matrix(vb, 4, mb);
   return true;
@@ -71,8 +72,8 @@ bool fused_pair(const PreparedGates<R>& a, const PreparedGates<R>& b, R* bra, R*
 // parametric gate that is exactly a permutation at its angles) separate passes.
 template <class R>
 void measured_step(const PreparedGates<R>& p, const BoundGate& local, int b, R* bra, R* ket,
-                   Matrix& m, bool write_back) {
-  if (fused_step(p, bra, ket, local, m, write_back)) return;
+                   Matrix& m, bool write_back, bool real_part = false) {
+  if (fused_step(p, bra, ket, local, m, write_back, real_part)) return;
   m = antihermitian(local, cross_matrix(bra, ket, b, local, 1));
   if (!write_back) return;
   p.run(ket, 1);
@@ -231,7 +232,8 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
       const PreparedGates<R> gate(*kernels_, &k, 1, n_);  // once for both states
       const int i = orig(j);
       if (measure[i] && serial &&
-          fused_step(gate, lambda.amps_.data(), amps_.data(), rev[j], out[i], needed[i]))
+          fused_step(gate, lambda.amps_.data(), amps_.data(), rev[j], out[i], needed[i],
+                     measure[i] == kMeasureRealPart))
         continue;
       if (measure[i])
         out[i] = antihermitian(
@@ -282,6 +284,7 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
     std::vector<std::unique_ptr<PreparedGates<R>>> prepared;
     std::vector<int> slot(static_cast<std::size_t>(len), -1);  // index into the partial sums
     std::vector<char> write(static_cast<std::size_t>(len), 0);
+    std::vector<char> real_part(static_cast<std::size_t>(len), 0);
     int nmeasure = 0;
     // false: the chunks need not go back (only peeks; or the sweep's last
     // segment, after which nothing reads either state unless undo_all).
@@ -291,6 +294,7 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
                                     : std::make_unique<PreparedGates<R>>(*kernels_, &kg[j], 1, b));
       if (measure[orig(s.begin + j)]) slot[j] = nmeasure++;
       write[j] = needed[orig(s.begin + j)];
+      real_part[j] = measure[orig(s.begin + j)] == kMeasureRealPart;
       writes = writes || write[j];
     }
     const bool last = &s == &plan.segments.back();
@@ -389,13 +393,14 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
               fused_pair(*prepared[j], *prepared[j + 1], la, ph,
                          partial[static_cast<std::size_t>(c * nmeasure + slot[j])],
                          partial[static_cast<std::size_t>(c * nmeasure + slot[j + 1])],
-                         write[j] || write[j + 1])) {
+                         write[j] || write[j + 1], real_part[j] && real_part[j + 1])) {
             ++j;
             continue;
           }
           if (slot[j] >= 0) {
             measured_step(*prepared[j], local[j], b, la, ph,
-                          partial[static_cast<std::size_t>(c * nmeasure + slot[j])], write[j]);
+                          partial[static_cast<std::size_t>(c * nmeasure + slot[j])], write[j],
+                          real_part[j] != 0);
             continue;
           }
           if (!write[j]) continue;

@@ -60,21 +60,25 @@ struct KernelSet {
   // and diagonal gates of up to 8 targets, at most 6 of them above the lanes
   // (only the diagonal of P is formed, and out holds its dim entries); false,
   // with nothing done, for others (and for states smaller than a vector).
-  // Serial; the sums depend only on the states and the gate.
+  // Serial; the sums depend only on the states and the gate. With real_part
+  // only the real parts of P are formed where that saves work (the imaginary
+  // parts then read 0): for a gate whose derivatives dG G^dagger are real
+  // (RY), whose gradient 2 Re sum (dG G^dagger)_ab P_ab reads no more.
   bool (*adjoint_step_f32)(const void* prepared, float* bra, float* ket, double* out,
-                           bool write_back);
+                           bool write_back, bool real_part);
   bool (*adjoint_step_f64)(const void* prepared, double* bra, double* ket, double* out,
-                           bool write_back);
+                           bool write_back, bool real_part);
   // Two adjoint steps in one pass: A's and B's sums (out_a, out_b, each 2 x 2 as
   // above) from the states on entry, then, with write_back, both states
   // multiplied by A and by B. For dense one-target gates A and B on different
   // qubits above the SIMD lanes, without controls (a layer of one-qubit gates;
   // B's sums do not change under A, which acts on another qubit of both
-  // states); false, with nothing done, for others.
+  // states); false, with nothing done, for others. real_part: as for
+  // adjoint_step, for both gates.
   bool (*adjoint_pair_f32)(const void* prepared_a, const void* prepared_b, float* bra, float* ket,
-                           double* out_a, double* out_b, bool write_back);
+                           double* out_a, double* out_b, bool write_back, bool real_part);
   bool (*adjoint_pair_f64)(const void* prepared_a, const void* prepared_b, double* bra, double* ket,
-                           double* out_a, double* out_b, bool write_back);
+                           double* out_a, double* out_b, bool write_back, bool real_part);
   // Whether adjoint_pair takes pairs at all: false for a set whose target has
   // 16 vector registers (AVX2), where the pair kernel's live vectors spill and
   // two single steps run faster (docs/performance.md, 24-qubit gradients).
@@ -126,11 +130,11 @@ class PreparedGates {
   }
   // KernelSet::adjoint_pair: this list's gate is A, other's B.
   bool adjoint_pair(const PreparedGates& other, R* bra, R* ket, double* out_a, double* out_b,
-                    bool write_back = true) const {
+                    bool write_back = true, bool real_part = false) const {
     if constexpr (sizeof(R) == 4)
-      return k_->adjoint_pair_f32(p_, other.p_, bra, ket, out_a, out_b, write_back);
+      return k_->adjoint_pair_f32(p_, other.p_, bra, ket, out_a, out_b, write_back, real_part);
     else
-      return k_->adjoint_pair_f64(p_, other.p_, bra, ket, out_a, out_b, write_back);
+      return k_->adjoint_pair_f64(p_, other.p_, bra, ket, out_a, out_b, write_back, real_part);
   }
   // KernelSet::adjoint_diagonal_run: gates[g] each a list of one gate, all of
   // this kernel set.
@@ -146,11 +150,12 @@ class PreparedGates {
       return k.adjoint_diagonal_run_f64(p, count, bra, ket, out, write_back);
   }
   // KernelSet::adjoint_step for a list of one gate.
-  bool adjoint_step(R* bra, R* ket, double* out, bool write_back = true) const {
+  bool adjoint_step(R* bra, R* ket, double* out, bool write_back = true,
+                    bool real_part = false) const {
     if constexpr (sizeof(R) == 4)
-      return k_->adjoint_step_f32(p_, bra, ket, out, write_back);
+      return k_->adjoint_step_f32(p_, bra, ket, out, write_back, real_part);
     else
-      return k_->adjoint_step_f64(p_, bra, ket, out, write_back);
+      return k_->adjoint_step_f64(p_, bra, ket, out, write_back, real_part);
   }
 
  private:

@@ -245,6 +245,18 @@ void check_adjoint_step(const KernelSet* ks) {
         ASSERT_EQ(pb.to_vector(), bra0.to_vector());
         for (std::size_t e = 0; e < 2 * (diag ? dim : dim * dim); ++e)
           ASSERT_EQ(peek[e], out[e]) << e;
+        // real_part: the same real parts (imaginary parts formed or 0), and
+        // with write-back the same states.
+        double re[2 * kMaxAdjointDim * kMaxAdjointDim];
+        ASSERT_TRUE(prepared.adjoint_step(pb.data(), pk.data(), re, false, true));
+        ASSERT_TRUE(prepared.adjoint_step(bra0.data(), ket0.data(), peek, true, true));
+        ASSERT_EQ(ket0.to_vector(), sk.to_vector());
+        ASSERT_EQ(bra0.to_vector(), sb.to_vector());
+        for (std::size_t e = 0; e < (diag ? dim : dim * dim); ++e) {
+          ASSERT_EQ(re[2 * e], out[2 * e]) << e;
+          ASSERT_EQ(peek[2 * e], out[2 * e]) << e;
+          ASSERT_TRUE(re[2 * e + 1] == out[2 * e + 1] || re[2 * e + 1] == 0) << e;
+        }
       }
       // Applies to dense one-target gates, dense two-target gates (lane
       // controls only with a lane target), and diagonal gates of up to 8
@@ -328,6 +340,17 @@ void check_adjoint_pair(const KernelSet* ks) {
         ASSERT_EQ(peek_a[e], oa[e]);
         ASSERT_EQ(peek_b[e], ob[e]);
       }
+      // real_part: the same real parts, the imaginary parts 0, the same states.
+      ASSERT_TRUE(a.adjoint_pair(b, pb.data(), pk.data(), peek_a, peek_b, false, true));
+      for (int e = 0; e < 8; e += 2) {
+        ASSERT_EQ(peek_a[e], oa[e]);
+        ASSERT_EQ(peek_b[e], ob[e]);
+        ASSERT_EQ(peek_a[e + 1], 0.0);
+        ASSERT_EQ(peek_b[e + 1], 0.0);
+      }
+      ASSERT_TRUE(a.adjoint_pair(b, bra0.data(), ket0.data(), peek_a, peek_b, true, true));
+      ASSERT_EQ(ket0.to_vector(), sk.to_vector());
+      ASSERT_EQ(bra0.to_vector(), sb.to_vector());
       ASSERT_LT(testing::max_abs_diff(sk.to_vector(), ket2), tol<R>()) << ks->name;
       ASSERT_LT(testing::max_abs_diff(sb.to_vector(), bra2), tol<R>()) << ks->name;
       for (std::size_t e = 0; e < 4; ++e) {

@@ -66,6 +66,8 @@ class StateVector {
   // this = inverse[i] this and lambda = inverse[i] lambda. With U gate i and
   // dU/da its derivative, 2 Re <lambda| dU/da |phi before gate i> equals
   // 2 sum_ab (dU/da U^dagger)_ab out[i]_ab (dU U^dagger is anti-Hermitian).
+  // measure[i] == kMeasureRealPart: Re out[i] alone is formed where that saves
+  // work (the fused one-qubit kernels), the imaginary parts then 0.
   // Gates that no measured gate needs undone (passes/light_cone.h) are skipped,
   // so on return both states are unspecified; only `out` is the result. With
   // `undo_all`, every gate is undone (a sweep in parts: distributed/state.h).
