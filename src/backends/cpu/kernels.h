@@ -79,10 +79,6 @@ struct KernelSet {
                            double* out_a, double* out_b, bool write_back, bool real_part);
   bool (*adjoint_pair_f64)(const void* prepared_a, const void* prepared_b, double* bra, double* ket,
                            double* out_a, double* out_b, bool write_back, bool real_part);
-  // Whether adjoint_pair takes pairs at all: false for a set whose target has
-  // 16 vector registers (AVX2), where the pair kernel's live vectors spill and
-  // two single steps run faster (docs/performance.md, 24-qubit gradients).
-  bool fused_pairs;
   // A run of adjoint steps at diagonal gates G_1..G_count (each a list of one
   // gate, without controls, taken by adjoint_step) in one pass: out[g] = G_g's
   // diagonal of P as adjoint_step forms it, all from the states on entry (a

@@ -22,10 +22,7 @@ namespace {
 }  // namespace
 
 const KernelSet& kernels() {
-  // AVX2 has 16 vector registers: the fused pair kernel's 36 live vectors
-  // spill, and two single adjoint steps are faster (24-qubit gradients 1.6-2.3x
-  // faster without pairs; with 32 registers, AVX-512's pairs pay).
-  static const KernelSet k = make_kernel_set<32>("avx2", /*fused_pairs=*/false);
+  static const KernelSet k = make_kernel_set<32>("avx2");
   return k;
 }
 

@@ -326,7 +326,7 @@ void check_adjoint_pair(const KernelSet* ks) {
       const bool done = a.adjoint_pair(b, sb.data(), sk.data(), oa, ob);
       ASSERT_EQ(a.adjoint_pair(b, pb.data(), pk.data(), peek_a, peek_b, false), done);
       const int lanes = std::countr_zero(ks->vector_bytes / (2 * sizeof(R)));
-      const bool expected = ks->fused_pairs && !controlled && q[0] >= lanes && q[1] >= lanes;
+      const bool expected = !controlled && q[0] >= lanes && q[1] >= lanes;
       ASSERT_EQ(done, expected) << ks->name << " " << describe(c.ops()[0]) << ", "
                                 << describe(c.ops()[1]);
       if (!done) continue;
@@ -359,10 +359,7 @@ void check_adjoint_pair(const KernelSet* ks) {
       }
     }
   }
-  if (ks->fused_pairs)
-    EXPECT_GT(paired, 10) << ks->name;
-  else
-    EXPECT_EQ(paired, 0) << ks->name;  // declined: two single steps instead
+  EXPECT_GT(paired, 10) << ks->name;
 }
 
 // A run of adjoint steps at diagonal gates in one pass
