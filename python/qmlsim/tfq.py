@@ -564,32 +564,36 @@ class _ExpectationLayer(tf.keras.layers.Layer):
         _check_backend(backend)
         self._values = None
 
-    def _symbol_values(self, names, symbol_values, batch, initializer):
-        if symbol_values is not None:
-            return symbol_values
-        if self._values is None:
-            self._values = self.add_weight(name="circuit_parameters", shape=[names.shape[0]],
-                                           initializer=initializer, dtype=tf.float32,
-                                           trainable=True)
-        return tf.tile(self._values[None, :], [batch, 1])
+    def _op_inputs(self, inputs, symbol_names, symbol_values, operators, initializer):
+        """(circuits, symbol names, symbol values, operators) as the ops take
+        them; the layer's own weights stand in for missing symbol_values."""
+        if operators is None:
+            raise ValueError(f"qmlsim.tfq: {self._layer_name} needs operators")
+        circuits = _circuit_tensor(inputs)
+        batch = tf.shape(circuits)[0]
+        names = _symbol_names(symbol_names)
+        if symbol_values is None:
+            if self._values is None:
+                self._values = self.add_weight(name="circuit_parameters",
+                                               shape=[names.shape[0]], initializer=initializer,
+                                               dtype=tf.float32, trainable=True)
+            symbol_values = tf.tile(self._values[None, :], [batch, 1])
+        return circuits, names, symbol_values, _operators_tensor(operators, batch)
 
 
 class _Expectation(_ExpectationLayer):
     """TFQ's ``layers.Expectation``: call(inputs, *, symbol_names=None,
     symbol_values=None, operators=None, repetitions=None, initializer=...)."""
 
+    _layer_name = "Expectation"
+
     def call(self, inputs, *, symbol_names=None, symbol_values=None, operators=None,
              repetitions=None, initializer=tf.keras.initializers.RandomUniform(0, 2 * np.pi)):
         if repetitions is not None:  # TFQ: only for noisy backends
             raise RuntimeError("repetitions value provided for analytic expectation "
                                "calculation that is noiseless.")
-        if operators is None:
-            raise ValueError("qmlsim.tfq: Expectation needs operators")
-        circuits = _circuit_tensor(inputs)
-        batch = tf.shape(circuits)[0]
-        names = _symbol_names(symbol_names)
-        values = self._symbol_values(names, symbol_values, batch, initializer)
-        return _expectation(circuits, names, values, _operators_tensor(operators, batch))
+        return _expectation(*self._op_inputs(inputs, symbol_names, symbol_values, operators,
+                                             initializer))
 
 
 class _AddCircuit(tf.keras.layers.Layer):
@@ -855,18 +859,14 @@ class _SampledExpectation(_ExpectationLayer):
     gradient of the expectation values (TFQ's default is parameter shift on
     samples, whose mean this is)."""
 
+    _layer_name = "SampledExpectation"
+
     def call(self, inputs, *, symbol_names=None, symbol_values=None, operators=None,
              repetitions=None, initializer=tf.keras.initializers.RandomUniform(0, 2 * np.pi)):
-        if operators is None:
-            raise ValueError("qmlsim.tfq: SampledExpectation needs operators")
-        if repetitions is None:
+        if repetitions is None and operators is not None:
             raise ValueError("qmlsim.tfq: number of repetitions not specified")
-        circuits = _circuit_tensor(inputs)
-        batch = tf.shape(circuits)[0]
-        names = _symbol_names(symbol_names)
-        values = self._symbol_values(names, symbol_values, batch, initializer)
-        return _sampled_expectation(circuits, names, values, _operators_tensor(operators, batch),
-                                    repetitions)
+        return _sampled_expectation(*self._op_inputs(inputs, symbol_names, symbol_values,
+                                                     operators, initializer), repetitions)
 
 
 layers = types.SimpleNamespace(Expectation=_Expectation, PQC=_PQC, ControlledPQC=_ControlledPQC,
