@@ -366,19 +366,24 @@ void check_adjoint_pair(const KernelSet* ks) {
 // (KernelSet::adjoint_diagonal_run): every gate's diagonal of P from the states
 // on entry, then both states multiplied by every gate, against plain sums and
 // the reference kernel; targets in and above the lanes, states of one vector
-// block and of several (n = 12); refused for a controlled gate, one with more
-// than 6 targets above the lanes, and too long a run.
+// block and of several (n = 12), and of more blocks than a sum in R takes
+// (n = 18); gates whose targets the kernel finds in a block's low bits only,
+// above them only, and in both; a layer of one-qubit phases on every qubit;
+// refused for a controlled gate, one with more than 6 targets above the
+// lanes, and too long a run.
 template <class R>
 void check_adjoint_diagonal_run(const KernelSet* ks) {
   std::mt19937_64 rng(41);
   std::uniform_real_distribution<double> angle(-3, 3);
   const int lanes = std::countr_zero(ks->vector_bytes / (2 * sizeof(R)));
   int runs = 0;
-  for (int n : {3, 5, 9, 12}) {
-    for (int trial = 0; trial < 24; ++trial) {
+  for (int n : {3, 5, 9, 12, 18}) {
+    for (int trial = 0; trial < (n == 18 ? 4 : 24); trial += n == 18 ? 3 : 1) {  // 18: 0, 3
       const bool controlled = trial % 8 == 5, too_wide = trial % 8 == 6 && n >= lanes + 7,
-                 too_long = trial == 7;
-      const int count = too_long ? kMaxDiagonalRun + 1 : 1 + trial % 6;
+                 too_long = trial == 7, layer = trial % 8 == 3;
+      const int count = too_long ? kMaxDiagonalRun + 1
+                        : layer  ? std::min(n, kMaxDiagonalRun)
+                                 : 1 + trial % 6;
       std::vector<BoundGate> gates;
       for (int i = 0; i < count; ++i) {
         std::vector<int> q(n);
@@ -391,6 +396,8 @@ void check_adjoint_diagonal_run(const KernelSet* ks) {
         g.diagonal = true;
         if (i == 0 && too_wide)  // 7 targets above the lanes
           for (int t = 0; t < 7; ++t) g.targets.push_back(lanes + t);
+        else if (layer)
+          g.targets = {i};
         else
           g.targets.assign(q.begin(), q.begin() + k);
         std::sort(g.targets.begin(), g.targets.end());
