@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cassert>
 #include <string>
 #include <type_traits>
@@ -30,12 +31,25 @@ std::vector<int> positions(const std::vector<int>& wires, const std::vector<int>
 
 bool one_qubit(const BoundGate& g) { return g.targets.size() == 1 && g.controls.empty(); }
 
+bool real_matrix(const BoundGate& g) {
+  return std::all_of(g.matrix.begin(), g.matrix.end(), [](const cplx& x) { return x.imag() == 0; });
+}
+
+// A trainable one-qubit diagonal step (RZ, PhaseShift): gather_diagonal_steps moves these.
+bool phase_step(const TapeStep& t) {
+  return one_qubit(t.gate) && t.gate.diagonal && !t.derivatives.empty();
+}
+
 // The tape's steps in an equivalent order: each one-qubit step moves back past
 // the steps on other qubits (they commute) to meet the step before it on its
 // qubit, when that one is a one-qubit step too, so the two join one block (one
 // measurement and one undo for both): an encoding layer and the Rot layer after
 // it, say. Other steps keep their places. The search looks back `window` steps.
-std::vector<const TapeStep*> meet_one_qubit_steps(const std::vector<TapeStep>& tape) {
+// keep_phases_apart: a step with a real matrix (RY) does not move to meet a
+// trainable one-qubit diagonal step (RZ), which gather_diagonal_steps may take
+// away with the rest of its layer.
+std::vector<const TapeStep*> meet_one_qubit_steps(const std::vector<TapeStep>& tape,
+                                                  bool keep_phases_apart) {
   constexpr std::size_t window = 256;
   std::vector<const TapeStep*> out;
   out.reserve(tape.size());
@@ -45,16 +59,147 @@ std::vector<const TapeStep*> meet_one_qubit_steps(const std::vector<TapeStep>& t
       const index_t m = t.gate.wire_mask();
       std::size_t j = out.size();
       while (j > 0 && out.size() - j < window && (out[j - 1]->gate.wire_mask() & m) == 0) --j;
-      if (j > 0 && (out[j - 1]->gate.wire_mask() & m) != 0 && one_qubit(out[j - 1]->gate)) at = j;
+      const bool apart =
+          keep_phases_apart && j > 0 && phase_step(*out[j - 1]) && real_matrix(t.gate);
+      if (j > 0 && (out[j - 1]->gate.wire_mask() & m) != 0 && one_qubit(out[j - 1]->gate) && !apart)
+        at = j;
     }
     out.insert(out.begin() + static_cast<std::ptrdiff_t>(at), &t);
   }
   return out;
 }
 
+// The fewest diagonal steps a gathering point takes (gather_diagonal_steps).
+constexpr std::size_t kMinGathered = 3;
+
+// The steps in an equivalent order where trainable one-qubit diagonal steps
+// (RZ, PhaseShift) leave the dense one-qubit blocks they would join for a
+// gathering of their own: an RY RZ layer becomes the RYs alone, whose blocks
+// are real (half the products of a complex one in the sweep's undo), and the
+// RZs together, which the CPU sweep's diagonal run kernel measures and undoes
+// in one pass, a few products per amplitude for the whole layer. A diagonal
+// step may sit anywhere between the non-diagonal steps on its qubit before and
+// after it (it commutes with everything else there); points that take at
+// least kMinGathered such windows are picked greedily (the earliest window
+// end first), and those steps move there. A step stays where its block of
+// one-qubit steps keeps another complex step (RX RZ): there its phase is free.
+// gathered[i]: out[i] is a moved step (each then measured alone: one-qubit
+// phases cost the run kernel least; wider blocks of them would span chunk and
+// outside qubits).
+std::vector<const TapeStep*> gather_diagonal_steps(const std::vector<const TapeStep*>& order,
+                                                   std::vector<char>& gathered) {
+  const int size = static_cast<int>(order.size());
+  auto step = [&](int i) -> const TapeStep& { return *order[static_cast<std::size_t>(i)]; };
+  auto candidate = [&](int i) { return phase_step(step(i)); };
+  int qubits = 0;
+  for (const TapeStep* t : order)
+    qubits = std::max(qubits, static_cast<int>(std::bit_width(t->gate.wire_mask())));
+  // Runs of one-qubit steps on a qubit between the steps on more qubits: the
+  // blocks segment() would form; complex[r]: run r keeps a complex step.
+  std::vector<int> run_of(static_cast<std::size_t>(size), -1);
+  std::vector<char> complex;
+  std::vector<int> current(static_cast<std::size_t>(qubits), -1);
+  for (int i = 0; i < size; ++i) {
+    const BoundGate& g = step(i).gate;
+    if (!one_qubit(g)) {
+      for (int w : g.targets) current[static_cast<std::size_t>(w)] = -1;
+      for (int w : g.controls) current[static_cast<std::size_t>(w)] = -1;
+      continue;
+    }
+    int& r = current[static_cast<std::size_t>(g.targets[0])];
+    if (r < 0) {
+      r = static_cast<int>(complex.size());
+      complex.push_back(0);
+    }
+    run_of[static_cast<std::size_t>(i)] = r;
+    if (!candidate(i) && !real_matrix(g)) complex[static_cast<std::size_t>(r)] = 1;
+  }
+  struct Window {
+    int step, lo, hi;  // may be placed before any element p, lo <= p <= hi
+  };
+  std::vector<Window> windows;
+  std::vector<int> last(static_cast<std::size_t>(qubits), -1);  // last non-diagonal step on q
+  std::vector<std::vector<int>> waiting(static_cast<std::size_t>(qubits));  // windows not closed
+  auto close = [&](int q, int hi) {
+    for (int i : waiting[static_cast<std::size_t>(q)])
+      windows.push_back({i, last[static_cast<std::size_t>(q)] + 1, hi});
+    waiting[static_cast<std::size_t>(q)].clear();
+  };
+  for (int i = 0; i < size; ++i) {
+    const BoundGate& g = step(i).gate;
+    if (candidate(i)) {
+      if (!complex[static_cast<std::size_t>(run_of[static_cast<std::size_t>(i)])])
+        waiting[static_cast<std::size_t>(g.targets[0])].push_back(i);
+      continue;
+    }
+    if (g.diagonal) continue;  // commutes with the diagonal steps waiting
+    for (const std::vector<int>* wires : {&g.targets, &g.controls})
+      for (int w : *wires) {
+        close(w, i);
+        last[static_cast<std::size_t>(w)] = i;
+      }
+  }
+  for (int q = 0; q < qubits; ++q) close(q, size);
+  // Greedy stabbing: windows by end; a window opens when the point reaches its
+  // start. At the earliest end among the open ones, every open window holds
+  // the point (an open one ending earlier would have been taken first).
+  std::vector<int> by_hi(windows.size()), by_lo(windows.size());
+  for (std::size_t w = 0; w < windows.size(); ++w) by_hi[w] = by_lo[w] = static_cast<int>(w);
+  std::sort(by_hi.begin(), by_hi.end(), [&](int a, int b) {
+    return windows[a].hi != windows[b].hi ? windows[a].hi < windows[b].hi : a < b;
+  });
+  std::sort(by_lo.begin(), by_lo.end(),
+            [&](int a, int b) { return windows[a].lo < windows[b].lo; });
+  std::vector<int> point(static_cast<std::size_t>(size), -1);  // a moved step's new place
+  std::vector<char> done(windows.size(), 0);
+  std::vector<int> opened;  // open windows, done ones among them skipped
+  std::size_t next_lo = 0, open_count = 0;
+  for (int a : by_hi) {
+    if (done[static_cast<std::size_t>(a)]) continue;
+    const int p = windows[static_cast<std::size_t>(a)].hi;
+    for (; next_lo < by_lo.size() && windows[static_cast<std::size_t>(by_lo[next_lo])].lo <= p;
+         ++next_lo) {
+      opened.push_back(by_lo[next_lo]);
+      ++open_count;
+    }
+    if (open_count < kMinGathered) {
+      done[static_cast<std::size_t>(a)] = 1;  // stays where it is
+      --open_count;
+      continue;
+    }
+    for (int w : opened)
+      if (!done[static_cast<std::size_t>(w)]) {
+        done[static_cast<std::size_t>(w)] = 1;
+        point[static_cast<std::size_t>(windows[static_cast<std::size_t>(w)].step)] = p;
+      }
+    opened.clear();
+    open_count = 0;
+  }
+  std::vector<std::vector<const TapeStep*>> at(static_cast<std::size_t>(size) + 1);
+  for (int i = 0; i < size; ++i)
+    if (point[static_cast<std::size_t>(i)] >= 0)
+      at[static_cast<std::size_t>(point[static_cast<std::size_t>(i)])].push_back(
+          order[static_cast<std::size_t>(i)]);
+  std::vector<const TapeStep*> out;
+  out.reserve(order.size());
+  gathered.clear();
+  for (int p = 0; p <= size; ++p) {
+    for (const TapeStep* t : at[static_cast<std::size_t>(p)]) {
+      out.push_back(t);
+      gathered.push_back(1);
+    }
+    if (p < size && point[static_cast<std::size_t>(p)] < 0) {
+      out.push_back(order[static_cast<std::size_t>(p)]);
+      gathered.push_back(0);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qubits) {
+Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qubits,
+                  bool gather_diagonals) {
   Segmented s;
   // Blocks of consecutive steps on one qubit, diagonal ones on up to
   // `diagonal_qubits` qubits, or dense ones on the pair of a trainable dense
@@ -126,8 +271,10 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qu
     all_diagonal = true;
     pair_block = false;
   };
-  const std::vector<const TapeStep*> order =
-      fusion > 0 ? meet_one_qubit_steps(tape) : std::vector<const TapeStep*>{};
+  std::vector<const TapeStep*> order;
+  if (fusion > 0) order = meet_one_qubit_steps(tape, gather_diagonals);
+  std::vector<char> gathered(tape.size(), 0);
+  if (fusion > 0 && gather_diagonals) order = gather_diagonal_steps(order, gathered);
   for (std::size_t i = 0; i < tape.size(); ++i) {
     const TapeStep& t = fusion > 0 ? *order[i] : tape[i];
     std::vector<int> wires = t.gate.targets;
@@ -146,7 +293,7 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qu
     const bool pair_step = wires.size() == 2 && !t.gate.diagonal && !t.derivatives.empty();
     const bool pair = fusion >= 2 && ((pair_block && joined == qubits) || pair_step);
     const int limit = fusion <= 0 ? 0 : diagonal ? diagonal_qubits : pair ? 2 : 1;
-    if (!block.empty() && static_cast<int>(joined.size()) > limit) {
+    if (!block.empty() && (static_cast<int>(joined.size()) > limit || gathered[i])) {
       flush();
       joined = wires;
     }
@@ -154,6 +301,7 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qu
     pair_block = (pair_block && joined == qubits) || pair_step;
     qubits = std::move(joined);
     all_diagonal = all_diagonal && t.gate.diagonal;
+    if (gathered[i]) flush();  // a gathered step is a block of its own
   }
   flush();
   flush_fixed();
@@ -386,7 +534,8 @@ AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
                      const std::vector<double>* fixed_weights = nullptr) {
   const AdjointOptions options = sweep_options<SV>(c.num_qubits(), given);
   const std::vector<TapeStep> tape = make_tape(c, theta);
-  const Segmented s = segment(tape, options.fusion, diagonal_block_qubits<SV>());
+  const Segmented s =
+      segment(tape, options.fusion, diagonal_block_qubits<SV>(), detail::kCpuState<SV>);
   SV phi = detail::forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
   AdjointResult out;
   out.gradient.assign(theta.size(), 0.0);
@@ -427,7 +576,8 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
                                              const AdjointOptions& options,
                                              std::vector<double>* expvals) {
   const std::vector<TapeStep> tape = make_tape(c, theta);
-  const Segmented s = segment(tape, options.fusion, diagonal_block_qubits<SV>());
+  const Segmented s =
+      segment(tape, options.fusion, diagonal_block_qubits<SV>(), detail::kCpuState<SV>);
   SV final_state =
       detail::forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
   if (expvals) {

@@ -32,8 +32,12 @@ struct Segmented {
   std::vector<std::vector<BlockStep>> steps;
 };
 // `fusion`: the largest block in qubits (0: every step alone); a block of
-// diagonal steps may grow to `diagonal_qubits`. The steps point into `tape`.
-Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qubits = 2);
+// diagonal steps may grow to `diagonal_qubits`. gather_diagonals: trainable
+// one-qubit diagonal steps (an RY RZ layer's RZs) gather into diagonal blocks
+// rather than joining dense one-qubit blocks where that keeps those real (for
+// the CPU sweep's kernels). The steps point into `tape`.
+Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qubits = 2,
+                  bool gather_diagonals = false);
 
 // The forward pass needs only the final state: fused across parametric gates too.
 std::vector<BoundGate> forward_gates(const std::vector<TapeStep>& tape, int fusion);

@@ -344,6 +344,66 @@ TEST(Adjoint, EncodingLayerJoinsTheRotLayerAfterIt) {
   }
 }
 
+TEST(Adjoint, PhaseStepsGatherAwayFromRealBlocks) {
+  // Hardware-efficient layers (RY RZ on every wire, then a CZ row), a
+  // PhaseShift layer after RY, and one wire with RX RZ: with gathering (the
+  // CPU's cut), every RY and the RY before each PhaseShift is a block alone
+  // (real), every gathered RZ or PhaseShift a diagonal block alone, and the RX
+  // RZ wire keeps its RZ (its block is complex anyway). Without gathering each
+  // wire's RY RZ is one block. Gradients against parameter shift, blocked
+  // (diagonal runs with gates inside and outside the chunk) and plain.
+  const int n = 9, rx_wire = 4;
+  Circuit c(n);
+  int slot = 0;
+  auto p = [&] { return std::vector<ParamExpr>{ParamExpr::ref(slot++)}; };
+  for (int l = 0; l < 3; ++l) {
+    for (int q = 0; q < n; ++q) {
+      c.add(q == rx_wire ? GateId::RX : GateId::RY, {q}, p());
+      c.add(GateId::RZ, {q}, p());
+    }
+    for (int q = l % 2; q + 1 < n; q += 2) c.add(GateId::CZ, {q, q + 1});
+  }
+  for (int q = 0; q < n; ++q) {
+    c.add(GateId::RY, {q}, p());
+    c.add(GateId::PhaseShift, {q}, p());
+  }
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<double> u(-3, 3);
+  std::vector<double> theta(static_cast<std::size_t>(slot));
+  for (double& t : theta) t = u(rng);
+  const std::vector<TapeStep> tape = make_tape(c, theta);  // seg's steps point into it
+  auto count_blocks = [&](const Segmented& seg, GateId kind, bool alone) {
+    int found = 0;
+    for (std::size_t i = 0; i < seg.gates.size(); ++i)
+      for (const BlockStep& b : seg.steps[i])
+        if (b.step->gate.targets.size() == 1 && seg.gates[i].targets.size() == 1 &&
+            (seg.steps[i].size() == 1) == alone &&
+            std::any_of(c.ops().begin(), c.ops().end(), [&](const Operation& op) {
+              return op.gate == kind && op.params[0].slot == b.step->derivatives[0].slot;
+            }))
+          ++found;
+    return found;
+  };
+  const Segmented gathered = segment(tape, 3, 6, true);
+  EXPECT_EQ(count_blocks(gathered, GateId::RY, true), 4 * n - 3);  // 3 RY share a block with RY
+  EXPECT_EQ(count_blocks(gathered, GateId::RZ, true), 3 * (n - 1));
+  EXPECT_EQ(count_blocks(gathered, GateId::RZ, false), 3);  // after RX
+  EXPECT_EQ(count_blocks(gathered, GateId::PhaseShift, true), n);
+  const Segmented plain = segment(tape, 3, 6, false);
+  EXPECT_EQ(count_blocks(plain, GateId::RZ, true), 0);
+  const PauliSum h = parse_pauli_sum("Z0 Z1 + 0.5*X2 - 0.25*Y7", "test");
+  const double w[] = {1.0};
+  const std::vector<double> ps = parameter_shift_gradient<double>(c, theta, h);
+  for (int chunk : {0, 5}) {
+    const AdjointResult d = adjoint_vjp<double>(c, theta, {h}, w, {1, 3, chunk});
+    const AdjointResult f = adjoint_vjp<float>(c, theta, {h}, w, {1, 3, chunk});
+    for (std::size_t s = 0; s < theta.size(); ++s) {
+      ASSERT_NEAR(d.gradient[s], ps[s], 1e-9) << "chunk " << chunk << " slot " << s;
+      ASSERT_NEAR(f.gradient[s], ps[s], 1e-4) << "chunk " << chunk << " slot " << s;
+    }
+  }
+}
+
 TEST(Adjoint, CudaBackendEqualsCpu) {
   // Vector-Jacobian products and Jacobians on the GPU against the CPU's on random
   // circuits with every parametric gate; skipped where there is no GPU.
