@@ -527,6 +527,16 @@ AdjointOptions sweep_options(int n, AdjointOptions o) {
 
 // fixed_weights: the weights when they do not depend on the expectation
 // values (the caller gave numbers, not a function of <H>), else null.
+// Whether the sweep cut gathers one-qubit phase steps (segment's
+// gather_diagonals): where the CPU sweep runs in segments, whose diagonal run
+// kernel takes them (gate by gate, each would cost a pass of its own).
+template <class SV>
+bool gather_phases(int n, const AdjointOptions& o) {
+  if constexpr (detail::kCpuState<SV>)
+    return SV::sweep_in_segments(n, o.chunk_qubits, o.threads == 1);
+  return false;
+}
+
 template <class SV>
 AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
                      const std::vector<PauliSum>& observables, const WeightsFn& weights,
@@ -534,8 +544,8 @@ AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
                      const std::vector<double>* fixed_weights = nullptr) {
   const AdjointOptions options = sweep_options<SV>(c.num_qubits(), given);
   const std::vector<TapeStep> tape = make_tape(c, theta);
-  const Segmented s =
-      segment(tape, options.fusion, diagonal_block_qubits<SV>(), detail::kCpuState<SV>);
+  const Segmented s = segment(tape, options.fusion, diagonal_block_qubits<SV>(),
+                              gather_phases<SV>(c.num_qubits(), options));
   SV phi = detail::forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
   AdjointResult out;
   out.gradient.assign(theta.size(), 0.0);
@@ -576,8 +586,13 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
                                              const AdjointOptions& options,
                                              std::vector<double>* expvals) {
   const std::vector<TapeStep> tape = make_tape(c, theta);
-  const Segmented s =
-      segment(tape, options.fusion, diagonal_block_qubits<SV>(), detail::kCpuState<SV>);
+  AdjointOptions cut = sweep_options<SV>(c.num_qubits(), options);  // as the sweeps below run
+  if constexpr (detail::kCpuState<SV>)
+    if (observables.size() > 1 && detail::sweeps_one_per_thread<typename SV::real_type>(
+                                      observables.size(), c.num_qubits(), options))
+      cut.threads = 1;
+  const Segmented s = segment(tape, options.fusion, diagonal_block_qubits<SV>(),
+                              gather_phases<SV>(c.num_qubits(), cut));
   SV final_state =
       detail::forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
   if (expvals) {

@@ -8,6 +8,7 @@
 #include <numbers>
 #include <random>
 
+#include "backends/cpu/statevector.h"
 #include "backends/cuda/statevector.h"
 #include "grad/adjoint_parts.h"
 #include "grad/shift.h"
@@ -350,9 +351,10 @@ TEST(Adjoint, PhaseStepsGatherAwayFromRealBlocks) {
   // CPU's cut), every RY and the RY before each PhaseShift is a block alone
   // (real), every gathered RZ or PhaseShift a diagonal block alone, and the RX
   // RZ wire keeps its RZ (its block is complex anyway). Without gathering each
-  // wire's RY RZ is one block. Gradients against parameter shift, blocked
-  // (diagonal runs with gates inside and outside the chunk) and plain.
-  const int n = 9, rx_wire = 4;
+  // wire's RY RZ is one block. Gradients against parameter shift: blocked
+  // (diagonal runs with gates inside and outside the chunk), the whole state
+  // as one chunk (c128 at the default chunk), and plain (no gathering).
+  const int n = 13, rx_wire = 4;
   Circuit c(n);
   int slot = 0;
   auto p = [&] { return std::vector<ParamExpr>{ParamExpr::ref(slot++)}; };
@@ -394,7 +396,10 @@ TEST(Adjoint, PhaseStepsGatherAwayFromRealBlocks) {
   const PauliSum h = parse_pauli_sum("Z0 Z1 + 0.5*X2 - 0.25*Y7", "test");
   const double w[] = {1.0};
   const std::vector<double> ps = parameter_shift_gradient<double>(c, theta, h);
-  for (int chunk : {0, 5}) {
+  ASSERT_TRUE(qmlsim::cpu::StateVector<double>::sweep_in_segments(n, 10, true));
+  ASSERT_TRUE(qmlsim::cpu::StateVector<double>::sweep_in_segments(n, -1, true));
+  ASSERT_FALSE(qmlsim::cpu::StateVector<double>::sweep_in_segments(n, 0, true));
+  for (int chunk : {0, 10, -1}) {
     const AdjointResult d = adjoint_vjp<double>(c, theta, {h}, w, {1, 3, chunk});
     const AdjointResult f = adjoint_vjp<float>(c, theta, {h}, w, {1, 3, chunk});
     for (std::size_t s = 0; s < theta.size(); ++s) {

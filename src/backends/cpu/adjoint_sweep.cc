@@ -243,8 +243,20 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
       gate.run(lambda.amps_.data(), threads_);
     }
   };
-  const SegmentPlan plan =
+  SegmentPlan plan =
       blocking_pays(active, chunk_qubits_) ? plan_blocks(rev, n_, chunk_qubits_) : SegmentPlan{};
+  // A serial sweep that is not blocked (the state fits one chunk) takes the
+  // whole state as its one chunk where that pays (sweep_in_segments): the
+  // segment's fused pairs, diagonal runs, sign and permutation runs then
+  // apply there too, where gate by gate each step takes a pass of its own.
+  if (plan.segments.empty() && active >= 2 && sweep_in_segments(n_, chunk_qubits_, serial)) {
+    Segment whole;
+    whole.begin = 0;
+    whole.end = active;
+    for (int q = 0; q < n_; ++q) whole.qubits.push_back(q);
+    plan.segments.push_back(std::move(whole));
+    for (int j = 0; j < active; ++j) plan.order.push_back(j);
+  }
   // lambda = H this inside the first segment's chunks, when it is blocked and
   // holds every qubit H flips; otherwise in a pass of its own first.
   index_t flips = 0;

@@ -94,6 +94,14 @@ class StateVector {
   }
   // Default: chunks of chunk_bytes() (see there).
   static int default_chunk_qubits();
+  // Whether the adjoint sweep of an n-qubit state (chunk_qubits: as
+  // set_chunk_qubits takes it, -1 the default; serial: a sweep on one thread)
+  // runs in cache-blocked segments, where fused pairs and diagonal runs apply:
+  // states larger than a chunk, and serially those of kSegmentedSweepBytes or
+  // more that fit one (taken as their one chunk). Smaller states go gate by
+  // gate: there a segment's own work costs more than the passes it saves.
+  static bool sweep_in_segments(int n, int chunk_qubits, bool serial);
+  static constexpr std::size_t kSegmentedSweepBytes = std::size_t{128} << 10;
   // The chunk of a forward pass (apply): chunk_qubits(), one qubit more for a
   // state streamed from memory (half the last-level cache or more) unless set
   // by set_chunk_qubits. The sweep holds a chunk of each of its two states.
