@@ -387,7 +387,7 @@ TEST(Adjoint, PhaseStepsGatherAwayFromRealBlocks) {
     return found;
   };
   const Segmented gathered = segment(tape, 3, 6, true);
-  EXPECT_EQ(count_blocks(gathered, GateId::RY, true), 4 * n - 3);  // 3 RY share a block with RY
+  EXPECT_EQ(count_blocks(gathered, GateId::RY, true), 4 * n - 3);  // every RY
   EXPECT_EQ(count_blocks(gathered, GateId::RZ, true), 3 * (n - 1));
   EXPECT_EQ(count_blocks(gathered, GateId::RZ, false), 3);  // after RX
   EXPECT_EQ(count_blocks(gathered, GateId::PhaseShift, true), n);
