@@ -586,13 +586,18 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
                                              const AdjointOptions& options,
                                              std::vector<double>* expvals) {
   const std::vector<TapeStep> tape = make_tape(c, theta);
-  AdjointOptions cut = sweep_options<SV>(c.num_qubits(), options);  // as the sweeps below run
+  // Small states on the CPU (detail::sweeps_one_per_thread): one observable's
+  // backward pass per thread (each with its own two states), as batch items
+  // run; the rows are the same.
+  bool one_per_thread = false;
   if constexpr (detail::kCpuState<SV>)
-    if (observables.size() > 1 && detail::sweeps_one_per_thread<typename SV::real_type>(
-                                      observables.size(), c.num_qubits(), options))
-      cut.threads = 1;
+    one_per_thread =
+        observables.size() > 1 && detail::sweeps_one_per_thread<typename SV::real_type>(
+                                      observables.size(), c.num_qubits(), options);
+  AdjointOptions one = sweep_options<SV>(c.num_qubits(), options);  // as the sweeps run
+  if (one_per_thread) one.threads = 1;
   const Segmented s = segment(tape, options.fusion, diagonal_block_qubits<SV>(),
-                              gather_phases<SV>(c.num_qubits(), cut));
+                              gather_phases<SV>(c.num_qubits(), one));
   SV final_state =
       detail::forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
   if (expvals) {
@@ -600,13 +605,9 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
     for (const PauliSum& h : observables) expvals->push_back(final_state.expval(h));
   }
   std::vector<std::vector<double>> jac;
-  // Small states on the CPU (detail::sweeps_one_per_thread): one observable's
-  // backward pass per thread (each with its own two states), as batch items
-  // run; the rows are the same.
   if constexpr (detail::kCpuState<SV>) {
-    using R = typename SV::real_type;
-    if (observables.size() > 1 &&
-        detail::sweeps_one_per_thread<R>(observables.size(), c.num_qubits(), options)) {
+    if (one_per_thread) {
+      using R = typename SV::real_type;
       jac.assign(observables.size(), std::vector<double>(theta.size(), 0.0));
       detail::for_each_sweep<R>(observables.size(), c.num_qubits(), options,
                                 [&](std::size_t k, const AdjointOptions& inner) {
@@ -618,7 +619,6 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
       return jac;
     }
   }
-  const AdjointOptions one = sweep_options<SV>(c.num_qubits(), options);
   SV phi = detail::make_state<SV>(c.num_qubits(), one);
   SV lambda = detail::make_state<SV>(c.num_qubits(), one);
   for (const PauliSum& h : observables) {

@@ -135,14 +135,19 @@ int StateVector<R>::default_chunk_qubits() {
 }
 
 template <class R>
+bool StateVector<R>::blocked(int n, int chunk_qubits) {
+  return chunk_qubits > kRunQubits && n > chunk_qubits;
+}
+
+template <class R>
 bool StateVector<R>::blocking_pays(int gates, int chunk_qubits) const {
-  return chunk_qubits > kRunQubits && n_ > chunk_qubits && gates >= 2;
+  return blocked(n_, chunk_qubits) && gates >= 2;
 }
 
 template <class R>
 bool StateVector<R>::sweep_in_segments(int n, int chunk_qubits, bool serial) {
   const int chunk = chunk_qubits < 0 ? default_chunk_qubits() : chunk_qubits;
-  if (chunk > kRunQubits && n > chunk) return true;  // blocked
+  if (blocked(n, chunk)) return true;
   return serial && chunk > 0 &&
          state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128) >= kSegmentedSweepBytes;
 }

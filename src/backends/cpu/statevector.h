@@ -144,6 +144,8 @@ class StateVector {
   int threads_;
   // True when cache blocking is on and the state is larger than one chunk.
   bool blocking_pays(int gates, int chunk_qubits) const;
+  // A state of n qubits is larger than chunks of chunk_qubits (and they are on).
+  static bool blocked(int n, int chunk_qubits);
   void apply_gates(const std::vector<BoundGate>& gates, bool from_zero);
   // adjoint_sweep, after lambda = H this when h is given (returns <this|H|this>; 0 without h).
   double sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
