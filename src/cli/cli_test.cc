@@ -397,6 +397,33 @@ TEST(Cli, RunsQiskitOpenQasm3WithInputs) {
   }
 }
 
+// A data row that makes a circuit angle non-finite is a located error (exit 2)
+// on any number of threads: an error inside the parallel loop over examples
+// must not reach std::terminate.
+TEST(Cli, HybridNonFiniteAngleIsALocatedErrorOnAnyThreadCount) {
+  std::string csv = "a,label\n";
+  for (int i = 0; i < 64; ++i)
+    csv += (i == 37 ? "0" : std::to_string(0.5 + i)) + (i % 2 ? ",1\n" : ",0\n");
+  write("ln_data.csv", csv);
+  write("ln.qasm",
+        "OPENQASM 3.0;\ninclude \"stdgates.inc\";\ninput array[float[64], 1] x;\n"
+        "input array[float[64], 1] w;\nqubit[1] q;\nry(ln(x[0])) q[0];\nrz(w[0]) q[0];\n");
+  const std::string job =
+      write("ln.toml",
+            "[job]\nkind = \"hybrid\"\n[data]\npath = \"ln_data.csv\"\nstandardize = false\n"
+            "[model]\ncircuit = \"ln.qasm\"\ndata_inputs = [\"x\"]\nweights = [\"w\"]\n"
+            "readouts = [\"Z0\"]\nhead = [\"1\"]\n[train]\nepochs = 1\nbatch_size = 64\n");
+  for (const int threads : {1, 2}) {
+    const std::string dir = (temp_dir() / ("ln_run" + std::to_string(threads))).string();
+    std::filesystem::remove_all(dir);
+    const Result r = run("train " + job + " --quiet --set job.threads=" + std::to_string(threads) +
+                         " --run-dir " + dir);
+    EXPECT_EQ(r.status, 2) << threads << " threads\n" << r.err;
+    EXPECT_NE(r.err.find("ln.qasm:6:"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("not a finite number"), std::string::npos) << r.err;
+  }
+}
+
 TEST(Cli, HybridTrainsAndInfersOnNewData) {
   const std::string dir = (temp_dir() / "hybrid_run").string();
   std::filesystem::remove_all(dir);

@@ -5,7 +5,9 @@
 
 #include <omp.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <exception>
 
 namespace qmlsim {
 
@@ -28,6 +30,40 @@ void parallel_for(std::int64_t n, int threads, std::int64_t work, Fn&& fn) {
   }
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (std::int64_t i = 0; i < n; ++i) fn(i);
+}
+
+// Runs fn(i, threads_inside) for every item i in [0, count): one item per
+// thread (threads_inside = 1) when `per_thread` and there are threads to
+// share, else in turn with all `threads` inside each item. An exception thrown
+// by an item never leaves the parallel region: items after the failing one
+// are skipped, and the exception of the lowest failing item is rethrown after
+// the loop, so the error a caller sees does not depend on the thread count.
+template <class Fn>
+void parallel_items(std::size_t count, bool per_thread, int threads, Fn&& fn) {
+  if (!per_thread || threads <= 1 || count < 2) {
+    for (std::size_t i = 0; i < count; ++i) fn(i, threads);
+    return;
+  }
+  std::exception_ptr error;
+  std::size_t failed = count;  // lowest failing item so far
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+  for (std::size_t i = 0; i < count; ++i) {
+    std::size_t first_failed;
+#pragma omp atomic read
+    first_failed = failed;
+    if (i > first_failed) continue;
+    try {
+      fn(i, 1);
+    } catch (...) {
+#pragma omp critical(qmlsim_parallel_items)
+      if (i < failed) {
+        error = std::current_exception();
+#pragma omp atomic write
+        failed = i;
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace qmlsim

@@ -72,13 +72,14 @@ SV forward_state(int n, const AdjointOptions& o, const std::vector<BoundGate>& g
 // thread (one thread inside each) when states are small and on the CPU; else in
 // turn with the options' threads inside (on the GPU on the calling thread,
 // which holds the device).
+// An item's exception is rethrown after the loop (parallel_items).
 template <class Fn>
 void run_items(std::size_t count, bool one_per_thread, const AdjointOptions& options, Fn&& fn) {
-  AdjointOptions inner = options;
-  if (one_per_thread) inner.threads = 1;
-  const int outer = one_per_thread ? options.threads : 1;
-#pragma omp parallel for schedule(dynamic) num_threads(outer) if (outer > 1)
-  for (std::size_t i = 0; i < count; ++i) fn(i, inner);
+  parallel_items(count, one_per_thread, options.threads, [&](std::size_t i, int threads) {
+    AdjointOptions inner = options;
+    inner.threads = threads;
+    fn(i, inner);
+  });
 }
 
 template <class Fn>

@@ -1,27 +1,13 @@
 #include "models/hybrid.h"
 
 #include "backends/cuda/small_batch.h"
+#include "core/parallel.h"
 #include "core/trace.h"
 #include "distributed/simulate.h"
 #include "grad/adjoint.h"
 #include "grad/simulate.h"
 
 namespace qmlsim::models {
-namespace {
-
-// Runs fn(i, threads_inside) for every example, one per thread or in turn
-// (HybridModel::one_example_per_thread decides).
-template <class Fn>
-void for_each_example(std::size_t count, bool per_thread, int threads, Fn&& fn) {
-  if (!per_thread || threads <= 1) {
-    for (std::size_t i = 0; i < count; ++i) fn(i, threads);
-    return;
-  }
-#pragma omp parallel for schedule(dynamic) num_threads(threads)
-  for (std::size_t i = 0; i < count; ++i) fn(i, 1);
-}
-
-}  // namespace
 
 PauliSum pauli_z(int qubit) {
   PauliSum h;
@@ -158,18 +144,18 @@ std::vector<double> HybridModel::predict(std::span<const double> params, const m
                ? predict_batch<float>(params, data, index, options)
                : predict_batch<double>(params, data, index, options);
   std::vector<double> out(index.size() * num_outputs_);
-  for_each_example(index.size(), one_example_per_thread(index.size(), options), options.threads,
-                   [&](std::size_t i, int threads) {
-                     EvalOptions o = options;
-                     o.threads = threads;
-                     const std::vector<double>& x = data.x[index[i]];
-                     const std::span<double> p =
-                         std::span<double>(out).subspan(i * num_outputs_, num_outputs_);
-                     if (options.precision == Precision::c64)
-                       predict_one<float>(params, x, p, o);
-                     else
-                       predict_one<double>(params, x, p, o);
-                   });
+  parallel_items(index.size(), one_example_per_thread(index.size(), options), options.threads,
+                 [&](std::size_t i, int threads) {
+                   EvalOptions o = options;
+                   o.threads = threads;
+                   const std::vector<double>& x = data.x[index[i]];
+                   const std::span<double> p =
+                       std::span<double>(out).subspan(i * num_outputs_, num_outputs_);
+                   if (options.precision == Precision::c64)
+                     predict_one<float>(params, x, p, o);
+                   else
+                     predict_one<double>(params, x, p, o);
+                 });
   return out;
 }
 
@@ -187,19 +173,19 @@ std::vector<double> HybridModel::example_rows(std::span<const double> params,
       gradient_batch<double>(params, data, index, loss, rows, options);
     return rows;
   }
-  for_each_example(index.size(),
-                   one_example_per_thread(index.size(), options.threads, options.backend),
-                   options.threads, [&](std::size_t i, int threads) {
-                     EvalOptions o = options;
-                     o.threads = threads;
-                     double* row = &rows[i * width];
-                     const std::vector<double>& x = data.x[index[i]];
-                     const double y = data.y[index[i]];
-                     if (options.precision == Precision::c64)
-                       gradient_one<float>(params, x, y, loss, row, o);
-                     else
-                       gradient_one<double>(params, x, y, loss, row, o);
-                   });
+  parallel_items(index.size(),
+                 one_example_per_thread(index.size(), options.threads, options.backend),
+                 options.threads, [&](std::size_t i, int threads) {
+                   EvalOptions o = options;
+                   o.threads = threads;
+                   double* row = &rows[i * width];
+                   const std::vector<double>& x = data.x[index[i]];
+                   const double y = data.y[index[i]];
+                   if (options.precision == Precision::c64)
+                     gradient_one<float>(params, x, y, loss, row, o);
+                   else
+                     gradient_one<double>(params, x, y, loss, row, o);
+                 });
   return rows;
 }
 
