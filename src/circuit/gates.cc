@@ -13,46 +13,79 @@ namespace {
 
 using G = GateId;
 constexpr double kHalf = 0.5;
+constexpr double kPi = std::numbers::pi;
 
-// id, name, wires, params, controls, base, diagonal, frequencies
+// Inverse rules (InverseRule): a gate without parameters (itself or another),
+// or the same gate at negated parameters.
+constexpr InverseRule fixed(G g) { return {g, {-1, -1, -1}, {}, 0}; }
+constexpr InverseRule negated(G g) { return {g, {0, 1, 2}, {}, 0}; }
+
+// id, name, wires, params, controls, base, diagonal, frequencies, inverse, shift terms
 constexpr std::array<GateInfo, static_cast<int>(G::kCount)> kTable = {{
-    {G::I, "I", 1, 0, 0, G::I, true, {}},
-    {G::X, "X", 1, 0, 0, G::X, false, {}},
-    {G::Y, "Y", 1, 0, 0, G::Y, false, {}},
-    {G::Z, "Z", 1, 0, 0, G::Z, true, {}},
-    {G::H, "H", 1, 0, 0, G::H, false, {}},
-    {G::S, "S", 1, 0, 0, G::S, true, {}},
-    {G::Sdg, "Sdg", 1, 0, 0, G::Sdg, true, {}},
-    {G::T, "T", 1, 0, 0, G::T, true, {}},
-    {G::Tdg, "Tdg", 1, 0, 0, G::Tdg, true, {}},
-    {G::SX, "SX", 1, 0, 0, G::SX, false, {}},
-    {G::RX, "RX", 1, 1, 0, G::RX, false, {kHalf}},
-    {G::RY, "RY", 1, 1, 0, G::RY, false, {kHalf}},
-    {G::RZ, "RZ", 1, 1, 0, G::RZ, true, {kHalf}},
-    {G::PhaseShift, "PhaseShift", 1, 1, 0, G::PhaseShift, true, {1}},
-    {G::Rot, "Rot", 1, 3, 0, G::Rot, false, {kHalf, kHalf, kHalf}},
-    {G::U1, "U1", 1, 1, 0, G::U1, true, {1}},
-    {G::U2, "U2", 1, 2, 0, G::U2, false, {1, 1}},
-    {G::U3, "U3", 1, 3, 0, G::U3, false, {kHalf, 1, 1}},
-    {G::CNOT, "CNOT", 2, 0, 1, G::X, false, {}},
-    {G::CY, "CY", 2, 0, 1, G::Y, false, {}},
-    {G::CZ, "CZ", 2, 0, 1, G::Z, true, {}},
-    {G::CH, "CH", 2, 0, 1, G::H, false, {}},
-    {G::SWAP, "SWAP", 2, 0, 0, G::SWAP, false, {}},
-    {G::ISWAP, "ISWAP", 2, 0, 0, G::ISWAP, false, {}},
-    {G::CRX, "CRX", 2, 1, 1, G::RX, false, {kHalf}},
-    {G::CRY, "CRY", 2, 1, 1, G::RY, false, {kHalf}},
-    {G::CRZ, "CRZ", 2, 1, 1, G::RZ, true, {kHalf}},
-    {G::CRot, "CRot", 2, 3, 1, G::Rot, false, {kHalf, kHalf, kHalf}},
-    {G::ControlledPhaseShift, "ControlledPhaseShift", 2, 1, 1, G::PhaseShift, true, {1}},
-    {G::IsingXX, "IsingXX", 2, 1, 0, G::IsingXX, false, {kHalf}},
-    {G::IsingYY, "IsingYY", 2, 1, 0, G::IsingYY, false, {kHalf}},
-    {G::IsingZZ, "IsingZZ", 2, 1, 0, G::IsingZZ, true, {kHalf}},
-    {G::IsingXY, "IsingXY", 2, 1, 0, G::IsingXY, false, {kHalf}},
-    {G::MultiRZ, "MultiRZ", -1, 1, 0, G::MultiRZ, true, {kHalf}},
-    {G::Toffoli, "Toffoli", 3, 0, 2, G::X, false, {}},
-    {G::CSWAP, "CSWAP", 3, 0, 1, G::SWAP, false, {}},
-    {G::SingleExcitation, "SingleExcitation", 2, 1, 0, G::SingleExcitation, false, {kHalf}},
+    {G::I, "I", 1, 0, 0, G::I, true, {}, fixed(G::I), 0},
+    {G::X, "X", 1, 0, 0, G::X, false, {}, fixed(G::X), 0},
+    {G::Y, "Y", 1, 0, 0, G::Y, false, {}, fixed(G::Y), 0},
+    {G::Z, "Z", 1, 0, 0, G::Z, true, {}, fixed(G::Z), 0},
+    {G::H, "H", 1, 0, 0, G::H, false, {}, fixed(G::H), 0},
+    {G::S, "S", 1, 0, 0, G::S, true, {}, fixed(G::Sdg), 0},
+    {G::Sdg, "Sdg", 1, 0, 0, G::Sdg, true, {}, fixed(G::S), 0},
+    {G::T, "T", 1, 0, 0, G::T, true, {}, fixed(G::Tdg), 0},
+    {G::Tdg, "Tdg", 1, 0, 0, G::Tdg, true, {}, fixed(G::T), 0},
+    {G::SX, "SX", 1, 0, 0, G::SX, false, {}, {G::RX, {-1}, {-kPi / 2}, -kPi / 4}, 0},
+    {G::RX, "RX", 1, 1, 0, G::RX, false, {kHalf}, negated(G::RX), 2},
+    {G::RY, "RY", 1, 1, 0, G::RY, false, {kHalf}, negated(G::RY), 2},
+    {G::RZ, "RZ", 1, 1, 0, G::RZ, true, {kHalf}, negated(G::RZ), 2},
+    {G::PhaseShift, "PhaseShift", 1, 1, 0, G::PhaseShift, true, {1}, negated(G::PhaseShift), 2},
+    {G::Rot, "Rot", 1, 3, 0, G::Rot, false, {kHalf, kHalf, kHalf}, {G::Rot, {2, 1, 0}, {}, 0}, 2},
+    {G::U1, "U1", 1, 1, 0, G::U1, true, {1}, negated(G::U1), 2},
+    {G::U2, "U2", 1, 2, 0, G::U2, false, {1, 1}, {G::U3, {-1, 1, 0}, {-kPi / 2}, 0}, 2},
+    {G::U3, "U3", 1, 3, 0, G::U3, false, {kHalf, 1, 1}, {G::U3, {0, 2, 1}, {}, 0}, 2},
+    {G::CNOT, "CNOT", 2, 0, 1, G::X, false, {}, fixed(G::CNOT), 0},
+    {G::CY, "CY", 2, 0, 1, G::Y, false, {}, fixed(G::CY), 0},
+    {G::CZ, "CZ", 2, 0, 1, G::Z, true, {}, fixed(G::CZ), 0},
+    {G::CH, "CH", 2, 0, 1, G::H, false, {}, fixed(G::CH), 0},
+    {G::SWAP, "SWAP", 2, 0, 0, G::SWAP, false, {}, fixed(G::SWAP), 0},
+    {G::ISWAP, "ISWAP", 2, 0, 0, G::ISWAP, false, {}, {G::PSWAP, {-1}, {-kPi / 2}, 0}, 0},
+    {G::CRX, "CRX", 2, 1, 1, G::RX, false, {kHalf}, negated(G::CRX), 4},
+    {G::CRY, "CRY", 2, 1, 1, G::RY, false, {kHalf}, negated(G::CRY), 4},
+    {G::CRZ, "CRZ", 2, 1, 1, G::RZ, true, {kHalf}, negated(G::CRZ), 4},
+    {G::CRot,
+     "CRot",
+     2,
+     3,
+     1,
+     G::Rot,
+     false,
+     {kHalf, kHalf, kHalf},
+     {G::CRot, {2, 1, 0}, {}, 0},
+     4},
+    {G::ControlledPhaseShift,
+     "ControlledPhaseShift",
+     2,
+     1,
+     1,
+     G::PhaseShift,
+     true,
+     {1},
+     negated(G::ControlledPhaseShift),
+     4},
+    {G::IsingXX, "IsingXX", 2, 1, 0, G::IsingXX, false, {kHalf}, negated(G::IsingXX), 2},
+    {G::IsingYY, "IsingYY", 2, 1, 0, G::IsingYY, false, {kHalf}, negated(G::IsingYY), 2},
+    {G::IsingZZ, "IsingZZ", 2, 1, 0, G::IsingZZ, true, {kHalf}, negated(G::IsingZZ), 2},
+    {G::IsingXY, "IsingXY", 2, 1, 0, G::IsingXY, false, {kHalf}, negated(G::IsingXY), 4},
+    {G::MultiRZ, "MultiRZ", -1, 1, 0, G::MultiRZ, true, {kHalf}, negated(G::MultiRZ), 2},
+    {G::Toffoli, "Toffoli", 3, 0, 2, G::X, false, {}, fixed(G::Toffoli), 0},
+    {G::CSWAP, "CSWAP", 3, 0, 1, G::SWAP, false, {}, fixed(G::CSWAP), 0},
+    {G::SingleExcitation,
+     "SingleExcitation",
+     2,
+     1,
+     0,
+     G::SingleExcitation,
+     false,
+     {kHalf},
+     negated(G::SingleExcitation),
+     2},
     {G::SingleExcitationPlus,
      "SingleExcitationPlus",
      2,
@@ -60,7 +93,9 @@ constexpr std::array<GateInfo, static_cast<int>(G::kCount)> kTable = {{
      0,
      G::SingleExcitationPlus,
      false,
-     {kHalf}},
+     {kHalf},
+     negated(G::SingleExcitationPlus),
+     2},
     {G::SingleExcitationMinus,
      "SingleExcitationMinus",
      2,
@@ -68,8 +103,19 @@ constexpr std::array<GateInfo, static_cast<int>(G::kCount)> kTable = {{
      0,
      G::SingleExcitationMinus,
      false,
-     {kHalf}},
-    {G::DoubleExcitation, "DoubleExcitation", 4, 1, 0, G::DoubleExcitation, false, {kHalf}},
+     {kHalf},
+     negated(G::SingleExcitationMinus),
+     2},
+    {G::DoubleExcitation,
+     "DoubleExcitation",
+     4,
+     1,
+     0,
+     G::DoubleExcitation,
+     false,
+     {kHalf},
+     negated(G::DoubleExcitation),
+     2},
     {G::DoubleExcitationPlus,
      "DoubleExcitationPlus",
      4,
@@ -77,7 +123,9 @@ constexpr std::array<GateInfo, static_cast<int>(G::kCount)> kTable = {{
      0,
      G::DoubleExcitationPlus,
      false,
-     {kHalf}},
+     {kHalf},
+     negated(G::DoubleExcitationPlus),
+     2},
     {G::DoubleExcitationMinus,
      "DoubleExcitationMinus",
      4,
@@ -85,11 +133,22 @@ constexpr std::array<GateInfo, static_cast<int>(G::kCount)> kTable = {{
      0,
      G::DoubleExcitationMinus,
      false,
-     {kHalf}},
-    {G::PSWAP, "PSWAP", 2, 1, 0, G::PSWAP, false, {1}},
-    {G::ECR, "ECR", 2, 0, 0, G::ECR, false, {}},
-    {G::SISWAP, "SISWAP", 2, 0, 0, G::SISWAP, false, {}},
-    {G::QubitUnitary, "QubitUnitary", -1, 0, 0, G::QubitUnitary, false, {}},
+     {kHalf},
+     negated(G::DoubleExcitationMinus),
+     2},
+    {G::PSWAP, "PSWAP", 2, 1, 0, G::PSWAP, false, {1}, negated(G::PSWAP), 2},
+    {G::ECR, "ECR", 2, 0, 0, G::ECR, false, {}, fixed(G::ECR), 0},
+    {G::SISWAP, "SISWAP", 2, 0, 0, G::SISWAP, false, {}, {G::IsingXY, {-1}, {-kPi / 2}, 0}, 0},
+    {G::QubitUnitary,
+     "QubitUnitary",
+     -1,
+     0,
+     0,
+     G::QubitUnitary,
+     false,
+     {},
+     fixed(G::QubitUnitary),
+     0},
 }};
 
 constexpr bool table_in_enum_order() {
@@ -98,6 +157,19 @@ constexpr bool table_in_enum_order() {
   return true;
 }
 static_assert(table_in_enum_order(), "kTable rows must follow GateId order");
+
+// Every inverse rule reads only its gate's parameters and fills every
+// parameter of the inverse gate.
+constexpr bool inverse_rules_in_range() {
+  for (const GateInfo& g : kTable) {
+    const GateInfo& inv = kTable[static_cast<int>(g.inverse.gate)];
+    for (int j = 0; j < inv.num_params; ++j)
+      if (g.inverse.negate_from[j] >= g.num_params) return false;
+    if (g.num_params > 0 && g.shift_terms != 2 && g.shift_terms != 4) return false;
+  }
+  return true;
+}
+static_assert(inverse_rules_in_range(), "an inverse rule reads a parameter its gate lacks");
 
 const cplx kI{0, 1};
 
@@ -248,6 +320,15 @@ std::optional<GateId> gate_by_name(std::string_view name) {
   for (const GateInfo& g : kTable)
     if (g.name == name) return g.id;
   return std::nullopt;
+}
+
+std::vector<double> inverse_params(GateId id, std::span<const double> params) {
+  const InverseRule& r = gate_info(id).inverse;
+  std::vector<double> q(static_cast<std::size_t>(gate_info(r.gate).num_params));
+  for (std::size_t j = 0; j < q.size(); ++j)
+    q[j] =
+        r.negate_from[j] < 0 ? r.constant[j] : -params[static_cast<std::size_t>(r.negate_from[j])];
+  return q;
 }
 
 Matrix target_matrix(GateId id, std::span<const double> params, int num_targets) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "core/types.h"
 
@@ -67,6 +68,17 @@ enum class GateId : std::uint8_t {
 
 inline constexpr int kMaxGateParams = 3;
 
+// A gate's inverse as a table gate: U(p)^-1 = e^{i phase} G(q), where
+// q[j] = -p[negate_from[j]], or the constant constant[j] where negate_from[j]
+// is -1, for the `gate` G's parameters. QubitUnitary's rule names itself: its
+// inverse is its matrix's conjugate transpose.
+struct InverseRule {
+  GateId gate;
+  std::int8_t negate_from[kMaxGateParams];
+  double constant[kMaxGateParams];
+  double phase;
+};
+
 struct GateInfo {
   GateId id;
   std::string_view name;
@@ -79,10 +91,18 @@ struct GateInfo {
   // of w*theta of degree 1. Rotation angles have w = 1/2, phases w = 1. Then
   // dM/dtheta = w * (M(theta + s) - M(theta - s)) / 2 exactly, with s = pi / (2w).
   double frequency[kMaxGateParams];
+  InverseRule inverse;
+  // Terms of the exact parameter-shift rule of each parameter when the gate
+  // has no extra controls: 2 where its generator has two eigenvalues, 4 where
+  // three (intrinsic controls, IsingXY). Extra controls make any rule 4 terms.
+  int shift_terms;
 };
 
 const GateInfo& gate_info(GateId id);
 std::optional<GateId> gate_by_name(std::string_view name);  // case-sensitive table name
+
+// The parameters of gate_info(id).inverse.gate for the inverse of `id` at `params`.
+std::vector<double> inverse_params(GateId id, std::span<const double> params);
 
 // Matrix of the gate's TARGET part (controls excluded), first target wire most
 // significant. REQUIRES params.size() == num_params; num_targets for variable-size gates.

@@ -221,6 +221,32 @@ TEST(Gates, EveryGateIsUnitaryAndDerivativesAreExact) {
 
 // Diagonal gates are bound from their diagonal alone (a wide MultiRZ is never
 // formed dense): it equals the dense matrix's diagonal, off-diagonal zeros.
+// Every row's inverse rule: e^{i phase} G(q) U(p) = I over all wires, controls
+// included (QubitUnitary's rule names itself: its conjugate transpose).
+TEST(Gates, InverseRulesGiveTheInverseMatrix) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> angle(-4, 4);
+  for (int i = 0; i < static_cast<int>(GateId::kCount); ++i) {
+    const GateInfo& g = gate_info(static_cast<GateId>(i));
+    if (g.id == GateId::QubitUnitary) {
+      EXPECT_EQ(g.inverse.gate, GateId::QubitUnitary);
+      continue;
+    }
+    const int wires = g.num_wires > 0 ? g.num_wires : 3;
+    std::vector<double> p(static_cast<std::size_t>(g.num_params));
+    for (double& v : p) v = angle(rng);
+    const std::vector<double> q = inverse_params(g.id, p);
+    ASSERT_EQ(static_cast<int>(q.size()), gate_info(g.inverse.gate).num_params) << g.name;
+    Matrix m = mul(full_matrix(g.inverse.gate, q, wires), full_matrix(g.id, p, wires));
+    const cplx phase = std::polar(1.0, g.inverse.phase);
+    const std::size_t d = std::size_t{1} << wires;
+    for (std::size_t r = 0; r < d; ++r)
+      for (std::size_t c = 0; c < d; ++c)
+        EXPECT_NEAR(std::abs(phase * m[r * d + c] - (r == c ? 1.0 : 0.0)), 0, 1e-12)
+            << g.name << " entry " << r << "," << c;
+  }
+}
+
 TEST(Gates, DiagonalsEqualTheDenseMatricesDiagonals) {
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> angle(-3, 3);

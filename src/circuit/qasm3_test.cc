@@ -8,6 +8,7 @@
 #include <numbers>
 
 #include "circuit/qasm.h"
+#include "circuit/qasm_library.h"
 #include "testing/dense_oracle.h"
 
 namespace qmlsim {
@@ -47,6 +48,22 @@ std::vector<double> angle_gradient(const QasmProgram& p, const PauliSum& h, doub
 void expect_equivalent(const std::string& a, const std::string& b) {
   const State sa = run_text(kHead + kScramble + a), sb = run_text(kHead + kScramble + b);
   EXPECT_LT(testing::max_abs_diff(sa, sb), 1e-12) << a << "\n  vs\n" << b;
+}
+
+// `inv @` reads each gate's inverse rule from the gate table: under a control
+// (where its phase shows), inv @ g then g is the identity for every built-in.
+TEST(Qasm3, InverseOfEveryBuiltinFromTheTable) {
+  for (const auto& [name, builtin] : qasm::builtins_stdgates()) {
+    const GateInfo& info = gate_info(builtin.gate);
+    std::string params;
+    for (int j = 0; j < info.num_params; ++j) params += (j ? ", " : "(") + std::to_string(0.3 + j);
+    if (!params.empty()) params += ")";
+    std::string qubits = "q[0]";
+    for (int w = 1; w <= info.num_wires + builtin.extra_controls; ++w)
+      qubits += ", q[" + std::to_string(w) + "]";
+    const std::string call = name + params + " " + qubits + ";";
+    expect_equivalent("ctrl @ inv @ " + call + " ctrl @ " + call, "");
+  }
 }
 
 TEST(Qasm3, StdgatesMatchTheGateTable) {

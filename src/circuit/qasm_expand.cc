@@ -144,7 +144,7 @@ void QasmParser::apply_target(const GateCall& call, const std::vector<Expr>& par
   controls.insert(controls.end(), qubits.begin(), qubits.begin() + extra);
   const std::vector<int> wires(qubits.begin() + extra, qubits.end());
   if (!ctx.inverse) return emit(g, controls, wires, params);
-  emit_inverse(g, controls, wires, params, call);
+  emit_inverse(g, controls, wires, params);
 }
 
 bool QasmParser::rotation_like(GateId g) {
@@ -165,47 +165,16 @@ bool QasmParser::rotation_like(GateId g) {
   }
 }
 
-void QasmParser::emit_inverse(GateId g, std::vector<int> controls, std::vector<int> wires,
-                              const std::vector<Expr>& p, const GateCall& call) {
-  g = to_base(g, controls, wires);
-  auto neg = [](const Expr& e) { return scaled(e, -1); };
-  if (rotation_like(g)) {
-    std::vector<Expr> q;
-    for (const Expr& e : p) q.push_back(neg(e));
-    return emit(g, controls, wires, q);
+void QasmParser::emit_inverse(GateId g, const std::vector<int>& controls,
+                              const std::vector<int>& wires, const std::vector<Expr>& p) {
+  const InverseRule& r = gate_info(g).inverse;  // the table's inverse rule
+  std::vector<Expr> q;
+  for (int j = 0; j < gate_info(r.gate).num_params; ++j) {
+    const int from = r.negate_from[j];
+    q.push_back(from < 0 ? number(r.constant[j]) : scaled(p[static_cast<std::size_t>(from)], -1));
   }
-  switch (g) {
-    case GateId::I:
-    case GateId::X:
-    case GateId::Y:
-    case GateId::Z:
-    case GateId::H:
-    case GateId::SWAP:
-      return emit(g, controls, wires, p);
-    case GateId::S:
-      return emit(GateId::Sdg, controls, wires, p);
-    case GateId::Sdg:
-      return emit(GateId::S, controls, wires, p);
-    case GateId::T:
-      return emit(GateId::Tdg, controls, wires, p);
-    case GateId::Tdg:
-      return emit(GateId::T, controls, wires, p);
-    case GateId::Rot:
-      return emit(g, controls, wires, {neg(p[2]), neg(p[1]), neg(p[0])});
-    case GateId::U3:
-      return emit(g, controls, wires, {neg(p[0]), neg(p[2]), neg(p[1])});
-    case GateId::U2:
-      return emit(GateId::U3, controls, wires,
-                  {number(-std::numbers::pi / 2), neg(p[1]), neg(p[0])});
-    case GateId::SX:  // SX = e^{i pi/4} RX(pi/2)
-      emit_phase(number(-std::numbers::pi / 4), controls);
-      return emit(GateId::RX, controls, wires, {number(-std::numbers::pi / 2)});
-    case GateId::ISWAP:  // ISWAP^4 = I
-      for (int i = 0; i < 3; ++i) emit(g, controls, wires, p);
-      return;
-    default:
-      fail_at(call.line, call.col, "inv @ is not supported for gate '" + call.name + "'");
-  }
+  if (r.phase != 0) emit_phase(number(r.phase), controls);
+  emit(r.gate, controls, wires, q);
 }
 
 void QasmParser::fractional_power(const GateCall& call, const std::vector<Expr>& p,

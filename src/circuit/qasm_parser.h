@@ -331,8 +331,9 @@ class QasmParser {
   // Gates whose parameters are all angles of one generator: g(t)^k = g(k t).
   static bool rotation_like(GateId g);
 
-  void emit_inverse(GateId g, std::vector<int> controls, std::vector<int> wires,
-                    const std::vector<Expr>& p, const GateCall& call);
+  // g^-1 under `controls`, by the gate table's inverse rule.
+  void emit_inverse(GateId g, const std::vector<int>& controls, const std::vector<int>& wires,
+                    const std::vector<Expr>& p);
 
   // gate^k for a non-integer k, on the principal branch.
   void fractional_power(const GateCall& call, const std::vector<Expr>& p,

@@ -8,7 +8,7 @@
 namespace qmlsim {
 
 bool needs_four_term_rule(const Operation& op) {
-  return !op.controls.empty() || gate_info(op.gate).num_controls > 0 || op.gate == GateId::IsingXY;
+  return !op.controls.empty() || gate_info(op.gate).shift_terms == 4;
 }
 
 template <class R>
