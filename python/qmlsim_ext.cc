@@ -34,6 +34,7 @@
 #include "circuit/qasm.h"
 #include "core/error.h"
 #include "core/memory.h"
+#include "core/parallel.h"
 #include "grad/adjoint.h"
 #include "grad/simulate.h"
 #include "passes/fusion.h"
@@ -186,33 +187,14 @@ nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, std::vector<std::size_t> 
   return nb::ndarray<nb::numpy, T>(owned->data(), shape.size(), shape.data(), owner);
 }
 
-// The final state of c at theta, from `initial` (or |0...0> if empty), as
-// complex128 (a copy when the engine ran in complex64), on a's backend.
+// The final state of c at theta on a's backend (from a's initial state, else
+// |0...0>), as complex128 (a copy when the engine ran in complex64).
 std::vector<std::complex<double>> final_state(const Circuit& c, std::span<const double> theta,
-                                              std::span<const cplx> initial, const Options& o,
-                                              const AdjointOptions& a) {
-  const int n = c.num_qubits();
-  const bool f32 = single(o);
-  const std::vector<BoundGate> gates =
-      o.fusion > 0 ? fuse(bind_params(c, theta), {o.fusion, std::max(10, o.fusion)})
-                   : bind_params(c, theta);
-  std::vector<std::complex<double>> out;
-  auto run = [&](auto sv) {
-    if (!initial.empty()) sv.set_amplitudes(initial);
-    sv.apply(gates);
-    out = sv.to_vector();
-  };
-  if (a.backend == Backend::cuda) {
-    if (f32)
-      run(cuda::StateVector<float>(n));
-    else
-      run(cuda::StateVector<double>(n));
-  } else if (f32) {
-    run(cpu::StateVector<float>(n, a.threads));
-  } else {
-    run(cpu::StateVector<double>(n, a.threads));
-  }
-  return out;
+                                              const Options& o, const AdjointOptions& a) {
+  SimulateRequest req;
+  req.state = true;
+  return single(o) ? simulate<float>(c, theta, req, a).state
+                   : simulate<double>(c, theta, req, a).state;
 }
 
 // The final state as complex128 (a copy when the engine ran in complex64).
@@ -227,7 +209,7 @@ nb::ndarray<nb::numpy, std::complex<double>> state(int n, const std::vector<OpSp
   std::vector<std::complex<double>> out;
   {
     nb::gil_scoped_release release;
-    out = final_state(c, theta, prog.initial, o, a);
+    out = final_state(c, theta, o, a);
   }
   const std::size_t size = out.size();
   return to_numpy(std::move(out), {size});
@@ -296,7 +278,7 @@ nb::ndarray<nb::numpy, std::complex<double>> state_qasm(
   std::vector<std::complex<double>> out;
   {
     nb::gil_scoped_release release;
-    out = final_state(prog.circuit, prog.angles, {}, o, a);
+    out = final_state(prog.circuit, prog.angles, o, a);
     const std::complex<double> phase = std::polar(1.0, prog.global_phase);
     if (prog.global_phase != 0)
       for (std::complex<double>& amp : out) amp *= phase;
@@ -358,38 +340,23 @@ std::tuple<std::vector<double>, std::vector<double>> vjp(
 }
 
 // Runs fn(i, threads_inside) for every item of a batch: one item per thread
-// when states are small (`small`: below 2^14 amplitudes, as the C++ batch
-// policy measured; for adjoint sweeps as adjoint_sweeps_one_per_thread says)
-// and there are enough items, else in turn with the threads inside.
+// when states are small (`small`, as small_items says) and there are enough
+// items, else in turn with the threads inside (the GPU is held by the calling
+// thread: its items run in turn).
 template <class Fn>
 void for_each_item(std::size_t count, bool small, const AdjointOptions& a, Fn&& fn) {
-  const int threads = a.threads;
-  // The GPU is held by the calling thread: its items run in turn.
-  const bool per_thread = a.backend == Backend::cpu && small && threads > 1 &&
-                          count >= static_cast<std::size_t>(threads);
-  if (!per_thread) {
-    for (std::size_t i = 0; i < count; ++i) fn(i, threads);
-    return;
-  }
-  std::exception_ptr error;
-#pragma omp parallel for schedule(dynamic) num_threads(threads)
-  for (std::size_t i = 0; i < count; ++i) {
-    try {
-      fn(i, 1);
-    } catch (...) {
-#pragma omp critical
-      if (!error) error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
+  const bool per_thread = a.backend == Backend::cpu && small &&
+                          count >= static_cast<std::size_t>(std::max(a.threads, 1));
+  parallel_items(count, per_thread, a.threads, fn);
 }
 
 // Whether a batch of `count` items of n qubits runs one item per thread:
-// below 2^14 amplitudes (the C++ batch policy), or adjoint sweeps where
-// adjoint_sweeps_one_per_thread says so.
+// below kMinParallelWork amplitudes (the C++ batch policy), or adjoint sweeps
+// where adjoint_sweeps_one_per_thread says so.
 bool small_items(std::size_t count, int n, bool f32, const AdjointOptions& a, bool adjoint) {
-  return n < 14 || (adjoint && adjoint_sweeps_one_per_thread(
-                                   count, n, f32 ? Precision::c64 : Precision::c128, a));
+  return (std::int64_t{1} << n) < kMinParallelWork ||
+         (adjoint &&
+          adjoint_sweeps_one_per_thread(count, n, f32 ? Precision::c64 : Precision::c128, a));
 }
 
 // Runs fn(program, options, single precision) for every item of a batch with
@@ -587,19 +554,16 @@ class QasmRunner {
       nb::gil_scoped_release release;
       for_each_item(thetas.size(), small_items(thetas.size(), n, f32, engine(o), false), engine(o),
                     [&](std::size_t i, int threads) {
-                      auto run = [&](auto sv) {
-                        if (!initial_.empty()) sv.set_amplitudes(initial_);
-                        sv.apply(bind_params(prog_.circuit, thetas[i]));
-                        const auto* amps = sv.data();
-                        for (std::size_t j = 0; j < dim; ++j) {
-                          const double re = amps[2 * j], im = amps[2 * j + 1];
-                          out[i * dim + j] = re * re + im * im;
-                        }
-                      };
-                      if (f32)
-                        run(cpu::StateVector<float>(n, threads));
-                      else
-                        run(cpu::StateVector<double>(n, threads));
+                      AdjointOptions a = engine(o);
+                      a.threads = threads;
+                      a.initial_state = initial_;
+                      SimulateRequest req;
+                      req.probabilities = true;
+                      const std::vector<double> p =
+                          f32 ? simulate<float>(prog_.circuit, thetas[i], req, a).probabilities
+                              : simulate<double>(prog_.circuit, thetas[i], req, a).probabilities;
+                      std::copy(p.begin(), p.end(),
+                                out.begin() + static_cast<std::ptrdiff_t>(i * dim));
                     });
     }
     return to_numpy(std::move(out), {thetas.size(), dim});
@@ -639,6 +603,29 @@ class QasmRunner {
 
 }  // namespace
 
+// The gate table for the Python doors, which derive their gate maps from it.
+nb::dict gate_table() {
+  nb::dict table;
+  for (int i = 0; i < static_cast<int>(GateId::kCount); ++i) {
+    const GateInfo& g = gate_info(static_cast<GateId>(i));
+    const GateInfo& inv = gate_info(g.inverse.gate);
+    nb::list from, constants;
+    for (int j = 0; j < inv.num_params; ++j) {
+      from.append(static_cast<int>(g.inverse.negate_from[j]));
+      constants.append(g.inverse.constant[j]);
+    }
+    nb::dict row;
+    row["wires"] = g.num_wires;
+    row["params"] = g.num_params;
+    row["controls"] = g.num_controls;
+    row["diagonal"] = g.diagonal;
+    row["shift_terms"] = g.shift_terms;
+    row["inverse"] = nb::make_tuple(std::string(inv.name), from, constants, g.inverse.phase);
+    table[nb::str(g.name.data(), g.name.size())] = row;
+  }
+  return table;
+}
+
 NB_MODULE(_qmlsim, m) {
   m.doc() = "qmlsim's C++ state-vector engine (see the qmlsim package for the Python API)";
   // Errors users cause keep their one-line message; a state too large for
@@ -666,6 +653,9 @@ NB_MODULE(_qmlsim, m) {
         backend_of(o);
       },
       nb::arg("backend"), "Raises ValueError when the backend cannot be used here.");
+  m.def("gate_table", &gate_table,
+        "The gate table: name -> {wires, params, controls, diagonal, shift_terms, inverse}, "
+        "inverse = (gate, negate_from, constants, phase) as GateInfo::inverse says.");
   m.def("state", &state, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("options"),
         "The final state from |0...0> (complex128 array, bit q of an index = qubit q).");
   m.def("expvals", &expvals, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("observables"),

@@ -133,26 +133,20 @@ def _controlled_base(op):
     return None
 
 
-# Gates whose inverse is the same gate at negated angles (Rot: reversed too).
-_NEGATED_INVERSE = {
-    "RX", "RY", "RZ", "PhaseShift", "U1", "MultiRZ", "IsingXX", "IsingYY", "IsingZZ", "IsingXY",
-    "CRX", "CRY", "CRZ", "ControlledPhaseShift", "SingleExcitation", "SingleExcitationPlus",
-    "SingleExcitationMinus", "DoubleExcitation", "DoubleExcitationPlus", "DoubleExcitationMinus",
-    "PSWAP", "Rot"}
-_SELF_INVERSE = {"Identity", "PauliX", "PauliY", "PauliZ", "Hadamard", "CNOT", "CY", "CZ", "CH",
-                 "SWAP", "Toffoli", "CSWAP"}
+# The engine's gate table (name -> row): inverse rules come from it.
+_TABLE = _qmlsim.gate_table()
 
 
 def _adjoint_base(op):
     """For ``qml.adjoint(op)`` of a table gate: its base, when the engine runs the
-    inverse directly (negated angles, a self-inverse gate, or a fixed gate's
-    matrix). Else None."""
+    inverse directly (the gate table's inverse rule, or a fixed gate's matrix).
+    Else None."""
     if op.name in _NATIVE or not isinstance(op, qml.ops.op_math.Adjoint):
         return None
     base = op.base
-    if base.name in _NEGATED_INVERSE or base.name in _SELF_INVERSE:
+    if base.name in _GATES and _GATES[base.name] != "QubitUnitary":
         return base
-    if base.num_params == 0 and (base.name in _GATES or base.name in _MATRIX_OPS):
+    if base.num_params == 0 and base.name in _MATRIX_OPS:
         return base  # its matrix's inverse
     return None
 
@@ -525,7 +519,8 @@ def _ops(operations, n: int):
             continue
         inverse = _adjoint_base(op)
         if inverse is not None:
-            slot = _inverse(inverse, n, ops, slots, slot)
+            slot, extra = _inverse(inverse, n, ops, slots, slot)
+            phase -= extra  # `phase` is PennyLane's GlobalPhase angle: e^{-i phase}
             continue
         controls, flips = [], []
         base = _controlled_base(op)
@@ -622,23 +617,21 @@ def _fermionic(op, n, ops, slot):
 
 
 def _inverse(base, n, ops, slots, slot):
-    """The engine gates of adjoint(base) (see _adjoint_base); returns the next slot."""
+    """The engine gates of adjoint(base) (see _adjoint_base) by the gate table's
+    inverse rule; returns (the next slot, the rule's global phase)."""
     wires = [n - 1 - int(w) for w in base.wires]
-    if base.name in _SELF_INVERSE:
-        ops.append((_GATES[base.name], wires, [], []))
-        return slot
-    if base.name not in _NEGATED_INVERSE:  # a fixed gate: its inverse's matrix
+    name = _GATES.get(base.name)
+    if name is None:  # a fixed gate: its inverse's matrix
         m = np.asarray(qml.math.unwrap(base.matrix()), dtype=np.complex128).conj().T
         ops.append(("QubitUnitary", wires, [], m.reshape(-1).tolist()))
-        return slot
-    params = [-_value(p) for p in base.parameters]
-    order = list(range(len(params)))
-    if base.name == "Rot":  # Rot(a, b, c)^-1 = Rot(-c, -b, -a)
-        order.reverse()
-    ops.append((_GATES[base.name], wires, [params[i] for i in order], []))
-    for k in range(len(params)):  # tape parameter k is engine angle order.index(k), negated
-        slots.append(((slot + order.index(k), -1.0),))
-    return slot + len(params)
+        return slot, 0.0
+    gate, negate_from, constants, phase = _TABLE[name]["inverse"]
+    values = [_value(p) for p in base.parameters]
+    ops.append((gate, wires, [c if k < 0 else -values[k] for k, c in zip(negate_from, constants)],
+                []))
+    for k in range(len(values)):  # tape parameter k feeds the engine angles reading it, negated
+        slots.append(tuple((slot + j, -1.0) for j, f in enumerate(negate_from) if f == k) or None)
+    return slot + len(negate_from), phase
 
 
 def _pc_phase(op, n, ops, slots, phase, slot):

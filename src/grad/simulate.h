@@ -1,6 +1,7 @@
 // Forward simulation on either backend: bind, fuse, run, read out. The one
-// place the models and the CLI turn a circuit into expectation values, samples
-// and the most probable basis state.
+// place the models, the CLI and the Python binding turn a circuit into
+// expectation values, samples, the final state, probabilities and the most
+// probable basis state.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,8 @@ struct SimulateRequest {
   std::int64_t shots = 0;  // samples of all qubits (seeded)
   std::uint64_t seed = 1;
   bool most_probable = false;  // find the basis state of highest probability
+  bool state = false;          // the final amplitudes, as complex128
+  bool probabilities = false;  // |a_i|^2 of every basis state
 };
 
 struct SimulateResult {
@@ -26,6 +29,8 @@ struct SimulateResult {
   std::map<index_t, std::int64_t> counts;
   index_t most_probable = 0;
   std::size_t gates_after_fusion = 0;
+  std::vector<cplx> state;            // when requested
+  std::vector<double> probabilities;  // when requested
 };
 
 // The final state of c at theta on options.backend (threads, fusion and chunks
