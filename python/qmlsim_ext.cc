@@ -11,6 +11,7 @@
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 #include <span>
 #include <string>
 #include <tuple>
+#include <variant>
 #include <vector>
 
 #include "backends/cpu/statevector.h"
@@ -44,9 +46,6 @@ using namespace qmlsim;
 
 namespace {
 
-// (table gate name, qubits, parameter values, matrix for QubitUnitary or empty)
-using OpSpec = std::tuple<std::string, std::vector<int>, std::vector<double>,
-                          std::vector<std::complex<double>>>;
 using TermSpec = std::tuple<double, std::uint64_t, std::uint64_t>;
 
 // A state that cannot fit in memory: MemoryError in Python.
@@ -77,74 +76,109 @@ Backend backend_of(const Options& o) {
   return Backend::cuda;
 }
 
-// A circuit with its parameter values and, when its first operation is
-// "__initial__" (amplitudes in the matrix field), the state it starts from.
-struct Program {
-  Circuit circuit;
-  std::vector<double> theta;
-  std::vector<cplx> initial;
+// The typed program the Python doors hand over (python/qmlsim/_program.py
+// builds it). A parameter is a literal or value = scale * values[slot] + shift
+// of the program's parameter values (the IR's ParamExpr), so gradients come
+// back per program parameter, chain rules of linear maps included.
+struct Param {
+  int slot = 0;
+  double scale = 1.0;
+  double shift = 0.0;
+};
+using ParamArg = std::variant<double, Param>;
+
+// One gate of the table on `targets` (its own wires, intrinsic controls first),
+// under extra `controls` (on |1>, or on |0> where control_values says false);
+// `matrix` (first target most significant) for QubitUnitary only.
+struct Op {
+  std::string gate;
+  std::vector<int> targets;
+  std::vector<ParamArg> params;
+  std::vector<int> controls;
+  std::vector<bool> control_values;
+  std::vector<cplx> matrix;
 };
 
-Circuit make_circuit(int n, const std::vector<OpSpec>& ops, std::vector<double>& theta,
-                     std::vector<cplx>* initial) {
-  if (n < 1 || n > kMaxQubits) {
-    throw Error("wires: " + std::to_string(n) + " is out of range (1 to " +
-                std::to_string(kMaxQubits) + " qubits)");
-  }
-  Circuit c(n);
-  bool first = true;
-  for (const auto& [name, wires, params, matrix] : ops) {
-    if (name == "__initial__") {
-      if (!first || !initial) throw Error("an initial state must come first");
-      if (matrix.size() != (std::size_t{1} << n)) {
-        throw Error("initial state: " + std::to_string(matrix.size()) + " amplitudes for " +
+// A circuit on num_qubits qubits over num_params parameters, checked and
+// converted once; runs start from `initial_state` (empty: |0...0>), and
+// states come back times e^{i global_phase}.
+struct Program {
+  Circuit circuit;
+  int num_params = 0;
+  std::vector<cplx> initial;
+  double global_phase = 0;
+
+  Program(int n, const std::vector<Op>& ops, int params, std::vector<cplx> initial_state,
+          double phase)
+      : circuit(check_qubits(n)),
+        num_params(params),
+        initial(std::move(initial_state)),
+        global_phase(phase) {
+    if (num_params < 0) throw Error("num_params: " + std::to_string(num_params) + " is negative");
+    if (!std::isfinite(global_phase)) throw Error("global phase: not a finite number");
+    if (!initial.empty()) {
+      if (initial.size() != (std::size_t{1} << n))
+        throw Error("initial state: " + std::to_string(initial.size()) + " amplitudes for " +
                     std::to_string(n) + " qubit(s)");
-      }
       double norm = 0;
-      for (const cplx& a : matrix) norm += std::norm(a);
+      for (const cplx& a : initial) norm += std::norm(a);
       if (!(std::abs(norm - 1) < 1e-6)) throw Error("initial state: not normalised");
-      initial->assign(matrix.begin(), matrix.end());
-      first = false;
-      continue;
     }
-    first = false;
-    // "ctrlK@GATE" (OpenQASM 3's ctrl(K) @): the first K wires are extra
-    // controls on |1>, the rest the gate's own.
-    std::string gate_name = name;
-    std::size_t num_controls = 0;
-    if (name.rfind("ctrl", 0) == 0 && name.find('@') != std::string::npos) {
-      const std::string count = name.substr(4, name.find('@') - 4);
-      if (count.empty() || count.size() > 2 ||
-          count.find_first_not_of("0123456789") != std::string::npos)
-        throw Error("gate '" + name + "': expected ctrlK@GATE with K a number");
-      num_controls = static_cast<std::size_t>(std::stoi(count));
-      gate_name = name.substr(name.find('@') + 1);
-      if (num_controls >= wires.size())
-        throw Error("gate '" + name + "': " + std::to_string(wires.size()) + " wire(s) for " +
-                    std::to_string(num_controls) + " control(s) and a gate");
-    }
-    const std::optional<GateId> g = gate_by_name(gate_name);
-    if (!g) throw Error("unknown gate '" + gate_name + "'");
+    for (const Op& op : ops) add(op);
+  }
+
+  // The parameter values as the engine's slots, checked.
+  std::span<const double> theta(const std::vector<double>& values) const {
+    if (values.size() != static_cast<std::size_t>(num_params))
+      throw Error("parameter values: " + std::to_string(values.size()) + " for a program of " +
+                  std::to_string(num_params) + " parameter(s)");
+    for (double v : values)
+      if (!std::isfinite(v)) throw Error("parameter values: not a finite number");
+    return values;
+  }
+
+ private:
+  static int check_qubits(int n) {
+    if (n < 1 || n > kMaxQubits)
+      throw Error("wires: " + std::to_string(n) + " is out of range (1 to " +
+                  std::to_string(kMaxQubits) + " qubits)");
+    return n;
+  }
+
+  void add(const Op& spec) {
+    const std::optional<GateId> g = gate_by_name(spec.gate);
+    if (!g) throw Error("unknown gate '" + spec.gate + "'");
+    if (!spec.control_values.empty() && spec.control_values.size() != spec.controls.size())
+      throw Error("gate " + spec.gate + ": " + std::to_string(spec.control_values.size()) +
+                  " control value(s) for " + std::to_string(spec.controls.size()) + " control(s)");
+    std::vector<int> flips;  // controls on |0>: X before and after
+    for (std::size_t i = 0; i < spec.control_values.size(); ++i)
+      if (!spec.control_values[i]) flips.push_back(spec.controls[i]);
+    for (int q : flips) circuit.add(GateId::X, {q});
     Operation op;
     op.gate = *g;
-    op.controls.assign(wires.begin(), wires.begin() + static_cast<std::ptrdiff_t>(num_controls));
-    op.wires.assign(wires.begin() + static_cast<std::ptrdiff_t>(num_controls), wires.end());
-    for (double p : params) {
-      if (!std::isfinite(p)) throw Error("gate " + name + ": parameter is not a finite number");
-      op.params.push_back(ParamExpr::ref(static_cast<int>(theta.size())));
-      theta.push_back(p);
+    op.wires = spec.targets;
+    op.controls = spec.controls;
+    for (const ParamArg& arg : spec.params) {
+      if (const double* v = std::get_if<double>(&arg)) {
+        if (!std::isfinite(*v))
+          throw Error("gate " + spec.gate + ": parameter is not a finite number");
+        op.params.push_back(ParamExpr::literal(*v));
+        continue;
+      }
+      const Param& p = std::get<Param>(arg);
+      if (p.slot < 0 || p.slot >= num_params)
+        throw Error("gate " + spec.gate + ": parameter slot " + std::to_string(p.slot) +
+                    " is out of range (" + std::to_string(num_params) + " parameters)");
+      if (!std::isfinite(p.scale) || !std::isfinite(p.shift))
+        throw Error("gate " + spec.gate + ": parameter scale or shift is not a finite number");
+      op.params.push_back(ParamExpr::ref(p.slot, p.scale, p.shift));
     }
-    if (*g == GateId::QubitUnitary) op.unitary = std::make_shared<Matrix>(matrix);
-    c.add(std::move(op));
+    if (*g == GateId::QubitUnitary) op.unitary = std::make_shared<Matrix>(spec.matrix);
+    circuit.add(std::move(op));
+    for (int q : flips) circuit.add(GateId::X, {q});
   }
-  return c;
-}
-
-Program make_program(int n, const std::vector<OpSpec>& ops) {
-  Program p;
-  p.circuit = make_circuit(n, ops, p.theta, &p.initial);
-  return p;
-}
+};
 
 std::vector<PauliSum> make_observables(const std::vector<std::vector<TermSpec>>& obs) {
   std::vector<PauliSum> out;
@@ -197,35 +231,40 @@ std::vector<std::complex<double>> final_state(const Circuit& c, std::span<const 
                    : simulate<double>(c, theta, req, a).state;
 }
 
-// The final state as complex128 (a copy when the engine ran in complex64).
-nb::ndarray<nb::numpy, std::complex<double>> state(int n, const std::vector<OpSpec>& ops,
+// The final state times e^{i global phase} as complex128 (a copy when the
+// engine ran in complex64).
+nb::ndarray<nb::numpy, std::complex<double>> state(const Program& p,
+                                                   const std::vector<double>& values,
                                                    const Options& o) {
-  const Program prog = make_program(n, ops);
-  const Circuit& c = prog.circuit;
-  const std::vector<double>& theta = prog.theta;
+  const std::span<const double> theta = p.theta(values);
+  const int n = p.circuit.num_qubits();
   const bool f32 = single(o);
-  const AdjointOptions a = engine(o, &prog);
+  const AdjointOptions a = engine(o, &p);
   if (a.backend == Backend::cpu) check_fits(n, f32, 1);
   std::vector<std::complex<double>> out;
   {
     nb::gil_scoped_release release;
-    out = final_state(c, theta, o, a);
+    out = final_state(p.circuit, theta, o, a);
+    if (p.global_phase != 0) {
+      const std::complex<double> phase = std::polar(1.0, p.global_phase);
+      for (std::complex<double>& amp : out) amp *= phase;
+    }
   }
   const std::size_t size = out.size();
   return to_numpy(std::move(out), {size});
 }
 
-std::vector<double> expvals(int n, const std::vector<OpSpec>& ops,
+std::vector<double> expvals(const Program& p, const std::vector<double>& values,
                             const std::vector<std::vector<TermSpec>>& obs, const Options& o) {
-  const Program p = make_program(n, ops);
+  const std::span<const double> theta = p.theta(values);
   SimulateRequest req;
   req.observables = make_observables(obs);
   const bool f32 = single(o);
-  check_fits(n, f32, 1);
+  check_fits(p.circuit.num_qubits(), f32, 1);
   const AdjointOptions a = engine(o, &p);
   nb::gil_scoped_release release;
-  return f32 ? simulate<float>(p.circuit, p.theta, req, a).expvals
-             : simulate<double>(p.circuit, p.theta, req, a).expvals;
+  return f32 ? simulate<float>(p.circuit, theta, req, a).expvals
+             : simulate<double>(p.circuit, theta, req, a).expvals;
 }
 
 // <H_k> of an OpenQASM 2.0 / 3 program without inputs, read and run in this
@@ -290,15 +329,16 @@ nb::ndarray<nb::numpy, std::complex<double>> state_qasm(
 // The Jacobian as one VJP per observable (a forward and a backward pass each):
 // memory stays at two states however many observables there are. The rows, and
 // the expectation values of the first pass.
-std::vector<std::vector<double>> rows_by_vjp(const Program& p, const std::vector<PauliSum>& h,
+std::vector<std::vector<double>> rows_by_vjp(const Program& p, std::span<const double> theta,
+                                             const std::vector<PauliSum>& h,
                                              const AdjointOptions& a, bool f32,
                                              std::vector<double>* values = nullptr) {
   std::vector<std::vector<double>> rows;
   for (std::size_t k = 0; k < h.size(); ++k) {
     std::vector<double> w(h.size(), 0.0);
     w[k] = 1;
-    const AdjointResult r = f32 ? adjoint_vjp<float>(p.circuit, p.theta, h, w, a)
-                                : adjoint_vjp<double>(p.circuit, p.theta, h, w, a);
+    const AdjointResult r = f32 ? adjoint_vjp<float>(p.circuit, theta, h, w, a)
+                                : adjoint_vjp<double>(p.circuit, theta, h, w, a);
     if (k == 0 && values) *values = r.expvals;
     rows.push_back(r.gradient);
   }
@@ -307,35 +347,36 @@ std::vector<std::vector<double>> rows_by_vjp(const Program& p, const std::vector
 
 // [observable][parameter] by the adjoint method, and the expectation values.
 std::tuple<std::vector<double>, std::vector<std::vector<double>>> jacobian(
-    int n, const std::vector<OpSpec>& ops, const std::vector<std::vector<TermSpec>>& obs,
-    const Options& o) {
-  const Program p = make_program(n, ops);
+    const Program& p, const std::vector<double>& values,
+    const std::vector<std::vector<TermSpec>>& obs, const Options& o) {
+  const std::span<const double> theta = p.theta(values);
   const std::vector<PauliSum> h = make_observables(obs);
   const bool f32 = single(o);
-  check_fits(n, f32, 2);
+  check_fits(p.circuit.num_qubits(), f32, 2);
   const AdjointOptions a = engine(o, &p);
   nb::gil_scoped_release release;
-  std::vector<double> values;
-  std::vector<std::vector<double>> rows = rows_by_vjp(p, h, a, f32, &values);
-  return {values, rows};
+  std::vector<double> expvals;
+  std::vector<std::vector<double>> rows = rows_by_vjp(p, theta, h, a, f32, &expvals);
+  return {expvals, rows};
 }
 
 // sum_k cotangent[k] d<H_k>/d(parameter): one backward pass.
 std::tuple<std::vector<double>, std::vector<double>> vjp(
-    int n, const std::vector<OpSpec>& ops, const std::vector<std::vector<TermSpec>>& obs,
-    const std::vector<double>& cotangent, const Options& o) {
-  const Program p = make_program(n, ops);
+    const Program& p, const std::vector<double>& values,
+    const std::vector<std::vector<TermSpec>>& obs, const std::vector<double>& cotangent,
+    const Options& o) {
+  const std::span<const double> theta = p.theta(values);
   const std::vector<PauliSum> h = make_observables(obs);
   if (cotangent.size() != h.size()) {
     throw Error("vjp: " + std::to_string(cotangent.size()) + " cotangent(s) for " +
                 std::to_string(h.size()) + " observable(s)");
   }
   const bool f32 = single(o);
-  check_fits(n, f32, 2);
+  check_fits(p.circuit.num_qubits(), f32, 2);
   nb::gil_scoped_release release;
   const AdjointOptions a = engine(o, &p);
-  const AdjointResult r = f32 ? adjoint_vjp<float>(p.circuit, p.theta, h, cotangent, a)
-                              : adjoint_vjp<double>(p.circuit, p.theta, h, cotangent, a);
+  const AdjointResult r = f32 ? adjoint_vjp<float>(p.circuit, theta, h, cotangent, a)
+                              : adjoint_vjp<double>(p.circuit, theta, h, cotangent, a);
   return {r.expvals, r.gradient};
 }
 
@@ -359,90 +400,109 @@ bool small_items(std::size_t count, int n, bool f32, const AdjointOptions& a, bo
           adjoint_sweeps_one_per_thread(count, n, f32 ? Precision::c64 : Precision::c128, a));
 }
 
-// Runs fn(program, options, single precision) for every item of a batch with
-// the GIL released (states: how many each item holds, for the memory check;
-// adjoint: the items are adjoint sweeps).
+// Runs fn(program, theta, options, single precision, item) for every item of a
+// batch (programs[i] at values[i], all on as many qubits) with the GIL
+// released (states: how many each item holds, for the memory check; adjoint:
+// the items are adjoint sweeps).
 template <class Result, class Fn>
-std::vector<Result> run_batch(int n, const std::vector<std::vector<OpSpec>>& items, int states,
+std::vector<Result> run_batch(const std::vector<const Program*>& programs,
+                              const std::vector<std::vector<double>>& values, int states,
                               const Options& o, bool adjoint, Fn&& fn) {
-  std::vector<Program> progs;
-  for (const auto& item : items) progs.push_back(make_program(n, item));
+  if (programs.size() != values.size())
+    throw Error("batch: " + std::to_string(values.size()) + " rows of parameter values for " +
+                std::to_string(programs.size()) + " programs");
+  std::vector<std::span<const double>> thetas;
+  for (std::size_t i = 0; i < programs.size(); ++i) {
+    if (programs[i]->circuit.num_qubits() != programs[0]->circuit.num_qubits())
+      throw Error("batch: programs on different numbers of qubits");
+    thetas.push_back(programs[i]->theta(values[i]));
+  }
+  std::vector<Result> out(programs.size());
+  if (programs.empty()) return out;
+  const int n = programs[0]->circuit.num_qubits();
   const bool f32 = single(o);
   check_fits(n, f32, states);
-  std::vector<Result> out(items.size());
   nb::gil_scoped_release release;
   const AdjointOptions base = engine(o);
-  for_each_item(items.size(), small_items(items.size(), n, f32, base, adjoint), base,
+  for_each_item(programs.size(), small_items(programs.size(), n, f32, base, adjoint), base,
                 [&](std::size_t i, int threads) {
                   AdjointOptions a = base;
                   a.threads = threads;
-                  a.initial_state = progs[i].initial;
-                  out[i] = fn(progs[i], a, f32, i);
+                  a.initial_state = programs[i]->initial;
+                  out[i] = fn(*programs[i], thetas[i], a, f32, i);
                 });
   return out;
 }
 
-// <H_k> of many circuits on n qubits in one call: out[item][k].
-std::vector<std::vector<double>> expvals_batch(int n, const std::vector<std::vector<OpSpec>>& items,
+// <H_k> of many programs in one call: out[item][k].
+std::vector<std::vector<double>> expvals_batch(const std::vector<const Program*>& programs,
+                                               const std::vector<std::vector<double>>& values,
                                                const std::vector<std::vector<TermSpec>>& obs,
                                                const Options& o) {
   SimulateRequest req;
   req.observables = make_observables(obs);
   return run_batch<std::vector<double>>(
-      n, items, 1, o, false, [&](const Program& p, const AdjointOptions& a, bool f32, std::size_t) {
-        return f32 ? simulate<float>(p.circuit, p.theta, req, a).expvals
-                   : simulate<double>(p.circuit, p.theta, req, a).expvals;
+      programs, values, 1, o, false,
+      [&](const Program& p, std::span<const double> theta, const AdjointOptions& a, bool f32,
+          std::size_t) {
+        return f32 ? simulate<float>(p.circuit, theta, req, a).expvals
+                   : simulate<double>(p.circuit, theta, req, a).expvals;
       });
 }
 
-// Jacobians of many circuits on n qubits in one call, with their expectation
-// values: out[item] = (<H_k>, [k][parameter]).
+// Jacobians of many programs in one call, with their expectation values:
+// out[item] = (<H_k>, [k][parameter]).
 using ValuesAndRows = std::tuple<std::vector<double>, std::vector<std::vector<double>>>;
-std::vector<ValuesAndRows> jacobian_batch(int n, const std::vector<std::vector<OpSpec>>& items,
+std::vector<ValuesAndRows> jacobian_batch(const std::vector<const Program*>& programs,
+                                          const std::vector<std::vector<double>>& values,
                                           const std::vector<std::vector<TermSpec>>& obs,
                                           const Options& o) {
   const std::vector<PauliSum> h = make_observables(obs);
   bool three = true;
   try {
-    check_fits(n, single(o), 3);
+    if (!programs.empty()) check_fits(programs[0]->circuit.num_qubits(), single(o), 3);
   } catch (const TooLarge&) {
     three = false;
   }
   return run_batch<ValuesAndRows>(
-      n, items, 2, o, true, [&](const Program& p, const AdjointOptions& a, bool f32, std::size_t) {
+      programs, values, 2, o, true,
+      [&](const Program& p, std::span<const double> theta, const AdjointOptions& a, bool f32,
+          std::size_t) {
         // One forward pass kept, then a backward pass per observable (on
         // several threads for small states): three states. Where only two fit,
         // a forward and a backward pass per observable.
-        std::vector<double> values;
+        std::vector<double> expvals;
         std::vector<std::vector<double>> rows =
-            !three ? rows_by_vjp(p, h, a, f32, &values)
-            : f32  ? adjoint_jacobian<float>(p.circuit, p.theta, h, a, &values)
-                   : adjoint_jacobian<double>(p.circuit, p.theta, h, a, &values);
-        return ValuesAndRows{std::move(values), std::move(rows)};
+            !three ? rows_by_vjp(p, theta, h, a, f32, &expvals)
+            : f32  ? adjoint_jacobian<float>(p.circuit, theta, h, a, &expvals)
+                   : adjoint_jacobian<double>(p.circuit, theta, h, a, &expvals);
+        return ValuesAndRows{std::move(expvals), std::move(rows)};
       });
 }
 
-// Vector-Jacobian products of many circuits on n qubits in one call: out[item]
-// = (<H_k>, sum_k cotangents[item][k] d<H_k>/d(parameter)), one forward and one
-// backward pass per item.
+// Vector-Jacobian products of many programs in one call: out[item] = (<H_k>,
+// sum_k cotangents[item][k] d<H_k>/d(parameter)), one forward and one backward
+// pass per item.
 using ValuesAndGradient = std::tuple<std::vector<double>, std::vector<double>>;
-std::vector<ValuesAndGradient> vjp_batch(int n, const std::vector<std::vector<OpSpec>>& items,
+std::vector<ValuesAndGradient> vjp_batch(const std::vector<const Program*>& programs,
+                                         const std::vector<std::vector<double>>& values,
                                          const std::vector<std::vector<TermSpec>>& obs,
                                          const std::vector<std::vector<double>>& cotangents,
                                          const Options& o) {
   const std::vector<PauliSum> h = make_observables(obs);
-  if (cotangents.size() != items.size())
+  if (cotangents.size() != programs.size())
     throw Error("vjp_batch: " + std::to_string(cotangents.size()) + " cotangent rows for " +
-                std::to_string(items.size()) + " circuits");
+                std::to_string(programs.size()) + " circuits");
   for (const auto& c : cotangents)
     if (c.size() != h.size())
       throw Error("vjp_batch: " + std::to_string(c.size()) + " cotangent(s) for " +
                   std::to_string(h.size()) + " observable(s)");
   return run_batch<ValuesAndGradient>(
-      n, items, 2, o, true,
-      [&](const Program& p, const AdjointOptions& a, bool f32, std::size_t i) {
-        const AdjointResult r = f32 ? adjoint_vjp<float>(p.circuit, p.theta, h, cotangents[i], a)
-                                    : adjoint_vjp<double>(p.circuit, p.theta, h, cotangents[i], a);
+      programs, values, 2, o, true,
+      [&](const Program& p, std::span<const double> theta, const AdjointOptions& a, bool f32,
+          std::size_t i) {
+        const AdjointResult r = f32 ? adjoint_vjp<float>(p.circuit, theta, h, cotangents[i], a)
+                                    : adjoint_vjp<double>(p.circuit, theta, h, cotangents[i], a);
         return ValuesAndGradient{r.expvals, r.gradient};
       });
 }
@@ -628,6 +688,11 @@ nb::dict gate_table() {
 
 NB_MODULE(_qmlsim, m) {
   m.doc() = "qmlsim's C++ state-vector engine (see the qmlsim package for the Python API)";
+  // The doors cache translated programs (Op and Program instances) in module
+  // state that Python may not free before nanobind's exit-time check; this
+  // binding takes and releases no references by hand, so that check would
+  // only report those caches.
+  nb::set_leak_warnings(false);
   // Errors users cause keep their one-line message; a state too large for
   // memory is a MemoryError naming its size.
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
@@ -656,30 +721,61 @@ NB_MODULE(_qmlsim, m) {
   m.def("gate_table", &gate_table,
         "The gate table: name -> {wires, params, controls, diagonal, shift_terms, inverse}, "
         "inverse = (gate, negate_from, constants, phase) as GateInfo::inverse says.");
-  m.def("state", &state, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("options"),
-        "The final state from |0...0> (complex128 array, bit q of an index = qubit q).");
-  m.def("expvals", &expvals, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("observables"),
+  nb::class_<Param>(m, "Param")
+      .def(nb::init<int, double, double>(), nb::arg("slot"), nb::arg("scale") = 1.0,
+           nb::arg("shift") = 0.0)
+      .def_ro("slot", &Param::slot)
+      .def_ro("scale", &Param::scale)
+      .def_ro("shift", &Param::shift)
+      .def("__repr__", [](const Param& p) {
+        return "Param(" + std::to_string(p.slot) + ", " + std::to_string(p.scale) + ", " +
+               std::to_string(p.shift) + ")";
+      });
+  nb::class_<Op>(m, "Op")
+      .def(nb::init<std::string, std::vector<int>, std::vector<ParamArg>, std::vector<int>,
+                    std::vector<bool>, std::vector<cplx>>(),
+           nb::arg("gate"), nb::arg("targets"), nb::arg("params") = std::vector<ParamArg>{},
+           nb::arg("controls") = std::vector<int>{},
+           nb::arg("control_values") = std::vector<bool>{}, nb::arg("matrix") = std::vector<cplx>{},
+           "A gate of the table on its targets (intrinsic controls first), under extra controls "
+           "(on |1>, or |0> where control_values is False); parameters are literals or Param; "
+           "matrix (first target most significant) for QubitUnitary only.")
+      .def_ro("gate", &Op::gate)
+      .def_ro("targets", &Op::targets)
+      .def_ro("controls", &Op::controls);
+  nb::class_<Program>(m, "Program")
+      .def(nb::init<int, const std::vector<Op>&, int, std::vector<cplx>, double>(),
+           nb::arg("num_qubits"), nb::arg("ops"), nb::arg("num_params") = 0,
+           nb::arg("initial_state") = std::vector<cplx>{}, nb::arg("global_phase") = 0.0,
+           "Operations on num_qubits qubits over num_params parameters, checked once; runs start "
+           "from initial_state (default |0...0>) and states come back times e^{i global_phase}.")
+      .def_prop_ro("num_qubits", [](const Program& p) { return p.circuit.num_qubits(); })
+      .def_ro("num_params", &Program::num_params)
+      .def_ro("global_phase", &Program::global_phase);
+  m.def("state", &state, nb::arg("program"), nb::arg("values"), nb::arg("options"),
+        "The final state (complex128 array, bit q of an index = qubit q).");
+  m.def("expvals", &expvals, nb::arg("program"), nb::arg("values"), nb::arg("observables"),
         nb::arg("options"), "<H_k> for each Pauli sum H_k.");
   m.def("expvals_qasm", &expvals_qasm, nb::arg("text"), nb::arg("observables"), nb::arg("options"),
         "<H_k> of an OpenQASM 2.0 / 3 program (no inputs).");
   m.def("state_qasm", &state_qasm, nb::arg("text"), nb::arg("inputs"), nb::arg("options"),
         "The final state of an OpenQASM 2.0 / 3 program, its global phase included.");
-  m.def("jacobian", &jacobian, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("observables"),
+  m.def("jacobian", &jacobian, nb::arg("program"), nb::arg("values"), nb::arg("observables"),
         nb::arg("options"),
-        "(<H_k>, d<H_k>/d(parameter) for every gate parameter) by the adjoint method.");
-  m.def("vjp", &vjp, nb::arg("num_qubits"), nb::arg("ops"), nb::arg("observables"),
+        "(<H_k>, d<H_k>/d(parameter) for every program parameter) by the adjoint method.");
+  m.def("vjp", &vjp, nb::arg("program"), nb::arg("values"), nb::arg("observables"),
         nb::arg("cotangent"), nb::arg("options"),
         "(<H_k>, sum_k cotangent[k] d<H_k>/d(parameter)): one adjoint backward pass.");
-  m.def("expvals_batch", &expvals_batch, nb::arg("num_qubits"), nb::arg("items"),
+  m.def("expvals_batch", &expvals_batch, nb::arg("programs"), nb::arg("values"),
         nb::arg("observables"), nb::arg("options"),
-        "<H_k> for many circuits in one call (threads across items when states are small).");
-  m.def("jacobian_batch", &jacobian_batch, nb::arg("num_qubits"), nb::arg("items"),
+        "<H_k> for many programs in one call (threads across items when states are small).");
+  m.def("jacobian_batch", &jacobian_batch, nb::arg("programs"), nb::arg("values"),
         nb::arg("observables"), nb::arg("options"),
-        "Adjoint Jacobians of many circuits in one call, with their expectation values: "
+        "Adjoint Jacobians of many programs in one call, with their expectation values: "
         "[item] = (<H_k>, [observable][parameter]).");
-  m.def("vjp_batch", &vjp_batch, nb::arg("num_qubits"), nb::arg("items"), nb::arg("observables"),
+  m.def("vjp_batch", &vjp_batch, nb::arg("programs"), nb::arg("values"), nb::arg("observables"),
         nb::arg("cotangents"), nb::arg("options"),
-        "Adjoint VJPs of many circuits in one call: [item] = (<H_k>, sum_k cotangents[item][k] "
+        "Adjoint VJPs of many programs in one call: [item] = (<H_k>, sum_k cotangents[item][k] "
         "d<H_k>/d(parameter)).");
   nb::class_<QasmRunner>(m, "QasmRunner")
       .def(nb::init<const std::string&, std::vector<cplx>>(), nb::arg("text"),

@@ -18,12 +18,12 @@ The PennyLane device is `qml.device("qmlsim.qubit", wires=n)` (qmlsim.device).
 """
 from __future__ import annotations
 
-import os
 from typing import Sequence
 
 import numpy as np
 
 from . import _qmlsim
+from ._program import Builder, Param, engine_options, options
 
 __all__ = ["Circuit", "expval", "expval_batch", "expval_qasm", "state_qasm", "var", "jacobian", "vjp", "state", "probs",
            "sample", "pauli_terms", "max_qubits"]
@@ -31,43 +31,39 @@ __all__ = ["Circuit", "expval", "expval_batch", "expval_qasm", "state_qasm", "va
 max_qubits = _qmlsim.max_qubits()
 
 
-def _default_threads() -> int:
-    env = os.environ.get("OMP_NUM_THREADS")
-    if env and env.isdigit() and int(env) > 0:
-        return int(env)
-    return os.cpu_count() or 1
-
-
 class Circuit:
-    """Gates on `num_qubits` qubits (qubit q is bit q of an amplitude index)."""
+    """Gates on `num_qubits` qubits (qubit q is bit q of an amplitude index).
+    Every gate parameter is one parameter of the circuit, in the order added."""
 
     def __init__(self, num_qubits: int):
         if not isinstance(num_qubits, int) or not 1 <= num_qubits <= max_qubits:
             raise ValueError(f"num_qubits: {num_qubits!r} is out of range (1 to {max_qubits})")
         self.num_qubits = num_qubits
-        self.ops: list = []
+        self._builder = Builder(num_qubits, flip=False)
+        self._values: list = []
 
-    def add(self, gate: str, wires: Sequence[int], params: Sequence[float] = (), matrix=None):
-        """Appends a gate of the table; `matrix` (2^k x 2^k, first wire most
-        significant) only for QubitUnitary. ``ctrlK@GATE`` (as OpenQASM 3's
-        ``ctrl(K) @``) makes the first K wires extra controls on |1>. Returns self."""
+    def add(self, gate: str, wires: Sequence[int], params: Sequence[float] = (), matrix=None,
+            controls: Sequence[int] = ()):
+        """Appends a gate of the table on `wires`; `matrix` (2^k x 2^k, first
+        wire most significant) only for QubitUnitary; `controls`: extra control
+        qubits (on |1>), as OpenQASM 3's ``ctrl @``. Returns self."""
         flat = [] if matrix is None else np.asarray(matrix, dtype=np.complex128).reshape(-1).tolist()
-        self.ops.append((str(gate), [int(w) for w in wires], [float(p) for p in params], flat))
+        first = len(self._values)
+        self._values.extend(float(p) for p in params)
+        self._builder.gate(str(gate), wires, [Param(first + i) for i in range(len(params))],
+                           controls, (), flat)
         return self
 
     @property
     def num_params(self) -> int:
-        return sum(len(op[2]) for op in self.ops)
+        return len(self._values)
+
+    def _program(self):
+        return self._builder.program(len(self._values)), self._values
 
 
-def _options(precision: str, threads: int | None, fusion: int,
-             backend: str = "cpu") -> _qmlsim.Options:
-    o = _qmlsim.Options()
-    o.precision = precision
-    o.threads = _default_threads() if threads is None else int(threads)
-    o.fusion = int(fusion)
-    o.backend = backend
-    return o
+def _options(precision: str, threads: int | None, fusion: int, backend: str = "cpu"):
+    return options(engine_options(precision, threads, fusion, backend))
 
 
 def pauli_terms(observable) -> list:
@@ -89,8 +85,7 @@ def _observables(observables) -> list:
 def state(circuit: Circuit, *, precision: str = "c128", threads: int | None = None,
           fusion: int = 3, backend: str = "cpu") -> np.ndarray:
     """The final state from |0...0> as a complex128 array of 2^n amplitudes."""
-    return _qmlsim.state(circuit.num_qubits, circuit.ops,
-                         _options(precision, threads, fusion, backend))
+    return _qmlsim.state(*circuit._program(), _options(precision, threads, fusion, backend))
 
 
 def probs(circuit: Circuit, **options) -> np.ndarray:
@@ -101,7 +96,7 @@ def probs(circuit: Circuit, **options) -> np.ndarray:
 def expval(circuit: Circuit, observables, *, precision: str = "c128", threads: int | None = None,
            fusion: int = 3, backend: str = "cpu") -> np.ndarray:
     """<H_k> for each Pauli sum H_k (strings like "0.5*Z0*Z1 - X2", or term lists)."""
-    return np.array(_qmlsim.expvals(circuit.num_qubits, circuit.ops, _observables(observables),
+    return np.array(_qmlsim.expvals(*circuit._program(), _observables(observables),
                                     _options(precision, threads, fusion, backend)))
 
 
@@ -129,7 +124,7 @@ def jacobian(circuit: Circuit, observables, *, precision: str = "c128",
              threads: int | None = None, fusion: int = 3, backend: str = "cpu") -> np.ndarray:
     """d<H_k>/d(parameter) by the adjoint method: shape (observables, parameters).
     Memory stays at two states whatever the number of observables."""
-    _, rows = _qmlsim.jacobian(circuit.num_qubits, circuit.ops, _observables(observables),
+    _, rows = _qmlsim.jacobian(*circuit._program(), _observables(observables),
                                _options(precision, threads, fusion, backend))
     return np.array(rows).reshape(len(rows), circuit.num_params)
 
@@ -137,7 +132,7 @@ def jacobian(circuit: Circuit, observables, *, precision: str = "c128",
 def vjp(circuit: Circuit, observables, cotangent, *, precision: str = "c128",
         threads: int | None = None, fusion: int = 3, backend: str = "cpu") -> np.ndarray:
     """sum_k cotangent[k] d<H_k>/d(parameter): one adjoint backward pass."""
-    _, grad = _qmlsim.vjp(circuit.num_qubits, circuit.ops, _observables(observables),
+    _, grad = _qmlsim.vjp(*circuit._program(), _observables(observables),
                           [float(c) for c in np.ravel(cotangent)],
                           _options(precision, threads, fusion, backend))
     return np.array(grad)
@@ -154,7 +149,9 @@ def expval_batch(circuits: Sequence[Circuit], observables, *, precision: str = "
     n = circuits[0].num_qubits
     if any(c.num_qubits != n for c in circuits):
         raise ValueError("expval_batch: the circuits must have the same number of qubits")
-    return np.array(_qmlsim.expvals_batch(n, [c.ops for c in circuits], _observables(observables),
+    programs = [c._program() for c in circuits]
+    return np.array(_qmlsim.expvals_batch([p for p, _ in programs], [v for _, v in programs],
+                                          _observables(observables),
                                           _options(precision, threads, fusion, backend)))
 
 

@@ -36,7 +36,8 @@ import math
 import cirq
 import numpy as np
 
-from . import _options, _qmlsim
+from . import _qmlsim
+from ._program import Op, Program, engine_options, options, pauli_terms
 
 _MAX_MATRIX_QUBITS = 10
 
@@ -131,14 +132,14 @@ class _Program:
     def __init__(self, circuit, qubits, initial_state):
         self.n = len(qubits)
         index = {q: i for i, q in enumerate(qubits)}
-        self.start, self.steps, self.measurements = [], [], []
+        self.initial, self.steps, self.measurements = [], [], []
         if initial_state is not None and not (isinstance(initial_state, (int, np.integer))
                                               and int(initial_state) == 0):
             try:
                 amps = cirq.to_valid_state_vector(initial_state, self.n, dtype=np.complex128)
             except ValueError as e:
                 raise ValueError(f"qmlsim.cirq: initial_state: {e}") from e
-            self.start.append(("__initial__", [], [], amps.tolist()))
+            self.initial = amps.tolist()
         if not circuit.are_all_measurements_terminal():
             raise ValueError("qmlsim.cirq: mid-circuit measurements are not supported "
                              "(measurements must be terminal)")
@@ -179,7 +180,7 @@ class _Program:
             native = _native(gate, family, resolver)
             if native is not None:
                 name, angles, phase = native
-                return (name, wires, angles, []), phase
+                return Op(name, wires, angles), phase
         if cirq.is_parameterized(op):
             op = cirq.resolve_parameters(op, resolver)
             if cirq.is_parameterized(op):
@@ -187,36 +188,30 @@ class _Program:
                 raise ValueError(f"qmlsim.cirq: unresolved parameters {names}")
         if not cirq.has_unitary(op):
             raise ValueError(f"qmlsim.cirq: operation {op!r} has no unitary qmlsim can run")
-        return ("QubitUnitary", wires, [], _matrix(op)), 0.0
+        return Op("QubitUnitary", wires, [], [], [], _matrix(op)), 0.0
 
     def at(self, resolver):
-        """(engine operations, global phase) at one parameter point."""
-        ops, phase = list(self.start), 0.0
+        """The engine's program at one parameter point (angles as literals)."""
+        ops, phase = [], 0.0
         for step in self.steps:
             op, p = step(resolver)
             if op is not None:
                 ops.append(op)
             phase += p
-        return ops, phase
+        return Program(self.n, ops, 0, self.initial, phase)
 
 
 def _pauli_terms(observable, index, n):
-    """A Pauli sum as the engine's (coefficient, X mask, Z mask) terms."""
+    """A Pauli sum over Cirq qubits (`index`: qubit -> position, the first the
+    most significant) as the engine's terms."""
     terms = []
     for ps in cirq.PauliSum.wrap(observable):
         c = complex(ps.coefficient)
         if abs(c.imag) > 1e-12:
             raise ValueError(f"qmlsim.cirq: observable {observable} has a complex "
                              "coefficient (not Hermitian)")
-        x = z = 0
-        for q, pauli in ps.items():
-            bit = 1 << (n - 1 - index[q])
-            if pauli in (cirq.X, cirq.Y):
-                x |= bit
-            if pauli in (cirq.Z, cirq.Y):
-                z |= bit
-        terms.append((c.real, x, z))
-    return terms or [(0.0, 0, 0)]
+        terms.append((c.real, [(index[q], str(pauli)) for q, pauli in ps.items()]))
+    return pauli_terms(terms, n)
 
 
 class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
@@ -232,22 +227,14 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
 
     def __init__(self, *, seed=None, precision: str = "c128", threads: int | None = None,
                  fusion: int = 3):
-        if precision not in ("c64", "c128"):
-            raise ValueError(f"qmlsim.cirq: precision must be 'c64' or 'c128', got {precision!r}")
-        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
-                                    or threads < 1):
-            raise ValueError(f"qmlsim.cirq: threads must be a whole number >= 1, got {threads!r}")
-        if isinstance(fusion, bool) or not isinstance(fusion, int) or not 0 <= fusion <= 10:
-            raise ValueError(f"qmlsim.cirq: fusion must be a whole number from 0 to 10, "
-                             f"got {fusion!r}")
         self._prng = cirq.value.parse_random_state(seed)
-        self._options = _options(precision, threads, fusion)
+        self._options = engine_options(precision, threads, fusion, who="qmlsim.cirq: ")
         self._dtype = np.complex64 if precision == "c64" else np.complex128
         self._cache = collections.OrderedDict()  # see _translated
 
     # -- helpers
     def _programs(self, program, params, qubit_order, initial_state, extra_qubits=()):
-        """(qubits, resolvers, translated program, [(engine ops, phase)] per point)."""
+        """(qubits, resolvers, translated program, the engine's Program per point)."""
         qubits = cirq.QubitOrder.as_qubit_order(qubit_order).order_for(
             set(program.all_qubits()) | set(extra_qubits))
         if not qubits:
@@ -275,18 +262,14 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
             self._cache.popitem(last=False)
         return prog
 
-    def _state(self, n, point):
-        ops, phase = point
-        state = _qmlsim.state(n, ops, self._options)
-        if phase:
-            state = state * np.exp(1j * phase)
-        return state
+    def _state(self, point):
+        return _qmlsim.state(point, [], options(self._options))
 
     # -- cirq.SimulatesSamples
     def _run(self, circuit, param_resolver, repetitions):
         _, _, prog, (point,) = self._programs(circuit, param_resolver, cirq.QubitOrder.DEFAULT,
                                                None)
-        probs = np.abs(self._state(prog.n, point)) ** 2
+        probs = np.abs(self._state(point)) ** 2
         probs /= probs.sum()
         outcomes = self._prng.choice(len(probs), size=repetitions, p=probs)
         records = {}
@@ -314,8 +297,8 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
                                               extra)
         index = {q: i for i, q in enumerate(qubits)}
         terms = [_pauli_terms(o, index, len(qubits)) for o in wrapped]
-        values = _qmlsim.expvals_batch(len(qubits), [ops for ops, _ in points], terms,
-                                       self._options)
+        values = _qmlsim.expvals_batch(points, [[]] * len(points), terms,
+                                       options(self._options))
         for v in values:
             yield [float(x) for x in v]
 
@@ -325,7 +308,7 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
         qubits, resolvers, prog, points = self._programs(program, params, qubit_order,
                                                          initial_state)
         for resolver, point in zip(resolvers, points):
-            state = self._state(prog.n, point)
+            state = self._state(point)
             measurements = {}
             if prog.measurements:  # sampled once, the state collapsed onto the outcome
                 probs = np.abs(state) ** 2

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import operator
 import sys
 import weakref
 
@@ -51,7 +50,8 @@ from pennylane.operation import StatePrepBase
 from pennylane.transforms import broadcast_expand, defer_measurements
 from pennylane.transforms.core import CompilePipeline
 
-from . import _default_threads, _options, _qmlsim
+from . import _qmlsim
+from ._program import Builder, Op, Param, engine_options, options, pauli_terms
 
 try:
     from pennylane.exceptions import DeviceError
@@ -156,11 +156,11 @@ def _adjoint_base(op):
 # must be scalars): PennyLane's decomposition creates an operator object per
 # gate, which costs more than running the gates (a kernel matrix's embeddings).
 # Each builder: (template, its parameter as a float array, the engine qubits of
-# its wires in order) -> engine operations.
+# its wires in order) -> [(table gate, engine qubits, literal angles)].
 def _angle_embedding(op, x, q):
     _expect_shape(op, x, (len(q),))
     rot = op.hyperparameters["rotation"].__name__
-    return [(rot, [q[i]], [float(x[i])], []) for i in range(len(q))]
+    return [(rot, [q[i]], [float(x[i])]) for i in range(len(q))]
 
 
 def _iqp_embedding(op, x, q):
@@ -169,8 +169,8 @@ def _iqp_embedding(op, x, q):
     pairs = [(pos[a], pos[b]) for a, b in op.hyperparameters["pattern"]]
     layer = []
     for i in range(len(q)):
-        layer += [("H", [q[i]], [], []), ("RZ", [q[i]], [float(x[i])], [])]
-    layer += [("MultiRZ", [q[i], q[j]], [float(x[i] * x[j])], []) for i, j in pairs]
+        layer += [("H", [q[i]], []), ("RZ", [q[i]], [float(x[i])])]
+    layer += [("MultiRZ", [q[i], q[j]], [float(x[i] * x[j])]) for i, j in pairs]
     return layer * op.hyperparameters["n_repeats"]
 
 
@@ -180,9 +180,9 @@ def _strongly_entangling(op, w, q):
     entangler = _GATES[op.hyperparameters["imprimitive"].__name__]
     ops = []
     for layer, r in enumerate(op.hyperparameters["ranges"]):
-        ops += [("Rot", [q[i]], [float(a) for a in w[layer, i]], []) for i in range(k)]
+        ops += [("Rot", [q[i]], [float(a) for a in w[layer, i]]) for i in range(k)]
         if k > 1:
-            ops += [(entangler, [q[i], q[(i + r) % k]], [], []) for i in range(k)]
+            ops += [(entangler, [q[i], q[(i + r) % k]], []) for i in range(k)]
     return ops
 
 
@@ -190,11 +190,11 @@ def _basic_entangler(op, w, q):
     k = len(q)
     _expect_shape(op, w, (w.shape[0] if w.ndim else 0, k))
     rot = op.hyperparameters["rotation"].__name__
-    ring = [] if k < 2 else [("CNOT", [q[0], q[1]], [], [])] if k == 2 else [
-        ("CNOT", [q[i], q[(i + 1) % k]], [], []) for i in range(k)]
+    ring = [] if k < 2 else [("CNOT", [q[0], q[1]], [])] if k == 2 else [
+        ("CNOT", [q[i], q[(i + 1) % k]], []) for i in range(k)]
     ops = []
     for layer in range(w.shape[0]):
-        ops += [(rot, [q[i]], [float(w[layer, i])], []) for i in range(k)] + ring
+        ops += [(rot, [q[i]], [float(w[layer, i])]) for i in range(k)] + ring
     return ops
 
 
@@ -232,23 +232,21 @@ def _adjoint_template(op):
     return op.base if _template(op.base) is not None else None
 
 
-# Inverting a template's engine operations: reversed, angles negated (Rot's
-# reversed too), the fixed gates self-inverse.
-_ENGINE_NEGATED = {"RX", "RY", "RZ", "MultiRZ"}
+def _inverse_rule(name, params):
+    """(gate, parameters, global phase e^{i phase}) of the inverse of table gate
+    `name` at literal `params`, by the gate table's rule."""
+    gate, negate_from, constants, phase = _TABLE[name]["inverse"]
+    return gate, [c if k < 0 else -params[k] for k, c in zip(negate_from, constants)], phase
 
 
 def _inverted(ops):
-    out = []
-    for name, wires, params, matrix in reversed(ops):
-        if name == "Rot":
-            params = [-params[2], -params[1], -params[0]]
-        elif name in _ENGINE_NEGATED:
-            params = [-p for p in params]
-        out.append((name, wires, params, matrix))
-    return out
+    """A template's gates inverted: reversed, each by its table rule (the
+    templates' gates carry no phase in their rules)."""
+    return [(gate, wires, params) for name, wires, p in reversed(ops)
+            for gate, params, _ in (_inverse_rule(name, p),)]
 
 
-def _template_ops(op, n):
+def _template_ops(op, b):
     """Engine operations of a template or of its adjoint (see _TEMPLATES), or None."""
     base = _adjoint_template(op)
     target = base if base is not None else op
@@ -258,7 +256,7 @@ def _template_ops(op, n):
     x = np.asarray(qml.math.unwrap(target.data[0]), dtype=float)
     if not np.all(np.isfinite(x)):
         raise DeviceError(f"qmlsim.qubit: a parameter of {target.name} is not a finite number")
-    ops = build(target, x, [n - 1 - int(w) for w in target.wires.labels])
+    ops = build(target, x, b.qubits(target.wires.labels))
     return _inverted(ops) if base is not None else ops
 
 
@@ -317,15 +315,8 @@ def _convert_terms(rep, n: int):
         c = complex(qml.math.unwrap(coeff))
         if abs(c.imag) > 1e-12 or not np.isfinite(c.real):
             return None
-        x = z = 0
-        for wire, pauli in word.items():
-            q = n - 1 - int(wire)
-            if pauli in ("X", "Y"):
-                x |= 1 << q
-            if pauli in ("Z", "Y"):
-                z |= 1 << q
-        terms.append((c.real, x, z))
-    return terms or [(0.0, 0, 0)]
+        terms.append((c.real, [(int(wire), pauli) for wire, pauli in word.items()]))
+    return pauli_terms(terms, n)
 
 
 def _real_pauli_sum(obs) -> bool:
@@ -349,20 +340,6 @@ def _value(p) -> float:
     if not np.isfinite(f):
         raise DeviceError("qmlsim.qubit: a gate parameter is not a finite number")
     return f
-
-
-def _whole(value, name: str, low: int, high: int) -> int:
-    """A device option that must be a whole number in [low, high], else DeviceError."""
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        v = operator.index(value)
-    except TypeError:
-        v = None
-    if v is None or not low <= v <= high:
-        raise DeviceError(f"qmlsim.qubit: {name} must be a whole number from {low} to {high}, "
-                          f"got {value!r}")
-    return v
 
 
 _Controlled = qml.ops.op_math.Controlled
@@ -437,152 +414,126 @@ def _format_values(values):
     return res[0] if len(res) == 1 else res
 
 
-def _slot_matrix(slots, trainable, engine_slots):
-    """M with (engine gradient row) @ M = the row over the trainable tape
-    parameters: a parameter's entry is its slot's, 0 for no slot (None), or
-    sum(factor * row[slot]) where it feeds several engine angles."""
-    m = np.zeros((engine_slots, len(trainable)))
-    for j, t in enumerate(trainable):
-        spec = slots[t]
-        if isinstance(spec, int):
-            m[spec, j] = 1.0
-        elif spec is not None:
-            for s, factor in spec:
-                m[s, j] += factor
-    return m
-
-
 # FermionicSWAP(pi): OrbitalRotation's basis change (PennyLane's decomposition).
 _FSWAP_PI = np.array([[1, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, -1]], dtype=complex)
 
 
-def _ops(operations, n: int):
-    """Engine operations, the global phase, and for every tape parameter of the
-    operations (in order) its engine slot, None (no derivative: a global phase),
-    or ((slot, factor), ...) when it feeds several engine angles."""
-    ops, slots, phase, slot = [], [], 0.0, 0
+def _program(operations, n: int):
+    """The tape's operations as the engine's Program and its parameter values:
+    tape parameter t (every operation's parameters, in order) is program
+    parameter t; one that is not a scalar angle (a matrix, a state, a
+    template's data) keeps a value of 0 and no gate reads it, so its gradient
+    is 0, as is a global phase's."""
+    b, values, initial = Builder(n), [], ()
     for index, op in enumerate(operations):
         kind = _table_kind(op)
         if kind is not None:  # the common case, first
             name, controlled = kind
             wires = (op.control_wires.labels + op.base.wires.labels if controlled
                      else op.wires.labels)
-            params = [_value(p) for p in op.data] if op.data else []
-            ops.append((name, [n - 1 - int(w) for w in wires], params, []))
-            for _ in params:
-                slots.append(slot)
-                slot += 1
+            params = []
+            for p in op.data:
+                params.append(Param(len(values)))
+                values.append(_value(p))
+            b.ops.append(Op(name, b.qubits(wires), params))
             continue
         name = _GATES.get(op.name)
         if name is not None and name != "QubitUnitary":  # Adjoint(S), Adjoint(T)
-            params = [_value(p) for p in op.data]
-            ops.append((name, [n - 1 - int(w) for w in _labels(op)], params, []))
-            for _ in params:
-                slots.append(slot)
-                slot += 1
+            b.ops.append(Op(name, b.qubits(_labels(op))))
             continue
         if isinstance(op, StatePrepBase):  # the starting state, applied directly
             if index != 0:
                 raise DeviceError(f"qmlsim.qubit: {op.name} is supported only as the first operation")
             amps = np.asarray(qml.math.unwrap(op.state_vector(wire_order=list(range(n)))),
                               dtype=np.complex128).reshape(-1)
-            ops.append(("__initial__", [], [], amps.tolist()))
-            slots.extend([None] * op.num_params)
+            values.extend([0.0] * op.num_params)
+            initial = amps.tolist()
             continue
-        if op.name in _PYTHON_OPS:
-            phase += _value(op.parameters[0])
-            slots.append(None)
-            continue
-        if op.name == "OrbitalRotation":  # FSWAP(pi) SE(t) SE(t) FSWAP(pi), as PennyLane's
-            w = [n - 1 - int(x) for x in op.wires]
-            t = _value(op.parameters[0])
-            fswap = _FSWAP_PI.reshape(-1).tolist()
-            ops += [("QubitUnitary", [w[1], w[2]], [], fswap),
-                    ("SingleExcitation", [w[0], w[1]], [t], []),
-                    ("SingleExcitation", [w[2], w[3]], [t], []),
-                    ("QubitUnitary", [w[1], w[2]], [], fswap)]
-            slots.append(((slot, 1.0), (slot + 1, 1.0)))
-            slot += 2
-            continue
-        if op.name in _FERMIONIC:
-            spec, slot = _fermionic(op, n, ops, slot)
-            slots.append(spec)
-            continue
-        if op.name == "PCPhase":
-            phase, slot = _pc_phase(op, n, ops, slots, phase, slot)
-            continue
-        built = _template_ops(op, n)
-        if built is not None:  # data, not trainable: no tape parameter's slot
-            ops += built
-            slots.extend([None] * op.num_params)
-            slot += sum(len(params) for _, _, params, _ in built)
-            continue
-        inverse = _adjoint_base(op)
-        if inverse is not None:
-            slot, extra = _inverse(inverse, n, ops, slots, slot)
-            phase -= extra  # `phase` is PennyLane's GlobalPhase angle: e^{-i phase}
-            continue
-        controls, flips = [], []
-        base = _controlled_base(op)
-        if base is not None:  # extra controls; a control on |0> is X before and after
-            controls = [n - 1 - int(w) for w in op.control_wires]
-            flips = [q for q, v in zip(controls, op.control_values) if not v]
-            for q in flips:
-                ops.append(("X", [q], [], []))
-            op = base
-        name = _GATES.get(op.name)
-        wire_list = list(op.wires)
-        rot = _pauli_rot_gate(op)
-        if rot == "GlobalPhaseHalf":  # exp(-i t/2 I...I)
-            phase += _value(op.parameters[0]) / 2
-            slots.append(None)
-            continue
-        if rot is not None:
-            word = op.hyperparameters["pauli_word"]
-            wire_list = [w for w, p in zip(op.wires, word) if p != "I"]
-            if rot == "MultiRZBasis":
-                letters = [(n - 1 - int(w), p) for w, p in zip(op.wires, word) if p != "I"]
-                rz, slot = _pauli_word_ops(letters, _value(op.parameters[0]), ops, slot)
-                slots.append(rz)
-                continue
-            name = rot
-        if name is None and (op.name in _MATRIX_OPS or _by_matrix(op)):
-            name = "QubitUnitary"
-        if name is None:
-            raise DeviceError(f"qmlsim.qubit: operation {op.name} is not supported")
-        wires = controls + [n - 1 - int(w) for w in wire_list]
-        prefix = f"ctrl{len(controls)}@" if controls else ""
-        if name == "QubitUnitary":
-            m = np.asarray(qml.math.unwrap(op.matrix()), dtype=np.complex128).reshape(-1)
-            ops.append((prefix + name, wires, [], m.tolist()))
-            slots.extend([None] * op.num_params)
-        else:
-            params = [_value(p) for p in op.parameters]
-            ops.append((prefix + name, wires, params, []))
-            for _ in params:
-                slots.append(slot)
-                slot += 1
-        for q in flips:
-            ops.append(("X", [q], [], []))
-    return ops, slots, phase
+        _add_operation(b, op, values)
+    return b.program(len(values), initial), values
 
 
-def _pauli_word_ops(letters, angle, ops, slot):
+def _add_operation(b, op, values):
+    """The engine gates of any other native operation, appended to b; its tape
+    parameters appended to values."""
+    t = len(values)
+    if op.name in _PYTHON_OPS:  # GlobalPhase(x) = e^{-i x}
+        values.append(_value(op.parameters[0]))
+        b.phase -= values[t]
+        return
+    if op.name == "OrbitalRotation":  # FSWAP(pi) SE(t) SE(t) FSWAP(pi), as PennyLane's
+        w = b.qubits(op.wires)
+        values.append(_value(op.parameters[0]))
+        fswap = _FSWAP_PI.reshape(-1).tolist()
+        b.engine_gate("QubitUnitary", [w[1], w[2]], matrix=fswap)
+        b.engine_gate("SingleExcitation", [w[0], w[1]], [Param(t)])
+        b.engine_gate("SingleExcitation", [w[2], w[3]], [Param(t)])
+        b.engine_gate("QubitUnitary", [w[1], w[2]], matrix=fswap)
+        return
+    if op.name in _FERMIONIC:
+        values.append(_value(op.parameters[0]))
+        _fermionic(op, b, t)
+        return
+    if op.name == "PCPhase":
+        values.append(_value(op.parameters[0]))
+        _pc_phase(op, b, t, values[t])
+        return
+    built = _template_ops(op, b)
+    if built is not None:  # data, not trainable: literal angles
+        values.extend([0.0] * op.num_params)
+        for name, qubits, params in built:
+            b.engine_gate(name, qubits, params)
+        return
+    inverse = _adjoint_base(op)
+    if inverse is not None:
+        _inverse(inverse, b, values)
+        return
+    controls, control_values = (), ()
+    base = _controlled_base(op)
+    if base is not None:
+        controls, control_values = op.control_wires, op.control_values
+        op = base
+    name = _GATES.get(op.name)
+    wire_list = list(op.wires)
+    rot = _pauli_rot_gate(op)
+    if rot == "GlobalPhaseHalf":  # exp(-i t/2 I...I)
+        values.append(_value(op.parameters[0]))
+        b.phase -= values[t] / 2
+        return
+    if rot is not None:
+        word = op.hyperparameters["pauli_word"]
+        wire_list = [w for w, p in zip(op.wires, word) if p != "I"]
+        if rot == "MultiRZBasis":
+            values.append(_value(op.parameters[0]))
+            letters = [(b.qubit(w), p) for w, p in zip(op.wires, word) if p != "I"]
+            _pauli_word(b, letters, Param(t))
+            return
+        name = rot
+    if name is None and (op.name in _MATRIX_OPS or _by_matrix(op)):
+        name = "QubitUnitary"
+    if name is None:
+        raise DeviceError(f"qmlsim.qubit: operation {op.name} is not supported")
+    if name == "QubitUnitary":
+        m = np.asarray(qml.math.unwrap(op.matrix()), dtype=np.complex128).reshape(-1)
+        values.extend([0.0] * op.num_params)
+        b.gate(name, wire_list, (), controls, control_values, m.tolist())
+        return
+    params = []
+    for p in op.parameters:
+        params.append(Param(len(values)))
+        values.append(_value(p))
+    b.gate(name, wire_list, params, controls, control_values)
+
+
+def _pauli_word(b, letters, angle):
     """exp(-i angle/2 P), P the word [(engine qubit, "X" | "Y" | "Z"), ...]:
-    MultiRZ between basis changes, appended to ops. The basis changes' angles
-    take engine slots too (no tape parameter's). Returns (the MultiRZ's slot,
-    the next slot)."""
+    MultiRZ between basis changes (literal angles), appended to b."""
     changes = [(q, _TO_Z[p]) for q, p in letters if p in _TO_Z]
     for q, (before, _) in changes:
-        ops.append((before[0], [q], list(before[1]), []))
-        slot += len(before[1])
-    ops.append(("MultiRZ", [q for q, _ in letters], [angle], []))
-    rz = slot
-    slot += 1
+        b.engine_gate(before[0], [q], before[1])
+    b.engine_gate("MultiRZ", [q for q, _ in letters], [angle])
     for q, (_, after) in changes:
-        ops.append((after[0], [q], list(after[1]), []))
-        slot += len(after[1])
-    return rz, slot
+        b.engine_gate(after[0], [q], after[1])
 
 
 # UCCSD's excitations as commuting Pauli rotations (Jordan-Wigner: Z on the
@@ -596,73 +547,59 @@ _DOUBLE_WORDS = (("XXXY", -1), ("XXYX", -1), ("XYXX", 1), ("XYYY", -1), ("YXXX",
                  ("YXYY", -1), ("YYXY", 1), ("YYYX", 1))
 
 
-def _fermionic(op, n, ops, slot):
-    """The engine gates of a fermionic excitation; returns (the tape parameter's
-    slot spec, the next slot)."""
-    t = _value(op.parameters[0])
+def _fermionic(op, b, t):
+    """The engine gates of a fermionic excitation of tape parameter t."""
     if op.name == "FermionicSingleExcitation":
-        w = [n - 1 - int(x) for x in op.wires]
+        w = b.qubits(op.wires)
         ends, inner, words = (w[0], w[-1]), w[1:-1], (("XY", 0.5), ("YX", -0.5))
     else:
-        w1 = [n - 1 - int(x) for x in op.hyperparameters["wires1"]]
-        w2 = [n - 1 - int(x) for x in op.hyperparameters["wires2"]]
+        w1 = b.qubits(op.hyperparameters["wires1"])
+        w2 = b.qubits(op.hyperparameters["wires2"])
         ends, inner = (w1[0], w1[-1], w2[0], w2[-1]), w1[1:-1] + w2[1:-1]
         words = tuple((word, sign / 8) for word, sign in _DOUBLE_WORDS)
-    spec = []
     for word, factor in words:
         letters = list(zip(ends, word)) + [(q, "Z") for q in inner]
-        rz, slot = _pauli_word_ops(letters, factor * t, ops, slot)
-        spec.append((rz, factor))
-    return tuple(spec), slot
+        _pauli_word(b, letters, Param(t, factor))
 
 
-def _inverse(base, n, ops, slots, slot):
+def _inverse(base, b, values):
     """The engine gates of adjoint(base) (see _adjoint_base) by the gate table's
-    inverse rule; returns (the next slot, the rule's global phase)."""
-    wires = [n - 1 - int(w) for w in base.wires]
+    inverse rule: tape parameter k feeds the inverse's angles that read it,
+    negated; the rule's phase joins the global phase."""
+    wires = b.qubits(base.wires)
     name = _GATES.get(base.name)
     if name is None:  # a fixed gate: its inverse's matrix
         m = np.asarray(qml.math.unwrap(base.matrix()), dtype=np.complex128).conj().T
-        ops.append(("QubitUnitary", wires, [], m.reshape(-1).tolist()))
-        return slot, 0.0
+        b.engine_gate("QubitUnitary", wires, matrix=m.reshape(-1).tolist())
+        return
     gate, negate_from, constants, phase = _TABLE[name]["inverse"]
-    values = [_value(p) for p in base.parameters]
-    ops.append((gate, wires, [c if k < 0 else -values[k] for k, c in zip(negate_from, constants)],
-                []))
-    for k in range(len(values)):  # tape parameter k feeds the engine angles reading it, negated
-        slots.append(tuple((slot + j, -1.0) for j, f in enumerate(negate_from) if f == k) or None)
-    return slot + len(negate_from), phase
+    t = len(values)
+    values.extend(_value(p) for p in base.parameters)
+    b.engine_gate(gate, wires, [c if k < 0 else Param(t + k, -1.0)
+                                for k, c in zip(negate_from, constants)])
+    b.phase += phase
 
 
-def _pc_phase(op, n, ops, slots, phase, slot):
-    """PCPhase(t, dim) = e^{it} on the first dim basis states of its wires, e^{-it}
-    on the others: the global phase e^{-it} times e^{2it} on the first dim states,
-    one controlled PhaseShift(2t) per set bit b of dim (the states whose higher
-    bits equal dim's and whose bit b is 0). Returns (phase, slot)."""
-    t = _value(op.parameters[0])
+def _pc_phase(op, b, t, x):
+    """PCPhase(x, dim) = e^{ix} on the first dim basis states of its wires, e^{-ix}
+    on the others: the global phase e^{-ix} times e^{2ix} on the first dim states,
+    one controlled PhaseShift(2x) per set bit j of dim (the states whose higher
+    bits equal dim's and whose bit j is 0)."""
     k = len(op.wires)
     dim = int(op.hyperparameters["dimension"][0])
-    w = [n - 1 - int(x) for x in op.wires]
-    phase += t
+    w = b.qubits(op.wires)
     if dim >= 1 << k:
-        slots.append(None)
-        return phase - 2 * t, slot
-    spec = []
-    for b in range(k):  # b = 0: the most significant wire
-        if not dim >> (k - 1 - b) & 1:
+        b.phase += x
+        return
+    b.phase -= x
+    for j in range(k):  # j = 0: the most significant wire
+        if not dim >> (k - 1 - j) & 1:
             continue
-        higher = [(w[j], dim >> (k - 1 - j) & 1) for j in range(b)]
-        flips = [q for q, v in higher if not v] + [w[b]]
-        for q in flips:
-            ops.append(("X", [q], [], []))
-        prefix = f"ctrl{len(higher)}@" if higher else ""
-        ops.append((prefix + "PhaseShift", [q for q, _ in higher] + [w[b]], [2 * t], []))
-        for q in flips:
-            ops.append(("X", [q], [], []))
-        spec.append((slot, 2.0))
-        slot += 1
-    slots.append(tuple(spec) if spec else None)
-    return phase, slot
+        higher = [(w[i], dim >> (k - 1 - i) & 1) for i in range(j)]
+        b.engine_gate("X", [w[j]])  # the phase on |0> of wire j
+        b.ops.append(Op("PhaseShift", [w[j]], [Param(t, 2.0)], [q for q, _ in higher],
+                        [bool(v) for _, v in higher]))
+        b.engine_gate("X", [w[j]])
 
 
 @simulator_tracking
@@ -693,15 +630,11 @@ class QmlsimQubit(Device):
         if c_dtype not in (np.complex64, np.complex128):
             raise DeviceError("qmlsim.qubit: c_dtype must be numpy.complex64 or numpy.complex128")
         try:
-            _qmlsim.check_backend(backend)
+            self._options = engine_options("c64" if c_dtype == np.complex64 else "c128",
+                                           threads, fusion, backend, who="qmlsim.qubit: ")
         except ValueError as e:
-            raise DeviceError(f"qmlsim.qubit: backend {backend!r}: {e}") from e
-        self._backend = backend
+            raise DeviceError(str(e)) from None
         self._c_dtype = c_dtype
-        if threads is not None:
-            threads = _whole(threads, "threads", 1, 1 << 16)
-        self._threads = _default_threads() if threads is None else threads
-        self._fusion = _whole(fusion, "fusion", 0, 10)
         seed = np.random.randint(0, high=10_000_000) if seed == "global" else seed
         self._supports_cache = {}  # supports_derivatives by circuit structure
         self._rng = np.random.default_rng(seed)
@@ -711,8 +644,7 @@ class QmlsimQubit(Device):
         return self._c_dtype
 
     def _engine_options(self):
-        return _options("c64" if self._c_dtype == np.complex64 else "c128", self._threads,
-                        self._fusion, self._backend)
+        return options(self._options)
 
     # -- configuration and preprocessing
     def setup_execution_config(self, config: ExecutionConfig | None = None, circuit=None):
@@ -830,35 +762,33 @@ class QmlsimQubit(Device):
             if fast is None:
                 results[i] = self._simulate(circuit)
                 continue
-            n, ops, terms = fast
-            groups.setdefault((n, terms), []).append((i, ops))
+            n, program, values, terms = fast
+            groups.setdefault((n, terms), []).append((i, program, values))
         for (n, terms), items in groups.items():
-            values = _qmlsim.expvals_batch(n, [ops for _, ops in items], list(terms),
-                                           self._engine_options())
-            for (i, _), v in zip(items, values):
+            out = _qmlsim.expvals_batch([p for _, p, _ in items], [v for _, _, v in items],
+                                        list(terms), self._engine_options())
+            for (i, _, _), v in zip(items, out):
                 results[i] = _format_values(v)
         return tuple(results)
 
     def _expval_inputs(self, circuit):
-        """(wires, engine operations, observables as hashable terms) for an
-        analytic tape of Pauli-sum expectation values, else None."""
+        """(wires, Program, parameter values, observables as hashable terms) for
+        an analytic tape of Pauli-sum expectation values, else None."""
         if circuit.shots or not all(isinstance(m, ExpectationMP) for m in circuit.measurements):
             return None
         circuit, n = _standard_wires(circuit)
         terms = [_pauli_terms(m.obs, n) for m in circuit.measurements]
         if n == 0 or any(t is None for t in terms):
             return None
-        ops, _, _ = _ops(circuit.operations, n)
-        return n, ops, tuple(tuple(t) for t in terms)
+        program, values = _program(circuit.operations, n)
+        return n, program, values, tuple(tuple(t) for t in terms)
 
     def _simulate(self, circuit):
         circuit, n = _standard_wires(circuit)
         if n == 0:
             raise DeviceError("qmlsim.qubit: the circuit acts on no wire")
-        ops, _, phase = _ops(circuit.operations, n)
-        state = _qmlsim.state(n, ops, self._engine_options())
-        if phase:
-            state = state * np.exp(-1j * phase)
+        program, values = _program(circuit.operations, n)
+        state = _qmlsim.state(program, values, self._engine_options())
         state = state.astype(self._c_dtype, copy=False)
         m = circuit.measurements
         if (not circuit.shots and len(m) == 1 and type(m[0]) is ProbabilityMP  # noqa: E721
@@ -871,23 +801,21 @@ class QmlsimQubit(Device):
     # -- derivatives
     def _adjoint_inputs(self, circuit):
         circuit, n = _standard_wires(circuit)
-        ops, slots, _ = _ops(circuit.operations, n)
+        program, values = _program(circuit.operations, n)
         terms = [_pauli_terms(m.obs, n) for m in circuit.measurements]
         if any(t is None for t in terms) or not all(
                 isinstance(m, ExpectationMP) for m in circuit.measurements):
             raise DeviceError("qmlsim.qubit: adjoint needs expectation values of Pauli sums")
         trainable = list(circuit.trainable_params)
         for t in trainable:
-            if t >= len(slots):
+            if t >= len(values):
                 raise DeviceError("qmlsim.qubit: adjoint cannot differentiate observables")
-        return n, ops, slots, terms, trainable
+        return n, program, values, terms, trainable
 
     @staticmethod
-    def _format_jacobian(rows, slots, trainable):
-        engine_slots = len(rows[0]) if rows else 0
-        jac = np.asarray(rows, dtype=float).reshape(len(rows), engine_slots) @ _slot_matrix(
-            slots, trainable, engine_slots)
-        jac = np.squeeze(jac)
+    def _format_jacobian(rows, trainable):
+        jac = np.asarray(rows, dtype=float)
+        jac = np.squeeze(jac.reshape(len(rows), -1)[:, trainable])
         if jac.ndim == 0:
             return np.array(jac)
         if jac.ndim == 1:
@@ -902,14 +830,14 @@ class QmlsimQubit(Device):
         out = [None] * len(circuits)
         groups = {}
         for i, circuit in enumerate(circuits):
-            n, ops, slots, terms, trainable = self._adjoint_inputs(circuit)
+            n, program, values, terms, trainable = self._adjoint_inputs(circuit)
             key = (n, tuple(tuple(t) for t in terms))
-            groups.setdefault(key, []).append((i, ops, slots, trainable))
+            groups.setdefault(key, []).append((i, program, values, trainable))
         for (n, terms), items in groups.items():
-            jacs = _qmlsim.jacobian_batch(n, [it[1] for it in items], list(terms),
-                                          self._engine_options())
-            for (i, _, slots, trainable), (values, rows) in zip(items, jacs):
-                out[i] = (_format_values(values), self._format_jacobian(rows, slots, trainable))
+            jacs = _qmlsim.jacobian_batch([it[1] for it in items], [it[2] for it in items],
+                                          list(terms), self._engine_options())
+            for (i, _, _, trainable), (values, rows) in zip(items, jacs):
+                out[i] = (_format_values(values), self._format_jacobian(rows, trainable))
         return out
 
     def compute_derivatives(self, circuits, execution_config: ExecutionConfig | None = None):
@@ -920,7 +848,7 @@ class QmlsimQubit(Device):
         return tuple(v for v, _ in both), tuple(jac for _, jac in both)
 
     def _vjp(self, circuit, cotangent):
-        n, ops, slots, terms, trainable = self._adjoint_inputs(circuit)
+        n, program, values, terms, trainable = self._adjoint_inputs(circuit)
         cot = np.asarray(qml.math.unwrap(cotangent), dtype=float)
         if len(terms) == 1:
             cot = cot.reshape((1,) + cot.shape)  # (1,) or (1, batch)
@@ -931,8 +859,9 @@ class QmlsimQubit(Device):
             if not np.any(column):
                 out.append(np.zeros(len(trainable)))
                 continue
-            _, grad = _qmlsim.vjp(n, ops, terms, [float(c) for c in column], self._engine_options())
-            out.append(np.asarray(grad, dtype=float) @ _slot_matrix(slots, trainable, len(grad)))
+            _, grad = _qmlsim.vjp(program, values, terms, [float(c) for c in column],
+                                  self._engine_options())
+            out.append(np.asarray(grad, dtype=float)[trainable])
         result = np.array(out).T if batched else out[0]
         return tuple(np.array(r) for r in result)
 

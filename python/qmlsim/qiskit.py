@@ -35,7 +35,6 @@ Qiskit is an optional dependency: ``pip install qiskit`` (and
 from __future__ import annotations
 
 import atexit
-import os
 import time
 import uuid
 import weakref
@@ -54,22 +53,13 @@ from qiskit.quantum_info import SparsePauliOp
 from qiskit.result import Result
 
 from . import _qmlsim
+from ._program import engine_options, options
 
 __all__ = ["Estimator", "Sampler", "EstimatorGradient", "Backend"]
 
 
 def _options(precision: str, threads: int | None, fusion: int) -> "_qmlsim.Options":
-    if precision not in ("c64", "c128"):
-        raise ValueError(f"precision: {precision!r} is not one of c64, c128")
-    if threads is not None and (not isinstance(threads, (int, np.integer)) or threads < 1):
-        raise ValueError(f"threads: {threads!r} is not a positive integer")
-    if not isinstance(fusion, (int, np.integer)) or not 0 <= fusion <= 6:
-        raise ValueError(f"fusion: {fusion!r} is not an integer from 0 to 6")
-    o = _qmlsim.Options()
-    o.precision = precision
-    o.threads = int(threads) if threads is not None else (os.cpu_count() or 1)
-    o.fusion = int(fusion)
-    return o
+    return options(engine_options(precision, threads, fusion, who="qmlsim.qiskit: "))
 
 
 class _Translation:

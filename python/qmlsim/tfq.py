@@ -54,7 +54,8 @@ import numpy as np
 import sympy
 import tensorflow as tf
 
-from . import _options, _qmlsim
+from . import _qmlsim
+from ._program import Op, Param, Program, engine_options, options
 from .cirq import _ROTATIONS, _matrix, _pauli_terms
 
 __all__ = ["convert_to_tensor", "from_tensor", "layers", "get_expectation_op"]
@@ -226,7 +227,7 @@ class _Translation:
         self.qubits = sorted(set(circuit.all_qubits()) | set(extra_qubits))
         index = {q: i for i, q in enumerate(self.qubits)}
         n = len(self.qubits)
-        self.template = []  # (name, wires, slot or None, matrix)
+        template = []  # engine operations; angle slot s is the program's parameter s
         exprs = []  # angle of slot s as a sympy expression
         phase = sympy.Integer(0)  # Cirq's unitary = e^{i phase} x the engine's gates
         phases = {cls: ph for cls, _, ph in _ROTATIONS}
@@ -238,7 +239,7 @@ class _Translation:
             if name is not None:
                 t = sympy.sympify(op.gate.exponent)
                 exprs.append(sympy.pi * t)
-                self.template.append((name, wires, len(exprs) - 1, []))
+                template.append(Op(name, wires, [Param(len(exprs) - 1)]))
                 ph = next(v for c, v in phases.items() if isinstance(op.gate, c))
                 phase += sympy.pi * t * (sympy.sympify(op.gate.global_shift) + ph)
             elif isinstance(op.gate, cirq.GlobalPhaseGate):
@@ -247,8 +248,10 @@ class _Translation:
                                      "not supported")
                 phase += float(np.angle(complex(op.gate.coefficient)))
             else:
-                self.template.append(("QubitUnitary", wires, None, _matrix(op)))
+                template.append(Op("QubitUnitary", wires, [], [], [], _matrix(op)))
         self.num_slots = len(exprs)
+        self._template = template
+        self.program = Program(n, template, self.num_slots) if n else None
         self._phase_expr = phase
         # Slots by kind: constants, multiples of one symbol, anything else.
         self._const, self._const_values = [], []
@@ -266,7 +269,6 @@ class _Translation:
             else:
                 self._general.append((slot,) + kind[1:])
         self._linear_coef = np.array(self._linear_coef)
-        self._spec = None  # see ops
 
     @staticmethod
     def _where(names, wanted):
@@ -307,18 +309,9 @@ class _Translation:
         args = [values[:, i] for i in self._where(names, [str(x) for x in free])]
         return np.broadcast_to(np.asarray(f(*args), dtype=np.float64), (values.shape[0],))
 
-    def ops(self, angles_row):
-        """Engine operations at one item's angles: the fixed ones prepared once,
-        the parametric ones filled in."""
-        if self._spec is None:
-            self._spec = [((name, wires, [], matrix), -1 if slot is None else slot, name, wires)
-                          for name, wires, slot, matrix in self.template]
-        a = angles_row.tolist()
-        return [fixed if k < 0 else (name, wires, [a[k]], _NO_MATRIX)
-                for fixed, k, name, wires in self._spec]
-
-
-_NO_MATRIX = []  # shared, never modified
+    def with_ops(self, extra):
+        """The program with engine operations `extra` appended."""
+        return Program(len(self.qubits), self._template + extra, self.num_slots)
 
 
 _translations = collections.OrderedDict()
@@ -347,13 +340,13 @@ def _translation(text, extra_qubits=()):
 # -- the expectation op and its adjoint gradient
 
 def _engine_options():
-    return _options("c128", None, 3)
+    return options(engine_options("c128", None, 3, who="qmlsim.tfq: "))
 
 
 def _groups(circuits, names, values, operators):
-    """({(qubit count, observables' terms): ([item], [engine ops])}, [(translation,
-    angles)] per item): items grouped for one C++ call each, angles computed
-    per distinct circuit text in one go."""
+    """({(qubit count, observables' terms): ([item], [program], [angles])},
+    [(translation, angles)] per item): items grouped for one C++ call each,
+    angles computed per distinct circuit text in one go."""
     by_text = collections.defaultdict(list)
     for b, text in enumerate(circuits):
         by_text[text].append(b)
@@ -372,9 +365,10 @@ def _groups(circuits, names, values, operators):
             row = t.angles(names, values[b:b + 1])[0]
             per_item[b] = (t, row)
         key = (len(t.qubits), _terms(ops_row, t))
-        g = groups.setdefault(key, ([], []))
+        g = groups.setdefault(key, ([], [], []))
         g[0].append(b)
-        g[1].append(t.ops(row))
+        g[1].append(t.program)
+        g[2].append(row.tolist())
     return groups, per_item
 
 
@@ -427,10 +421,11 @@ def _forward(circuits, names, values, operators):
     if len(circuits) == 0 or operators.shape[1] == 0:
         return out
     groups, _ = _groups(circuits, names, values, operators)
-    for (n, terms), (items, ops) in groups.items():
+    for (n, terms), (items, programs, angles) in groups.items():
         if n == 0:
             raise ValueError("qmlsim.tfq: a circuit and its operators act on no qubit")
-        res = _qmlsim.expvals_batch(n, ops, [list(t) for t in terms], _engine_options())
+        res = _qmlsim.expvals_batch(programs, angles, [list(t) for t in terms],
+                                    _engine_options())
         out[items] = np.asarray(res, dtype=np.float64)
     return out
 
@@ -442,9 +437,10 @@ def _backward(circuits, names, values, operators, dy):
     if len(circuits) == 0 or operators.shape[1] == 0 or len(names) == 0:
         return out
     groups, per_item = _groups(circuits, names, values, operators)
-    for (n, terms), (items, ops) in groups.items():
+    for (n, terms), (items, programs, angles) in groups.items():
         cot = np.asarray(dy, dtype=np.float64)[items].tolist()
-        res = _qmlsim.vjp_batch(n, ops, [list(t) for t in terms], cot, _engine_options())
+        res = _qmlsim.vjp_batch(programs, angles, [list(t) for t in terms], cot,
+                                _engine_options())
         for b, (_, grad) in zip(items, res):
             t, _ = per_item[b]
             out[b] = t.chain(names, values[b:b + 1], np.asarray(grad)[None, :])[0]
@@ -614,6 +610,20 @@ class _AddCircuit(tf.keras.layers.Layer):
         return out
 
 
+def _model_setup(layer, model_circuit, operators, repetitions, backend):
+    """What PQC and ControlledPQC keep of their model circuit: its sorted
+    symbols, the circuit and operators as tensors, the repetitions."""
+    if not isinstance(model_circuit, cirq.Circuit):
+        raise TypeError(f"model_circuit must be a cirq.Circuit object. Given: {model_circuit}")
+    _check_backend(backend)
+    layer._repetitions = _check_repetitions(repetitions)
+    layer._symbols_list = sorted(cirq.parameter_symbols(model_circuit), key=str)
+    layer._symbols = tf.constant([str(s) for s in layer._symbols_list], dtype=tf.string)
+    layer._circuit = convert_to_tensor([model_circuit])
+    layer._operators = _operator_list(operators)
+    layer._append_layer = _AddCircuit()
+
+
 class _PQC(tf.keras.layers.Layer):
     """TFQ's ``layers.PQC``: the model circuit appended to each input circuit,
     its symbols trainable weights (sorted by name), outputs [batch, n_ops]."""
@@ -622,17 +632,10 @@ class _PQC(tf.keras.layers.Layer):
                  differentiator=None, initializer=tf.keras.initializers.RandomUniform(0, 2 * np.pi),
                  regularizer=None, constraint=None, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(model_circuit, cirq.Circuit):
-            raise TypeError(f"model_circuit must be a cirq.Circuit object. Given: {model_circuit}")
-        _check_backend(backend)
-        self._repetitions = _check_repetitions(repetitions)
-        self._symbols_list = sorted(cirq.parameter_symbols(model_circuit), key=str)
+        _model_setup(self, model_circuit, operators, repetitions, backend)
         if not self._symbols_list:
             raise ValueError("model_circuit has no sympy.Symbols. Please provide a circuit that "
                              "contains symbols so that their values can be trained.")
-        self._symbols = tf.constant([str(s) for s in self._symbols_list])
-        self._model_circuit = convert_to_tensor([model_circuit])
-        self._operators = _operator_list(operators)
         self.initializer = tf.keras.initializers.get(initializer)
         self.regularizer = tf.keras.regularizers.get(regularizer)
         self.constraint = tf.keras.constraints.get(constraint)
@@ -641,7 +644,6 @@ class _PQC(tf.keras.layers.Layer):
                                           regularizer=self.regularizer,
                                           constraint=self.constraint, dtype=tf.float32,
                                           trainable=True)
-        self._append_layer = _AddCircuit()
 
     @property
     def symbols(self):
@@ -652,7 +654,7 @@ class _PQC(tf.keras.layers.Layer):
 
     def call(self, inputs):
         batch = tf.gather(tf.shape(inputs), 0)
-        circuits = self._append_layer(inputs, append=tf.tile(self._model_circuit, [batch]))
+        circuits = self._append_layer(inputs, append=tf.tile(self._circuit, [batch]))
         values = tf.tile([self.parameters], [batch, 1])
         ops = tf.tile(self._operators, [batch, 1])
         if self._repetitions is not None:
@@ -667,15 +669,7 @@ class _ControlledPQC(tf.keras.layers.Layer):
     def __init__(self, model_circuit, operators, *, repetitions=None, backend="noiseless",
                  differentiator=None, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(model_circuit, cirq.Circuit):
-            raise TypeError(f"model_circuit must be a cirq.Circuit object. Given: {model_circuit}")
-        _check_backend(backend)
-        self._repetitions = _check_repetitions(repetitions)
-        self._symbols_list = sorted(cirq.parameter_symbols(model_circuit), key=str)
-        self._symbols = tf.constant([str(s) for s in self._symbols_list], dtype=tf.string)
-        self._circuit = convert_to_tensor([model_circuit])
-        self._operators = _operator_list(operators)
-        self._append_layer = _AddCircuit()
+        _model_setup(self, model_circuit, operators, repetitions, backend)
 
     @property
     def symbols(self):
@@ -711,7 +705,7 @@ def _states(circuits, names, values):
             rows.append(np.ones(1, dtype=np.complex64))
             continue
         point = values[b:b + 1]
-        state = _qmlsim.state(len(t.qubits), t.ops(t.angles(names, point)[0]), _engine_options())
+        state = _qmlsim.state(t.program, t.angles(names, point)[0].tolist(), _engine_options())
         rows.append((state * np.exp(1j * t.phase(names, point)[0])).astype(np.complex64))
     lengths = np.array([len(r) for r in rows], dtype=np.int64)
     return np.concatenate(rows), lengths
@@ -740,8 +734,9 @@ class _State(tf.keras.layers.Layer):
 def _probabilities(t, names, point, extra_ops=()):
     """|amplitude|^2 of the circuit at one point (engine qubit i = Cirq's n-1-i,
     so the index reads Cirq's sorted qubits from the most significant bit)."""
-    ops = t.ops(t.angles(names, point)[0]) + list(extra_ops)
-    p = np.abs(_qmlsim.state(len(t.qubits), ops, _engine_options())) ** 2
+    program = t.with_ops(list(extra_ops)) if extra_ops else t.program
+    angles = t.angles(names, point)[0].tolist()
+    p = np.abs(_qmlsim.state(program, angles, _engine_options())) ** 2
     return p / p.sum()
 
 
@@ -826,9 +821,9 @@ def _sampled(circuits, names, values, operators, repetitions, seed):
                     w = n - 1 - index[q]
                     mask |= 1 << w
                     if pauli == cirq.X:
-                        rot.append(("H", [w], [], []))
+                        rot.append(Op("H", [w]))
                     elif pauli == cirq.Y:
-                        rot.append(("RX", [w], [math.pi / 2], []))
+                        rot.append(Op("RX", [w], [math.pi / 2]))
                 if not mask:
                     total += complex(term.coefficient).real
                     continue

@@ -175,7 +175,7 @@ def test_bad_input_gives_clear_errors():
     for bad in (-1, 11, 1.5):
         with pytest.raises(qml.exceptions.DeviceError, match="fusion must be a whole number"):
             qml.device("qmlsim.qubit", wires=1, fusion=bad)
-    assert qml.device("qmlsim.qubit", wires=1, threads=np.int64(2))._threads == 2
+    assert qml.device("qmlsim.qubit", wires=1, threads=np.int64(2))._options[1] == 2
 
     @qml.qnode(qml.device("qmlsim.qubit", wires=40))
     def too_big():
