@@ -160,6 +160,8 @@ TEST(Cli, BadInputGivesOneLocatedLineAndStatus2) {
       {"run {f} --observable Z0 --state-out s3://b/state.h5", "",
        "--state-out: s3://b/state.h5: URLs (s3://...) are not supported here"},
       {"run gs://b/c.qasm --observable Z0", "", "circuit: gs://b/c.qasm: URLs (gs://...)"},
+      {"train " QMLSIM_EXAMPLES "/qcnn.toml --run-dir ''", "",
+       "--run-dir: an empty path (give a directory)"},
       {"train " QMLSIM_EXAMPLES "/qcnn.toml --run-dir gs://runs/qcnn", "",
        "--run-dir: gs://runs/qcnn: URLs (gs://...) are not supported but s3://BUCKET/KEY"},
       {"train " QMLSIM_EXAMPLES "/qcnn.toml --run-dir s3://Runs/qcnn", "",

@@ -126,7 +126,10 @@ int train_command(const std::vector<std::string>& argv) {
     throw Error("expected exactly one config file (see qmlsim train --help)");
   const std::string config_path = args.positionals()[0];
   require_file_path(config_path, "config");
-  if (const auto dir = args.get("--run-dir")) io::require_path_or_s3_url(*dir, "--run-dir");
+  if (const auto dir = args.get("--run-dir")) {
+    if (dir->empty()) throw Error("--run-dir: an empty path (give a directory)");
+    io::require_path_or_s3_url(*dir, "--run-dir");
+  }
   const io::Config config = train::load_job_config(config_path, sets_with_backend(args));
   const comm::Comm& world = comm::Comm::world();
   if (args.has("--expect-ranks")) {

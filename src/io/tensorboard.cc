@@ -134,6 +134,11 @@ void EventWriter::scalar(const std::string& tag, std::int64_t step, double value
 
 void EventWriter::histogram(const std::string& tag, std::int64_t step,
                             std::span<const double> values) {
+  // Non-finite values have no bucket: the histogram is of the finite ones.
+  std::vector<double> finite;
+  for (double x : values)
+    if (std::isfinite(x)) finite.push_back(x);
+  values = finite;
   if (values.empty()) return;
   const auto [lo_it, hi_it] = std::minmax_element(values.begin(), values.end());
   const double lo = *lo_it, hi = *hi_it;

@@ -8,8 +8,11 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
+#include <vector>
 
 namespace qmlsim::io {
 namespace {
@@ -135,6 +138,31 @@ TEST(TensorBoard, EventsReadBack) {
   for (std::size_t i = 0; i < counts.size(); i += 8) total += as<double>(counts.substr(i, 8));
   EXPECT_EQ(total, 5.0);
   EXPECT_EQ(h.find(6)->second.bytes.size(), counts.size());
+  std::filesystem::remove_all(dir);
+}
+
+// A histogram of values some of which are not finite (a diverging run's
+// parameters) bins the finite ones; one with none writes nothing.
+TEST(TensorBoard, HistogramsSkipNonFiniteValues) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("qmlsim_tb_nan_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::string path;
+  {
+    EventWriter w(dir.string());
+    path = w.path();
+    const double inf = std::numeric_limits<double>::infinity();
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    w.histogram("params/w", 1, std::vector<double>{1, nan, 3, -inf, inf});
+    w.histogram("params/v", 2, std::vector<double>{nan, nan});
+  }
+  const std::vector<std::string> recs = records(path);
+  ASSERT_EQ(recs.size(), 2u);  // the file version and the first histogram
+  auto hv = parse(parse(parse(recs[1]).find(5)->second.bytes).find(1)->second.bytes);
+  auto h = parse(hv.find(5)->second.bytes);
+  EXPECT_EQ(as<double>(h.find(1)->second.bytes), 1.0);  // min
+  EXPECT_EQ(as<double>(h.find(2)->second.bytes), 3.0);  // max
+  EXPECT_EQ(as<double>(h.find(3)->second.bytes), 2.0);  // num
   std::filesystem::remove_all(dir);
 }
 

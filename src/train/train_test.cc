@@ -426,6 +426,58 @@ TEST_F(Training, DamagedNewestCheckpointFallsBackToThePreviousOne) {
   EXPECT_EQ(weights(c, whole), weights(c, parts));
 }
 
+// --resume over checkpoints none of which can be read is an error that
+// leaves the run as it was: never a fresh start whose pruning deletes them.
+TEST_F(Training, ResumeWithEveryCheckpointDamagedIsRefusedAndTouchesNothing) {
+  const io::Config c = config("qcnn.toml", {"data.qubits=4", "data.rounds=10", "train.epochs=2",
+                                            "train.batch_size=8", "train.checkpoint_every=1"});
+  const std::string d = dir("run");
+  ASSERT_EQ(run(c, d, false, 4), 0);
+  std::vector<std::string> ckpts;
+  for (const auto& e : fs::directory_iterator(d + "/checkpoints")) {
+    ckpts.push_back(e.path().string());
+    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << "not an HDF5 file";
+  }
+  ASSERT_FALSE(ckpts.empty());
+  const std::string metrics = read(d + "/metrics.jsonl");
+  try {
+    run(c, d, true);
+    FAIL() << "resuming over unreadable checkpoints must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("none of its " + std::to_string(ckpts.size()) +
+                                         " checkpoint(s) can be read"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(read(d + "/metrics.jsonl"), metrics);
+  for (const std::string& p : ckpts) EXPECT_EQ(read(p), "not an HDF5 file") << p;
+}
+
+// A diverging run stops with the step named before writing anything of that
+// step (no crash in the histogram writer); its newest checkpoint is finite.
+TEST_F(Training, NonFiniteLossStopsTheRunAtItsStep) {
+  const io::Config c =
+      config("qcnn.toml", {"data.qubits=4", "data.rounds=10", "train.epochs=40",
+                           "train.batch_size=8", "train.lr_decay=1000000", "train.optimizer=sgd"});
+  const std::string d = dir("run");
+  try {
+    run(c, d);
+    FAIL() << "a run whose loss turns non-finite must stop";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(" at step "), std::string::npos) << what;
+    EXPECT_NE(what.find("training stopped"), std::string::npos) << what;
+  }
+  std::vector<std::string> ckpts;
+  for (const auto& e : fs::directory_iterator(d + "/checkpoints")) ckpts.push_back(e.path());
+  ASSERT_FALSE(ckpts.empty());
+  std::sort(ckpts.begin(), ckpts.end());
+  const ml::ParamLayout layout = make_supervised_job(c).model->layout();
+  const io::TrainingState s = io::load_checkpoint(ckpts.back(), c.kind(), layout);
+  for (double x : s.params) EXPECT_TRUE(std::isfinite(x));
+  for (double x : metric(d, "step", "loss")) EXPECT_TRUE(std::isfinite(x));
+}
+
 TEST_F(Training, RunDirectoryMisuseIsAnError) {
   const io::Config c = config("qcnn.toml", {"data.qubits=4", "data.rounds=4", "train.epochs=1"});
   const std::string d = dir("run");

@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <sstream>
 
 #include "comm/comm.h"
@@ -57,6 +59,7 @@ io::TrainingState start_state(const io::Config& config, const RunDir& dir,
     }
   }
   io::TrainingState s;
+  std::string newest_error;
   for (const std::string& path : options.resume ? ckpts : std::vector<std::string>{}) {
     try {
       s = io::load_checkpoint(path, config.kind(), layout);
@@ -64,11 +67,29 @@ io::TrainingState start_state(const io::Config& config, const RunDir& dir,
       if (!options.quiet) out << "Resuming from " << path << " (step " << s.step << ")\n";
       return s;
     } catch (const Error& e) {
+      if (newest_error.empty()) newest_error = e.what();
       out << "warning: " << e.what() << "; trying the checkpoint before it\n";
     }
   }
+  if (!ckpts.empty())  // never start afresh over a run's checkpoints (pruning would take them)
+    throw Error(dir.location() + ": --resume: none of its " + std::to_string(ckpts.size()) +
+                " checkpoint(s) can be read (the newest: " + newest_error +
+                "); move them aside to start afresh in this directory");
   if (options.resume && !options.quiet) out << "No checkpoint to resume from: starting afresh\n";
   return s;
+}
+
+// Stops a diverging run before anything of the step is written: the newest
+// checkpoint stays the last finite state (Keras' TerminateOnNaN).
+void check_finite(double loss, std::span<const double> params, const char* what, std::int64_t step,
+                  std::int64_t epoch) {
+  const bool params_finite =
+      std::all_of(params.begin(), params.end(), [](double x) { return std::isfinite(x); });
+  if (std::isfinite(loss) && params_finite) return;
+  throw Error(std::string(std::isfinite(loss) ? "a parameter" : what) + " is " +
+              (std::isfinite(loss) ? "not finite" : std::to_string(loss)) + " at step " +
+              std::to_string(step) + (epoch >= 0 ? " (epoch " + std::to_string(epoch) + ")" : "") +
+              ": training stopped; the newest checkpoint holds the last finite state");
 }
 
 // The training state as bytes, to broadcast from rank 0 (which alone reads
@@ -306,6 +327,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
         for (double& g : grad) g /= static_cast<double>(m);
         opt.step(s.params, grad, lr);
       }
+      check_finite(loss, s.params, "the loss", s.step + 1, s.epoch + 1);
       s.sums[0] += loss;
       s.sums[1] += correct;
       s.sums[2] += static_cast<double>(m);
@@ -506,6 +528,7 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
       const TraceSpan span("optimizer");
       opt.step(s.params, grad, lr);
     }
+    check_finite(cost, s.params, "the cost", s.step + 1, -1);
     const double dt = seconds_since(t);
     if (!quiet) {
       if (s.step == 0)
