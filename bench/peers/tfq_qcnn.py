@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The QCNN case in TensorFlow Quantum (its own environment: TFQ pins its own
 cirq and numpy). Builds the model of TFQ's QCNN tutorial (the circuits of
-WORKLOADS.md job 2) with qmlsim's initial weights and examples, and prints one
+docs/workloads.md job 2) with qmlsim's initial weights and examples, and prints one
 JSON object: the batch's mean loss, the gradient of every tensor (adjoint
 differentiator) and the time of each forward + gradient call.
 

@@ -2,7 +2,7 @@
 """Reference job 1 (QAOA Max-Cut) as a PennyLane user writes it, on any device.
 
 qml.qaoa.maxcut on the graph, p = 2 layers, parameters 0.01 * U(0, 1) from a
-seeded generator, plain gradient descent with step 0.1 (WORKLOADS.md), the cost
+seeded generator, plain gradient descent with step 0.1 (docs/workloads.md), the cost
 and its adjoint gradient per iteration.
 
     python examples/pennylane/qaoa_maxcut.py --device qmlsim.qubit \

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reference job 3 (the dressed quantum classifier on Sonar) as a PennyLane +
-PyTorch user writes it, on any device (WORKLOADS.md, section 3).
+PyTorch user writes it, on any device (docs/workloads.md, section 3).
 
 Linear(60 -> N), angles (sigmoid - 0.5) * 2 pi, RX encoding, two entangling
 layers (range 1 and 3, Rot then a ring of CRot), Rot on wire 0, <Z0>, then

@@ -2,7 +2,7 @@
 """QAOA Max-Cut as a Qiskit user writes it: ``QAOAAnsatz`` on the graph's cost
 operator, p = 2, the cost <H> from an Estimator and its gradient from an
 estimator gradient, plain gradient descent (step 0.1, as reference job 1 in
-WORKLOADS.md). The estimator is an argument; only the choice changes:
+docs/workloads.md). The estimator is an argument; only the choice changes:
 
     python examples/qiskit/qaoa_maxcut.py --estimator qmlsim \
         --graph examples/data/graphs/gnm_n18_m24_seed1967.edges [--steps 5]

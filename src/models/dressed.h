@@ -1,4 +1,4 @@
-// The dressed quantum classifier on Sonar (WORKLOADS.md, job 3): Linear(60 -> N),
+// The dressed quantum classifier on Sonar (docs/workloads.md, job 3): Linear(60 -> N),
 // angles (sigmoid - 0.5) * 2 pi as RX on each wire, two entangling layers
 // (ranges 1 and 3) of Rot + ring of CRot, Rot on wire 0, <Z0>, Linear(1 -> 1).
 #pragma once

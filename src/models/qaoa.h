@@ -1,4 +1,4 @@
-// QAOA for Max-Cut (WORKLOADS.md, job 1): H_C = sum_edges 0.5 (Z_i Z_j - 1),
+// QAOA for Max-Cut (docs/workloads.md, job 1): H_C = sum_edges 0.5 (Z_i Z_j - 1),
 // Hadamards, then p layers of MultiRZ(gamma_k) on every edge and RX(2 alpha_k)
 // on every qubit. Parameters [2, p]: row 0 gammas, row 1 alphas.
 #pragma once

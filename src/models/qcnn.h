@@ -1,4 +1,4 @@
-// The QCNN of TensorFlow Quantum's cluster-state tutorial (WORKLOADS.md, job 2),
+// The QCNN of TensorFlow Quantum's cluster-state tutorial (docs/workloads.md, job 2),
 // with the upstream fix (two_qubit_unitary uses s6, s7, s8 for the Ising gates).
 // Example x = {q, theta}: the cluster state, then RX(theta) on qubit q.
 #pragma once

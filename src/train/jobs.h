@@ -1,4 +1,4 @@
-// The three reference jobs (WORKLOADS.md): their config defaults (which are
+// The three reference jobs (docs/workloads.md): their config defaults (which are
 // also the config schema), and how a resolved config becomes data and a model.
 #pragma once
 
