@@ -465,17 +465,12 @@ void accumulate(const Segmented& s, const std::vector<Matrix>& m, std::vector<do
 
 namespace {
 
-// The widest diagonal block of the tape cut for a backend: the CPU's fused
-// step measures diagonals of up to 8 qubits in one pass (kernels.h) and its
-// cache blocking places them in any chunk; the GPU's batch kernels take up to 5.
 template <class SV>
-constexpr int diagonal_block_qubits() {
-  return detail::kCpuState<SV> ? 6 : 2;
-}
+using Traits = detail::BackendTraits<SV>;
 
 // The sweep from phi (consumed) and lambda (at the end of the circuit). Adds
-// to grad. With h (the CPU's states only), lambda = H phi is formed inside the
-// sweep's first pass (StateVector::adjoint_sweep_from) and <phi|H|phi> returned.
+// to grad. With h (backends with kSweepFromObservable), lambda = H phi is formed
+// inside the sweep's first pass (adjoint_sweep_from) and <phi|H|phi> returned.
 template <class SV>
 double sweep(const Segmented& s, SV& phi, SV& lambda, std::vector<double>& grad,
              const PauliSum* h = nullptr) {
@@ -484,7 +479,7 @@ double sweep(const Segmented& s, SV& phi, SV& lambda, std::vector<double>& grad,
   inverse_gates(s, inverse, measure);
   std::vector<Matrix> m;
   double e = 0;
-  if constexpr (detail::kCpuState<SV>) {
+  if constexpr (Traits<SV>::kSweepFromObservable) {
     if (h)
       e = phi.adjoint_sweep_from(*h, lambda, inverse, measure, m);
     else
@@ -498,11 +493,11 @@ double sweep(const Segmented& s, SV& phi, SV& lambda, std::vector<double>& grad,
 }
 
 // One backward pass from the final state phi (consumed): lambda = H phi, then
-// the sweep (on the CPU inside its first pass). Adds to grad.
+// the sweep (inside its first pass where the backend can). Adds to grad.
 template <class SV>
 void backward(const Segmented& s, SV& phi, SV& lambda, const PauliSum& h,
               std::vector<double>& grad) {
-  if constexpr (detail::kCpuState<SV>) {
+  if constexpr (Traits<SV>::kSweepFromObservable) {
     sweep(s, phi, lambda, grad, &h);
   } else {
     lambda.assign_applied(h, phi);
@@ -520,23 +515,12 @@ void check_weights(const std::vector<double>& w, std::size_t observables) {
 // would slow the sweep down (detail::serial_sweep).
 template <class SV>
 AdjointOptions sweep_options(int n, AdjointOptions o) {
-  if constexpr (detail::kCpuState<SV>)
-    if (detail::serial_sweep<typename SV::real_type>(n, o)) o.threads = 1;
+  if (Traits<SV>::serial_sweep(n, o)) o.threads = 1;
   return o;
 }
 
 // fixed_weights: the weights when they do not depend on the expectation
 // values (the caller gave numbers, not a function of <H>), else null.
-// Whether the sweep cut gathers one-qubit phase steps (segment's
-// gather_diagonals): where the CPU sweep runs in segments, whose diagonal run
-// kernel takes them (gate by gate, each would cost a pass of its own).
-template <class SV>
-bool gather_phases(int n, const AdjointOptions& o) {
-  if constexpr (detail::kCpuState<SV>)
-    return SV::sweep_in_segments(n, o.chunk_qubits, o.threads == 1);
-  return false;
-}
-
 template <class SV>
 AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
                      const std::vector<PauliSum>& observables, const WeightsFn& weights,
@@ -544,13 +528,13 @@ AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
                      const std::vector<double>* fixed_weights = nullptr) {
   const AdjointOptions options = sweep_options<SV>(c.num_qubits(), given);
   const std::vector<TapeStep> tape = make_tape(c, theta);
-  const Segmented s = segment(tape, options.fusion, diagonal_block_qubits<SV>(),
-                              gather_phases<SV>(c.num_qubits(), options));
+  const Segmented s = segment(tape, options.fusion, Traits<SV>::kDiagonalBlockQubits,
+                              Traits<SV>::gather_phases(c.num_qubits(), options));
   SV phi = detail::forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
   AdjointResult out;
   out.gradient.assign(theta.size(), 0.0);
   SV lambda = detail::make_state<SV>(c.num_qubits(), options);
-  if constexpr (detail::kCpuState<SV>) {
+  if constexpr (Traits<SV>::kSweepFromObservable) {
     if (observables.size() == 1) {
       // One observable: the gradient is linear in lambda, so lambda = H phi
       // and the weight scales it afterwards. With the weight known up front
@@ -589,15 +573,13 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
   // Small states on the CPU (detail::sweeps_one_per_thread): one observable's
   // backward pass per thread (each with its own two states), as batch items
   // run; the rows are the same.
-  bool one_per_thread = false;
-  if constexpr (detail::kCpuState<SV>)
-    one_per_thread =
-        observables.size() > 1 && detail::sweeps_one_per_thread<typename SV::real_type>(
-                                      observables.size(), c.num_qubits(), options);
+  const bool one_per_thread =
+      observables.size() > 1 &&
+      Traits<SV>::sweeps_one_per_thread(observables.size(), c.num_qubits(), options);
   AdjointOptions one = sweep_options<SV>(c.num_qubits(), options);  // as the sweeps run
   if (one_per_thread) one.threads = 1;
-  const Segmented s = segment(tape, options.fusion, diagonal_block_qubits<SV>(),
-                              gather_phases<SV>(c.num_qubits(), one));
+  const Segmented s = segment(tape, options.fusion, Traits<SV>::kDiagonalBlockQubits,
+                              Traits<SV>::gather_phases(c.num_qubits(), one));
   SV final_state =
       detail::forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
   if (expvals) {
@@ -605,19 +587,16 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
     for (const PauliSum& h : observables) expvals->push_back(final_state.expval(h));
   }
   std::vector<std::vector<double>> jac;
-  if constexpr (detail::kCpuState<SV>) {
-    if (one_per_thread) {
-      using R = typename SV::real_type;
-      jac.assign(observables.size(), std::vector<double>(theta.size(), 0.0));
-      detail::for_each_sweep<R>(observables.size(), c.num_qubits(), options,
-                                [&](std::size_t k, const AdjointOptions& inner) {
-                                  SV phi = detail::make_state<SV>(c.num_qubits(), inner);
-                                  SV lambda = detail::make_state<SV>(c.num_qubits(), inner);
-                                  phi.copy_from(final_state);
-                                  backward(s, phi, lambda, observables[k], jac[k]);
-                                });
-      return jac;
-    }
+  if (one_per_thread) {
+    jac.assign(observables.size(), std::vector<double>(theta.size(), 0.0));
+    detail::run_items(observables.size(), true, options,
+                      [&](std::size_t k, const AdjointOptions& inner) {
+                        SV phi = detail::make_state<SV>(c.num_qubits(), inner);
+                        SV lambda = detail::make_state<SV>(c.num_qubits(), inner);
+                        phi.copy_from(final_state);
+                        backward(s, phi, lambda, observables[k], jac[k]);
+                      });
+    return jac;
   }
   SV phi = detail::make_state<SV>(c.num_qubits(), one);
   SV lambda = detail::make_state<SV>(c.num_qubits(), one);

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/statevector.h"
@@ -35,21 +34,61 @@ void set_initial_state(SV& sv, const AdjointOptions& options) {
   sv.set_amplitudes(options.initial_state);
 }
 
-// True for the CPU's state vectors.
-template <class SV>
-inline constexpr bool kCpuState = std::is_same_v<SV, cpu::StateVector<typename SV::real_type>>;
+template <class R>
+bool serial_sweep(int n, const AdjointOptions& o);
+template <class R>
+bool sweeps_one_per_thread(std::size_t count, int n, const AdjointOptions& o);
 
-// A state of the options' backend (threads and chunks apply to the CPU's); on
-// the CPU its amplitudes are left unset, to be overwritten whole.
+// What grad knows of a backend beyond the state vectors' common interface:
+// its capabilities and policies, so that grad's code names no backend. The
+// defaults are a backend without the CPU's extras (the GPU's); the CPU's
+// specialisation follows.
 template <class SV>
-SV make_state(int n, const AdjointOptions& o) {
-  if constexpr (kCpuState<SV>) {
+struct BackendTraits {
+  // Widest diagonal block of the sweep cut the backend's adjoint sweep measures.
+  static constexpr int kDiagonalBlockQubits = 2;
+  // adjoint_sweep_from(h, lambda, ...): lambda = H phi formed in the sweep's
+  // first pass, <phi|H|phi> returned.
+  static constexpr bool kSweepFromObservable = false;
+  // apply_from_zero(gates): the forward pass writes the state from |0...0>.
+  static constexpr bool kForwardFromZero = false;
+  // A new state; where the backend allows, its amplitudes left unset.
+  static SV make_state(int n, const AdjointOptions&) { return SV(n); }
+  // The sweeps of n qubits run on one thread (serial_sweep below).
+  static bool serial_sweep(int, const AdjointOptions&) { return false; }
+  // `count` sweeps run one per thread (sweeps_one_per_thread below).
+  static bool sweeps_one_per_thread(std::size_t, int, const AdjointOptions&) { return false; }
+  // The sweep cut gathers one-qubit phase steps (the sweep runs in segments
+  // whose diagonal-run kernel takes them).
+  static bool gather_phases(int, const AdjointOptions&) { return false; }
+};
+
+template <class R>
+struct BackendTraits<cpu::StateVector<R>> {
+  using SV = cpu::StateVector<R>;
+  // The fused step measures diagonals of up to 8 qubits in one pass
+  // (kernels.h) and cache blocking places them in any chunk.
+  static constexpr int kDiagonalBlockQubits = 6;
+  static constexpr bool kSweepFromObservable = true;
+  static constexpr bool kForwardFromZero = true;
+  static SV make_state(int n, const AdjointOptions& o) {
     SV s(n, o.threads, typename SV::Unset{});
     if (o.chunk_qubits >= 0) s.set_chunk_qubits(o.chunk_qubits);
     return s;
-  } else {
-    return SV(n);
   }
+  static bool serial_sweep(int n, const AdjointOptions& o) { return detail::serial_sweep<R>(n, o); }
+  static bool sweeps_one_per_thread(std::size_t count, int n, const AdjointOptions& o) {
+    return detail::sweeps_one_per_thread<R>(count, n, o);
+  }
+  static bool gather_phases(int n, const AdjointOptions& o) {
+    return SV::sweep_in_segments(n, o.chunk_qubits, o.threads == 1);
+  }
+};
+
+// A state of the options' backend (threads and chunks apply to the CPU's).
+template <class SV>
+SV make_state(int n, const AdjointOptions& o) {
+  return BackendTraits<SV>::make_state(n, o);
 }
 
 // The state after `gates` from the options' initial state, else from |0...0>
@@ -57,7 +96,7 @@ SV make_state(int n, const AdjointOptions& o) {
 template <class SV>
 SV forward_state(int n, const AdjointOptions& o, const std::vector<BoundGate>& gates) {
   SV sv = make_state<SV>(n, o);
-  if constexpr (kCpuState<SV>) {
+  if constexpr (BackendTraits<SV>::kForwardFromZero) {
     if (o.initial_state.empty()) {
       sv.apply_from_zero(gates);
       return sv;
