@@ -371,14 +371,17 @@ Dataset label_table(RawTable t, const LabelRule& rule, std::vector<std::string>*
   } else if (std::find(classes.begin(), classes.end(), plus) == classes.end()) {
     throw Error(t.path + ": no row has the positive label '" + plus + "'");
   }
+  // Two classes: the positive one and the first other label met; any further
+  // label is an error at its row (never silently negative).
   std::string minus;
   for (std::size_t i = 0; i < t.x.size(); ++i) {
-    if (t.labels[i] != plus && classes.size() > 2 && rule.positive.empty())
-      throw Error(t.where(i) + ": a third class '" + t.labels[i] + "'");
     if (t.labels[i] != plus && minus.empty()) minus = t.labels[i];
+    if (t.labels[i] != plus && t.labels[i] != minus)
+      throw Error(t.where(i) + ": a third class '" + t.labels[i] + "' (a binary classifier " +
+                  "takes two: '" + plus + "' and '" + minus + "')");
     d.add(std::move(t.x[i]), t.labels[i] == plus ? 1.0 : -1.0);
   }
-  if (names) *names = {classes.size() == 2 ? minus : "not " + plus, plus};
+  if (names) *names = {minus.empty() ? "not " + plus : minus, plus};
   return d;
 }
 

@@ -306,6 +306,15 @@ TEST(Table, ErrorsNameFileAndLine) {
             "needs two");
   EXPECT_EQ(message("1,2,3\n3,4,x\n", regression()), ":2: label 'x' is not a finite number");
   EXPECT_EQ(message("# only a comment\n"), ": no data rows");
+  // With the positive label named, every other label must be one class: a
+  // third is an error at its row, never silently the negative class.
+  for (const char* third : {"2", "nan", "malignant", "0.5"}) {
+    EXPECT_EQ(message("1,2,0\n3,4,1\n5,6," + std::string(third) + "\n", binary("0")),
+              ":3: a third class '" + std::string(third) +
+                  "' (a binary classifier takes two: '0' and '1')")
+        << third;
+  }
+  EXPECT_EQ(message("1,2,0\n3,4,1\n5,6,1\n", binary("0")), "no error");
 }
 
 }  // namespace

@@ -426,6 +426,20 @@ TEST_F(Training, DamagedNewestCheckpointFallsBackToThePreviousOne) {
   EXPECT_EQ(weights(c, whole), weights(c, parts));
 }
 
+// --resume of a finished run has nothing to train and leaves its results as
+// they were (it rewrote result.json without the final metrics).
+TEST_F(Training, ResumingAFinishedRunKeepsItsResults) {
+  const io::Config c = config(
+      "qcnn.toml", {"data.qubits=4", "data.rounds=10", "train.epochs=2", "train.batch_size=8"});
+  const std::string d = dir("run");
+  ASSERT_EQ(run(c, d), 0);
+  const std::string result = read(d + "/result.json"), weights = read(d + "/weights.h5");
+  ASSERT_NE(result.find("\"val_accuracy\""), std::string::npos) << result;
+  ASSERT_EQ(run(c, d, true), 0);
+  EXPECT_EQ(read(d + "/result.json"), result);
+  EXPECT_EQ(read(d + "/weights.h5"), weights);
+}
+
 // --resume over checkpoints none of which can be read is an error that
 // leaves the run as it was: never a fresh start whose pruning deletes them.
 TEST_F(Training, ResumeWithEveryCheckpointDamagedIsRefusedAndTouchesNothing) {

@@ -238,6 +238,18 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     s = start_state(config, *dir, layout, options, out, &resumed);
   }
   share_state(world, s, resumed);
+  // A finished run resumed: nothing left to train, and what it wrote stays as it is.
+  std::vector<double> finished = {resumed && s.epoch >= epochs && root &&
+                                          std::filesystem::exists(dir->file("result.json"))
+                                      ? 1.0
+                                      : 0.0};
+  world.broadcast(finished);
+  if (finished[0] != 0) {
+    if (!options.quiet && root)
+      out << "The run has finished (" << epochs
+          << " epochs); its results: " << dir->location("result.json") << "\n";
+    return 0;
+  }
   if (resumed) {
     opt.set_state(s.optimizer);
   } else {
