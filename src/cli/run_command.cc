@@ -215,6 +215,163 @@ std::string bitstring(index_t i, int n) {
   return s;
 }
 
+// What a run reports, for print_json and print_text.
+struct Report {
+  const std::string& path;
+  const QasmProgram& prog;
+  const std::vector<double>& inputs;
+  const std::vector<std::string>& observable_texts;
+  const Outcome& out;
+  std::string precision;
+  Precision prec;
+  int threads;
+  Backend backend;
+  std::int64_t shots;
+  std::uint64_t seed;
+  bool gradient, distributed;
+  double parse_s, sim_s, total_s;
+};
+
+// --plan-processes: the distributed plan's exchanges and memory, as JSON.
+void print_plan(const QasmProgram& prog, std::int64_t procs_flag, Precision prec,
+                const std::string& precision, int states, const distributed::Options& dopts) {
+  const int n = prog.circuit.num_qubits();
+  const auto procs = static_cast<int>(procs_flag);
+  const int g = distributed::slice_bits(procs, n, "--plan-processes");
+  const distributed::DistPlan p = distributed::plan(bind_params(prog.circuit, prog.angles), n, g,
+                                                    distributed::QubitMap::identity(n));
+  const std::uint64_t slice = cpu::state_bytes(n - g, prec);
+  JsonWriter w(std::cout);
+  w.begin_object().key("num_qubits").value(n).key("processes").value(procs);
+  w.key("slice_qubits").value(n - g).key("precision").value(precision);
+  w.key("slice_bytes").value(static_cast<double>(slice));
+  w.key("process_bytes").value(static_cast<double>(states * slice + dopts.buffer_bytes));
+  w.key("exchanges").value(p.stats.exchanges).key("slices_moved").value(p.stats.slices_moved);
+  w.key("relabels").value(p.stats.relabels);
+  w.key("per_gate_exchanges").value(p.stats.naive_exchanges);
+  w.key("per_gate_slices_moved").value(p.stats.naive_slices_moved);
+  w.key("num_gates").value(static_cast<long long>(prog.circuit.ops().size()));
+  w.end_object();
+  std::cout << "\n";
+}
+
+// The run's results as one JSON object on standard output.
+void print_json(const Report& r) {
+  const QasmProgram& prog = r.prog;
+  const Outcome& out = r.out;
+  const int n = prog.circuit.num_qubits();
+  const std::string& precision = r.precision;
+  const Precision prec = r.prec;
+  const bool gradient = r.gradient, distributed = r.distributed;
+  const std::int64_t shots = r.shots;
+  const std::uint64_t seed = r.seed;
+  JsonWriter w(std::cout);
+  w.begin_object();
+  w.key("expval").value(out.expvals);
+  if (gradient) {
+    w.key("gradient").begin_array();
+    for (const std::vector<double>& row : out.gradient) w.value(row);
+    w.end_array();
+    if (!prog.inputs.empty()) {
+      w.key("input_gradient").begin_array();
+      for (const std::vector<double>& row : out.gradient) {
+        const std::vector<double> g = prog.input_gradient(r.inputs, row);
+        w.begin_object();
+        for (const QasmInput& in : prog.inputs) {
+          w.key(in.name);
+          if (in.array)
+            w.value(std::vector<double>(g.begin() + in.offset, g.begin() + in.offset + in.size));
+          else
+            w.value(g[static_cast<std::size_t>(in.offset)]);
+        }
+        w.end_object();
+      }
+      w.end_array();
+    }
+  }
+  if (shots > 0) {
+    w.key("counts").begin_object();
+    for (const auto& [i, c] : out.counts) w.key(bitstring(i, n)).value(static_cast<long long>(c));
+    w.end_object();
+    w.key("shots")
+        .value(static_cast<long long>(shots))
+        .key("seed")
+        .value(static_cast<long long>(seed));
+  }
+  w.key("num_qubits").value(n).key("precision").value(precision);
+  w.key("num_gates").value(static_cast<long long>(prog.circuit.ops().size()));
+  if (!distributed) w.key("num_gates_fused").value(static_cast<long long>(out.gates_after_fusion));
+  w.key("threads").value(r.threads).key("backend").value(backend_name(r.backend));
+  if (distributed) {
+    w.key("distributed").begin_object();
+    w.key("processes").value(out.processes).key("slice_qubits").value(out.slice_qubits);
+    w.key("slice_bytes").value(static_cast<double>(cpu::state_bytes(out.slice_qubits, prec)));
+    w.key("peak_resident_bytes").value(static_cast<double>(out.peak_bytes));
+    for (const auto& [name, st] : {std::pair{"forward", &out.forward}, {"total", &out.total}}) {
+      w.key(name).begin_object();
+      w.key("exchanges").value(st->exchanges).key("slices_moved").value(st->slices_moved);
+      w.key("bytes_sent").value(st->bytes_sent).key("relabels").value(st->relabels);
+      w.key("per_gate_exchanges").value(st->per_gate_exchanges);
+      w.key("per_gate_slices_moved").value(st->per_gate_slices_moved);
+      w.key("exchange_s").value(st->exchange_s).key("compute_s").value(st->compute_s);
+      w.end_object();
+    }
+    w.end_object();
+  }
+  w.key("kernels").value(r.backend == Backend::cpu ? cpu::best_kernels().name : "cuda");
+  w.key("time_s").begin_object().key("parse").value(r.parse_s).key("simulate").value(r.sim_s);
+  w.key("total").value(r.total_s).end_object();
+  w.end_object();
+  std::cout << "\n";
+}
+
+// The run's results as text on standard output.
+void print_text(const Report& r) {
+  const QasmProgram& prog = r.prog;
+  const Outcome& out = r.out;
+  const int n = prog.circuit.num_qubits();
+  const std::string& precision = r.precision;
+  const bool gradient = r.gradient, distributed = r.distributed;
+  const std::int64_t shots = r.shots;
+  const std::uint64_t seed = r.seed;
+  std::cout << r.path << ": " << n << " qubits, " << prog.circuit.ops().size() << " gates ("
+            << out.gates_after_fusion << " after fusion), " << precision << ", " << r.threads
+            << " thread(s), " << (r.backend == Backend::cpu ? cpu::best_kernels().name : "cuda")
+            << " kernels\n";
+  for (std::size_t i = 0; i < r.observable_texts.size(); ++i) {
+    std::ostringstream v;
+    v.precision(12);
+    v << out.expvals[i];
+    std::string text = r.observable_texts[i];
+    if (text.size() > 40) text = text.substr(0, 37) + "...";
+    std::cout << "<" << text << "> = " << v.str() << "\n";
+    if (gradient) {
+      std::cout << "  d/d(angle 0.." << prog.angles.size() << "):";
+      for (double g : out.gradient[i]) std::cout << " " << g;
+      std::cout << "\n";
+      const std::vector<double> g = prog.input_gradient(r.inputs, out.gradient[i]);
+      for (const QasmInput& in : prog.inputs) {
+        std::cout << "  d/d(" << in.name << "):";
+        for (int e = 0; e < in.size; ++e)
+          std::cout << " " << g[static_cast<std::size_t>(in.offset + e)];
+        std::cout << "\n";
+      }
+    }
+  }
+  if (shots > 0) {
+    std::cout << "counts (" << shots << " shots, seed " << seed << ", qubit 0 rightmost):\n";
+    for (const auto& [i, c] : out.counts) std::cout << "  " << bitstring(i, n) << " " << c << "\n";
+  }
+  if (distributed) {
+    std::cout << "distributed: " << out.processes << " processes, slices of 2^" << out.slice_qubits
+              << " amplitudes; circuit: " << out.forward.exchanges << " exchanges ("
+              << out.forward.per_gate_exchanges << " gate by gate), " << out.forward.relabels
+              << " relabels; in all " << out.total.exchanges
+              << " exchanges; peak memory per process " << format_gib(out.peak_bytes) << "\n";
+  }
+  std::cout << "time: parse " << r.parse_s << " s, simulate " << r.sim_s << " s\n";
+}
+
 }  // namespace
 
 int run_command(const std::vector<std::string>& argv) {
@@ -277,23 +434,8 @@ int run_command(const std::vector<std::string>& argv) {
   dopts.buffer_bytes = static_cast<std::size_t>(args.get_int("--exchange-mib", 32, 1, 1 << 20))
                        << 20;
   if (args.has("--plan-processes")) {
-    const auto procs = static_cast<int>(args.get_int("--plan-processes", 1, 1, 1 << 30));
-    const int g = distributed::slice_bits(procs, n, "--plan-processes");
-    const distributed::DistPlan p = distributed::plan(bind_params(prog.circuit, prog.angles), n, g,
-                                                      distributed::QubitMap::identity(n));
-    const std::uint64_t slice = cpu::state_bytes(n - g, prec);
-    JsonWriter w(std::cout);
-    w.begin_object().key("num_qubits").value(n).key("processes").value(procs);
-    w.key("slice_qubits").value(n - g).key("precision").value(precision);
-    w.key("slice_bytes").value(static_cast<double>(slice));
-    w.key("process_bytes").value(static_cast<double>(states * slice + dopts.buffer_bytes));
-    w.key("exchanges").value(p.stats.exchanges).key("slices_moved").value(p.stats.slices_moved);
-    w.key("relabels").value(p.stats.relabels);
-    w.key("per_gate_exchanges").value(p.stats.naive_exchanges);
-    w.key("per_gate_slices_moved").value(p.stats.naive_slices_moved);
-    w.key("num_gates").value(static_cast<long long>(prog.circuit.ops().size()));
-    w.end_object();
-    std::cout << "\n";
+    print_plan(prog, args.get_int("--plan-processes", 1, 1, 1 << 30), prec, precision, states,
+               dopts);
     return 0;
   }
   const comm::Comm* world = nullptr;
@@ -335,104 +477,26 @@ int run_command(const std::vector<std::string>& argv) {
   const double sim_s = seconds_since(t1);
   const double total_s = seconds_since(t0);
 
-  if (args.has("--json")) {
-    JsonWriter w(std::cout);
-    w.begin_object();
-    w.key("expval").value(out.expvals);
-    if (gradient) {
-      w.key("gradient").begin_array();
-      for (const std::vector<double>& row : out.gradient) w.value(row);
-      w.end_array();
-      if (!prog.inputs.empty()) {
-        w.key("input_gradient").begin_array();
-        for (const std::vector<double>& row : out.gradient) {
-          const std::vector<double> g = prog.input_gradient(inputs, row);
-          w.begin_object();
-          for (const QasmInput& in : prog.inputs) {
-            w.key(in.name);
-            if (in.array)
-              w.value(std::vector<double>(g.begin() + in.offset, g.begin() + in.offset + in.size));
-            else
-              w.value(g[static_cast<std::size_t>(in.offset)]);
-          }
-          w.end_object();
-        }
-        w.end_array();
-      }
-    }
-    if (shots > 0) {
-      w.key("counts").begin_object();
-      for (const auto& [i, c] : out.counts) w.key(bitstring(i, n)).value(static_cast<long long>(c));
-      w.end_object();
-      w.key("shots")
-          .value(static_cast<long long>(shots))
-          .key("seed")
-          .value(static_cast<long long>(seed));
-    }
-    w.key("num_qubits").value(n).key("precision").value(precision);
-    w.key("num_gates").value(static_cast<long long>(prog.circuit.ops().size()));
-    if (!distributed)
-      w.key("num_gates_fused").value(static_cast<long long>(out.gates_after_fusion));
-    w.key("threads").value(threads).key("backend").value(backend_name(engine.backend));
-    if (distributed) {
-      w.key("distributed").begin_object();
-      w.key("processes").value(out.processes).key("slice_qubits").value(out.slice_qubits);
-      w.key("slice_bytes").value(static_cast<double>(cpu::state_bytes(out.slice_qubits, prec)));
-      w.key("peak_resident_bytes").value(static_cast<double>(out.peak_bytes));
-      for (const auto& [name, st] : {std::pair{"forward", &out.forward}, {"total", &out.total}}) {
-        w.key(name).begin_object();
-        w.key("exchanges").value(st->exchanges).key("slices_moved").value(st->slices_moved);
-        w.key("bytes_sent").value(st->bytes_sent).key("relabels").value(st->relabels);
-        w.key("per_gate_exchanges").value(st->per_gate_exchanges);
-        w.key("per_gate_slices_moved").value(st->per_gate_slices_moved);
-        w.key("exchange_s").value(st->exchange_s).key("compute_s").value(st->compute_s);
-        w.end_object();
-      }
-      w.end_object();
-    }
-    w.key("kernels").value(engine.backend == Backend::cpu ? cpu::best_kernels().name : "cuda");
-    w.key("time_s").begin_object().key("parse").value(parse_s).key("simulate").value(sim_s);
-    w.key("total").value(total_s).end_object();
-    w.end_object();
-    std::cout << "\n";
-    return 0;
-  }
-  std::cout << path << ": " << n << " qubits, " << prog.circuit.ops().size() << " gates ("
-            << out.gates_after_fusion << " after fusion), " << precision << ", " << threads
-            << " thread(s), "
-            << (engine.backend == Backend::cpu ? cpu::best_kernels().name : "cuda") << " kernels\n";
-  for (std::size_t i = 0; i < observables.size(); ++i) {
-    std::ostringstream v;
-    v.precision(12);
-    v << out.expvals[i];
-    std::string text = args.all("--observable")[i];
-    if (text.size() > 40) text = text.substr(0, 37) + "...";
-    std::cout << "<" << text << "> = " << v.str() << "\n";
-    if (gradient) {
-      std::cout << "  d/d(angle 0.." << prog.angles.size() << "):";
-      for (double g : out.gradient[i]) std::cout << " " << g;
-      std::cout << "\n";
-      const std::vector<double> g = prog.input_gradient(inputs, out.gradient[i]);
-      for (const QasmInput& in : prog.inputs) {
-        std::cout << "  d/d(" << in.name << "):";
-        for (int e = 0; e < in.size; ++e)
-          std::cout << " " << g[static_cast<std::size_t>(in.offset + e)];
-        std::cout << "\n";
-      }
-    }
-  }
-  if (shots > 0) {
-    std::cout << "counts (" << shots << " shots, seed " << seed << ", qubit 0 rightmost):\n";
-    for (const auto& [i, c] : out.counts) std::cout << "  " << bitstring(i, n) << " " << c << "\n";
-  }
-  if (distributed) {
-    std::cout << "distributed: " << out.processes << " processes, slices of 2^" << out.slice_qubits
-              << " amplitudes; circuit: " << out.forward.exchanges << " exchanges ("
-              << out.forward.per_gate_exchanges << " gate by gate), " << out.forward.relabels
-              << " relabels; in all " << out.total.exchanges
-              << " exchanges; peak memory per process " << format_gib(out.peak_bytes) << "\n";
-  }
-  std::cout << "time: parse " << parse_s << " s, simulate " << sim_s << " s\n";
+  const Report report{path,
+                      prog,
+                      inputs,
+                      args.all("--observable"),
+                      out,
+                      precision,
+                      prec,
+                      threads,
+                      engine.backend,
+                      shots,
+                      seed,
+                      gradient,
+                      distributed,
+                      parse_s,
+                      sim_s,
+                      total_s};
+  if (args.has("--json"))
+    print_json(report);
+  else
+    print_text(report);
   return 0;
 }
 
