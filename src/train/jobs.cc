@@ -160,6 +160,24 @@ void use_backend(const models::EvalOptions& o, int local_rank) {
   if (o.backend == Backend::cuda) cuda::select_device(local_rank);
 }
 
+TrainSettings train_settings(const io::Config& c) {
+  TrainSettings t;
+  t.seed = static_cast<std::uint64_t>(c.get_int("job.seed", 0, INT64_MAX));
+  t.learning_rate = c.get_double("train.learning_rate", 0, 1e6);
+  t.checkpoint_every = c.get_int("train.checkpoint_every", 0, INT64_MAX);
+  t.keep_checkpoints = static_cast<int>(c.get_int("train.keep_checkpoints", 1, 1000000));
+  if (c.kind() == "qaoa") {
+    t.steps = c.get_int("train.steps", 0, 1000000000);
+    return t;
+  }
+  t.epochs = static_cast<int>(c.get_int("train.epochs", 1, 1000000));
+  t.batch_size = static_cast<std::size_t>(c.get_int("train.batch_size", 1, 1 << 30));
+  t.shuffle = c.get_bool("train.shuffle");
+  t.lr_decay = c.get_double("train.lr_decay", 0, 1e6);
+  t.lr_decay_epochs = static_cast<int>(c.get_int("train.lr_decay_epochs", 1, 1000000));
+  return t;
+}
+
 ml::OptimizerConfig optimizer_config(const io::Config& c) {
   ml::OptimizerConfig o;
   o.kind = c.get_choice("train.optimizer", {"sgd", "adam"});

@@ -30,6 +30,25 @@ models::EvalOptions eval_options(const io::Config& c, int ranks_per_host = 1);
 void use_backend(const models::EvalOptions& o, int local_rank);
 ml::OptimizerConfig optimizer_config(const io::Config& c);
 
+// A job's training settings, read from its config and range-checked once (a
+// value out of range is an Error naming the key and its line); the loops
+// take them from here.
+struct TrainSettings {
+  std::uint64_t seed = 0;
+  double learning_rate = 0;
+  std::int64_t checkpoint_every = 0;  // steps; 0: at the end of every epoch (or run)
+  int keep_checkpoints = 1;
+  // Supervised kinds (qcnn, sonar, hybrid):
+  int epochs = 1;
+  std::size_t batch_size = 1;
+  bool shuffle = true;
+  double lr_decay = 1;
+  int lr_decay_epochs = 1;
+  // qaoa:
+  std::int64_t steps = 0;
+};
+TrainSettings train_settings(const io::Config& c);
+
 // QCNN and Sonar: a hybrid model, its data (seeded; the same on every call) and loss.
 struct SupervisedJob {
   std::unique_ptr<models::HybridModel> model;

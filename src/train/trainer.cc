@@ -204,29 +204,140 @@ void save(const RunDir& dir, const io::Config& config, const ml::ParamLayout& la
   dir.sync();  // a bucket: the logs so far, then the checkpoint
 }
 
+// The evaluation options of this rank: its backend made ready, its state
+// group's processes when states are spread over several (job.state_ranks).
+models::EvalOptions group_eval_options(const io::Config& config, const comm::Comm& world,
+                                       const Groups& groups, int num_qubits) {
+  models::EvalOptions eval = eval_options(config, world.local_size());
+  use_backend(eval, world.local_rank());
+  if (groups.state) {
+    if (eval.backend != Backend::cpu) config.fail("job.state_ranks", "needs backend = \"cpu\"");
+    distributed::slice_bits(groups.state->size(), num_qubits, "job.state_ranks");
+    eval.state_group = groups.state.get();
+  }
+  return eval;
+}
+
+// True (on every rank) when a resumed run has nothing left to train and has
+// its result.json: then what it wrote stays as it is. `done`: the shared
+// state is past the last epoch; `dir`: rank 0's run directory.
+bool finished_run(const comm::Comm& world, const RunDir* dir, bool done,
+                  const TrainOptions& options, std::ostream& out) {
+  std::vector<double> finished = {
+      done && dir && std::filesystem::exists(dir->file("result.json")) ? 1.0 : 0.0};
+  world.broadcast(finished);
+  if (finished[0] != 0 && dir && !options.quiet)
+    out << "The run has finished; its results: " << dir->location("result.json") << "\n";
+  return finished[0] != 0;
+}
+
+// The sums over a step's m rows (examples order[b0..b0+m)) in global order:
+// (loss, correct predictions); grad becomes the mean gradient; readouts, when
+// given, collect each row's readout values.
+std::pair<double, double> sum_rows(const models::HybridModel& model, const ml::Dataset& train,
+                                   const std::vector<double>& rows,
+                                   const std::vector<std::size_t>& order, std::size_t b0,
+                                   std::size_t m, std::vector<double>& grad,
+                                   std::vector<std::vector<double>>* readouts) {
+  const std::size_t width = model.row_width(), grad_at = model.grad_offset();
+  const std::size_t num_outputs = model.outputs(), readout_at = model.readout_offset();
+  double loss = 0, correct = 0;
+  std::fill(grad.begin(), grad.end(), 0.0);
+  for (std::size_t i = 0; i < m; ++i) {
+    const double* row = &rows[i * width];
+    loss += row[models::HybridModel::kLossOffset];
+    correct += ml::correct(
+        std::span<const double>(row + models::HybridModel::kPredictionOffset, num_outputs),
+        train.y[order[b0 + i]]);
+    for (std::size_t k = 0; readouts && k < readouts->size(); ++k)
+      (*readouts)[k].push_back(row[readout_at + k]);
+    for (std::size_t k = 0; k < grad.size(); ++k) grad[k] += row[grad_at + k];
+  }
+  for (double& g : grad) g /= static_cast<double>(m);
+  return {loss, correct};
+}
+
+// The run's one-line description.
+void print_banner(std::ostream& out, const io::Config& config, const SupervisedJob& job,
+                  const comm::Comm& world, const Groups& groups, const models::EvalOptions& eval) {
+  const models::HybridModel& model = *job.model;
+  out << config.kind() << ": " << model.layout().size() << " parameters, " << model.num_qubits()
+      << " qubits, " << job.train.size() << " training and " << job.test.size()
+      << " test examples, " << world.size() << (world.size() == 1 ? " rank, " : " ranks, ")
+      << (groups.state ? std::to_string(groups.count) + " state groups of " +
+                             std::to_string(groups.state->size()) + ", "
+                       : std::string())
+      << eval.threads << " threads" << (world.size() == 1 ? ", " : " per rank, ")
+      << precision_name(eval.precision) << "\n";
+}
+
+// val_loss and val_accuracy over the test split (each group predicts its
+// share), or nothing without one.
+std::vector<std::pair<std::string, double>> validation_metrics(const SupervisedJob& job,
+                                                               const comm::Comm& world,
+                                                               const Groups& groups,
+                                                               std::span<const double> params,
+                                                               const models::EvalOptions& eval) {
+  if (job.test.size() == 0) return {};
+  const TraceSpan span("evaluation");
+  const std::size_t num_outputs = job.model->outputs();
+  const auto [v0, v1] = my_share(groups, job.test.size());
+  std::vector<std::size_t> mine(v1 - v0);
+  std::iota(mine.begin(), mine.end(), v0);
+  const std::vector<double> p =
+      gather_groups(world, groups, job.model->predict(params, job.test, mine, eval));
+  double vl = 0, va = 0;
+  for (std::size_t i = 0; i < job.test.size(); ++i) {
+    const std::span<const double> pi(&p[i * num_outputs], num_outputs);
+    vl += job.loss.value(pi, job.test.y[i]);
+    va += ml::correct(pi, job.test.y[i]);
+  }
+  const auto tests = static_cast<double>(job.test.size());
+  return {{"val_loss", vl / tests}, {"val_accuracy", va / tests}};
+}
+
+// The epoch's readout values as TensorBoard histograms ("readouts/Z4"); the
+// values are moved out.
+std::vector<std::pair<std::string, std::vector<double>>> readout_histograms(
+    const models::HybridModel& model, std::vector<std::vector<double>>& values) {
+  std::vector<std::pair<std::string, std::vector<double>>> histograms;
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    std::string name = model.readouts()[k].to_string();  // "1*Z4" -> "Z4"
+    if (name.rfind("1*", 0) == 0) name = name.substr(2);
+    histograms.push_back({"readouts/" + name, std::move(values[k])});
+    values[k].clear();
+  }
+  return histograms;
+}
+
+// weights.h5 and result.json of a finished supervised run.
+void write_result(const RunDir& dir, const io::Config& config, const ml::ParamLayout& layout,
+                  const io::TrainingState& s, int epochs, int ranks,
+                  const std::vector<std::pair<std::string, double>>& final_metrics,
+                  double train_time_s) {
+  io::save_weights(dir.file("weights.h5"), config.kind(), layout, s.params);
+  std::ostringstream os;
+  JsonWriter w(os);
+  w.begin_object().key("job").value(config.kind()).key("epochs").value(epochs);
+  w.key("steps").value(static_cast<long long>(s.step)).key("ranks").value(ranks);
+  for (const auto& [k, v] : final_metrics) w.key(k).value(v);
+  w.key("train_time_s").value(train_time_s).key("weights").value("weights.h5");
+  w.end_object();
+  dir.write_text("result.json", os.str() + "\n");
+}
+
 int train_supervised(const io::Config& config, const TrainOptions& options, std::ostream& out) {
   const comm::Comm& world = comm::Comm::world();
   const bool root = world.root();
   const SupervisedJob job = make_supervised_job(config);
   const models::HybridModel& model = *job.model;
   const ml::ParamLayout& layout = model.layout();
-  models::EvalOptions eval = eval_options(config, world.local_size());
-  use_backend(eval, world.local_rank());
   const Groups groups = make_groups(world, config);
-  if (groups.state) {
-    if (eval.backend != Backend::cpu) config.fail("job.state_ranks", "needs backend = \"cpu\"");
-    distributed::slice_bits(groups.state->size(), model.num_qubits(), "job.state_ranks");
-    eval.state_group = groups.state.get();
-  }
-  const auto seed = static_cast<std::uint64_t>(config.get_int("job.seed", 0, INT64_MAX));
-  const auto epochs = static_cast<int>(config.get_int("train.epochs", 1, 1000000));
-  const auto batch = static_cast<std::size_t>(config.get_int("train.batch_size", 1, 1 << 30));
-  const bool shuffle = config.get_bool("train.shuffle");
-  const double lr0 = config.get_double("train.learning_rate", 0, 1e6);
-  const double decay = config.get_double("train.lr_decay", 0, 1e6);
-  const auto decay_epochs = static_cast<int>(config.get_int("train.lr_decay_epochs", 1, 1000000));
-  const std::int64_t every = config.get_int("train.checkpoint_every", 0, INT64_MAX);
-  const auto keep = static_cast<int>(config.get_int("train.keep_checkpoints", 1, 1000000));
+  const models::EvalOptions eval = group_eval_options(config, world, groups, model.num_qubits());
+  const TrainSettings t = train_settings(config);
+  const int epochs = t.epochs, keep = t.keep_checkpoints;
+  const std::size_t batch = t.batch_size;
+  const std::int64_t every = t.checkpoint_every;
   ml::Optimizer opt(optimizer_config(config), layout.size(), "train.optimizer");
 
   // Rank 0 alone touches the run directory; the others get the state from it.
@@ -238,22 +349,12 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     s = start_state(config, *dir, layout, options, out, &resumed);
   }
   share_state(world, s, resumed);
-  // A finished run resumed: nothing left to train, and what it wrote stays as it is.
-  std::vector<double> finished = {resumed && s.epoch >= epochs && root &&
-                                          std::filesystem::exists(dir->file("result.json"))
-                                      ? 1.0
-                                      : 0.0};
-  world.broadcast(finished);
-  if (finished[0] != 0) {
-    if (!options.quiet && root)
-      out << "The run has finished (" << epochs
-          << " epochs); its results: " << dir->location("result.json") << "\n";
+  if (finished_run(world, dir ? &*dir : nullptr, resumed && s.epoch >= epochs, options, out))
     return 0;
-  }
   if (resumed) {
     opt.set_state(s.optimizer);
   } else {
-    Rng rng(seed);
+    Rng rng(t.seed);
     s.params.assign(layout.size(), 0.0);
     model.init(s.params, rng);
     s.rng = rng.state();
@@ -263,29 +364,20 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
   RunOutputs outputs(world, root ? &*dir : nullptr, resumed, s.step, s.epoch, options.trace);
   const bool quiet = options.quiet || !root;
   Progress progress(out, stdout_is_terminal(), quiet);
-  if (!quiet && !resumed)
-    out << config.kind() << ": " << layout.size() << " parameters, " << model.num_qubits()
-        << " qubits, " << job.train.size() << " training and " << job.test.size()
-        << " test examples, " << world.size() << (world.size() == 1 ? " rank, " : " ranks, ")
-        << (groups.state ? std::to_string(groups.count) + " state groups of " +
-                               std::to_string(groups.state->size()) + ", "
-                         : std::string())
-        << eval.threads << " threads" << (world.size() == 1 ? ", " : " per rank, ")
-        << precision_name(eval.precision) << "\n";
+  if (!quiet && !resumed) print_banner(out, config, job, world, groups, eval);
 
-  const std::size_t n = job.train.size(), width = model.row_width();
-  const std::size_t grad_at = model.grad_offset(), readouts = model.readouts().size();
-  const std::size_t num_outputs = model.outputs(), readout_at = model.readout_offset();
-  std::vector<std::vector<double>> readout_values(readouts);  // this epoch's, for histograms
+  const std::size_t n = job.train.size();
+  std::vector<std::vector<double>> readout_values(model.readouts().size());  // for histograms
   const int steps_per_epoch = static_cast<int>((n + batch - 1) / batch);
   std::vector<double> grad(layout.size());
   std::vector<std::pair<std::string, double>> final_metrics;
   std::int64_t steps_here = 0;
   const auto t_start = Clock::now();
   for (; s.epoch < epochs; ++s.epoch) {
-    const double lr = ml::step_learning_rate(lr0, decay, decay_epochs, static_cast<int>(s.epoch));
+    const double lr = ml::step_learning_rate(t.learning_rate, t.lr_decay, t.lr_decay_epochs,
+                                             static_cast<int>(s.epoch));
     const std::vector<std::size_t> order =
-        ml::epoch_order(n, seed, static_cast<int>(s.epoch), shuffle);
+        ml::epoch_order(n, t.seed, static_cast<int>(s.epoch), t.shuffle);
     progress.begin_epoch(static_cast<int>(s.epoch) + 1, epochs, steps_per_epoch);
     const auto t_epoch = Clock::now();
     for (; s.step_in_epoch < steps_per_epoch; ++s.step_in_epoch) {
@@ -325,18 +417,8 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
       double loss = 0, correct = 0;
       {
         const TraceSpan span("optimizer");
-        std::fill(grad.begin(), grad.end(), 0.0);
-        for (std::size_t i = 0; i < m; ++i) {
-          const double* row = &rows[i * width];
-          loss += row[models::HybridModel::kLossOffset];
-          correct += ml::correct(
-              std::span<const double>(row + models::HybridModel::kPredictionOffset, num_outputs),
-              job.train.y[order[b0 + i]]);
-          for (std::size_t k = 0; root && k < readouts; ++k)  // rank 0 writes the histograms
-            readout_values[k].push_back(row[readout_at + k]);
-          for (std::size_t k = 0; k < layout.size(); ++k) grad[k] += row[grad_at + k];
-        }
-        for (double& g : grad) g /= static_cast<double>(m);
+        std::tie(loss, correct) =
+            sum_rows(model, job.train, rows, order, b0, m, grad, root ? &readout_values : nullptr);
         opt.step(s.params, grad, lr);
       }
       check_finite(loss, s.params, "the loss", s.step + 1, s.epoch + 1);
@@ -365,34 +447,13 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     }
     std::vector<std::pair<std::string, double>> metrics = {{"loss", s.sums[0] / s.sums[2]},
                                                            {"accuracy", s.sums[1] / s.sums[2]}};
-    if (job.test.size() > 0) {
-      const TraceSpan span("evaluation");
-      const auto [v0, v1] = my_share(groups, job.test.size());
-      std::vector<std::size_t> mine(v1 - v0);
-      std::iota(mine.begin(), mine.end(), v0);
-      const std::vector<double> p =
-          gather_groups(world, groups, model.predict(s.params, job.test, mine, eval));
-      double vl = 0, va = 0;
-      for (std::size_t i = 0; i < job.test.size(); ++i) {
-        const std::span<const double> pi(&p[i * num_outputs], num_outputs);
-        vl += job.loss.value(pi, job.test.y[i]);
-        va += ml::correct(pi, job.test.y[i]);
-      }
-      const auto tests = static_cast<double>(job.test.size());
-      metrics.push_back({"val_loss", vl / tests});
-      metrics.push_back({"val_accuracy", va / tests});
-    }
+    for (const auto& m : validation_metrics(job, world, groups, s.params, eval))
+      metrics.push_back(m);
     progress.end_epoch(metrics);
     metrics.push_back({"learning_rate", lr});
     metrics.push_back({"epoch_time_s", seconds_since(t_epoch)});
-    std::vector<std::pair<std::string, std::vector<double>>> histograms;
-    for (std::size_t k = 0; k < readouts; ++k) {
-      std::string name = model.readouts()[k].to_string();  // "1*Z4" -> "Z4"
-      if (name.rfind("1*", 0) == 0) name = name.substr(2);
-      histograms.push_back({"readouts/" + name, readout_values[k]});
-      readout_values[k].clear();
-    }
-    outputs.epoch(s.epoch + 1, s.step, metrics, layout, s.params, histograms);
+    outputs.epoch(s.epoch + 1, s.step, metrics, layout, s.params,
+                  readout_histograms(model, readout_values));
     final_metrics = metrics;
     s.step_in_epoch = 0;
     s.sums.assign(3, 0.0);
@@ -406,15 +467,8 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
   outputs.finish();
   if (!root) return 0;
 
-  io::save_weights(dir->file("weights.h5"), config.kind(), layout, s.params);
-  std::ostringstream os;
-  JsonWriter w(os);
-  w.begin_object().key("job").value(config.kind()).key("epochs").value(epochs);
-  w.key("steps").value(static_cast<long long>(s.step)).key("ranks").value(world.size());
-  for (const auto& [k, v] : final_metrics) w.key(k).value(v);
-  w.key("train_time_s").value(seconds_since(t_start)).key("weights").value("weights.h5");
-  w.end_object();
-  dir->write_text("result.json", os.str() + "\n");
+  write_result(*dir, config, layout, s, epochs, world.size(), final_metrics,
+               seconds_since(t_start));
   if (!quiet) {
     out << "Finished " << epochs << " epochs (" << s.step << " steps):";
     for (const auto& [k, v] : final_metrics) out << " " << k << " " << v;
@@ -435,7 +489,7 @@ index_t report_qaoa(const models::QaoaMaxCut& m, const io::Config& config,
                     std::span<const double> params, const models::EvalOptions& eval, double cost,
                     JsonWriter& w, std::ostream& out, bool quiet) {
   const std::int64_t shots = config.get_int("model.samples", 0, std::int64_t{1} << 32);
-  const auto seed = static_cast<std::uint64_t>(config.get_int("job.seed", 0, INT64_MAX));
+  const std::uint64_t seed = train_settings(config).seed;
   const models::QaoaMaxCut::Readout r = m.readout(params, shots, seed, eval);
   const models::QaoaMaxCut::Cut opt = m.max_cut(eval.threads);
   const int n = m.graph().nodes;
@@ -476,21 +530,14 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   const comm::Comm& world = comm::Comm::world();
   const auto model = make_qaoa_job(config);
   const ml::ParamLayout& layout = model->layout();
-  models::EvalOptions eval = eval_options(config, world.local_size());
-  use_backend(eval, world.local_rank());
   const Groups groups = make_groups(world, config);  // one restart per state group
-  if (groups.state) {
-    if (eval.backend != Backend::cpu) config.fail("job.state_ranks", "needs backend = \"cpu\"");
-    distributed::slice_bits(groups.state->size(), model->graph().nodes, "job.state_ranks");
-    eval.state_group = groups.state.get();
-  }
+  const models::EvalOptions eval = group_eval_options(config, world, groups, model->graph().nodes);
   const bool restarts = groups.count > 1;
-  const auto seed = static_cast<std::uint64_t>(config.get_int("job.seed", 0, INT64_MAX)) +
-                    static_cast<std::uint64_t>(groups.index);
-  const std::int64_t steps = config.get_int("train.steps", 0, 1000000000);
-  const double lr = config.get_double("train.learning_rate", 0, 1e6);
-  const std::int64_t every = config.get_int("train.checkpoint_every", 0, INT64_MAX);
-  const auto keep = static_cast<int>(config.get_int("train.keep_checkpoints", 1, 1000000));
+  const TrainSettings t = train_settings(config);
+  const std::uint64_t seed = t.seed + static_cast<std::uint64_t>(groups.index);
+  const std::int64_t steps = t.steps, every = t.checkpoint_every;
+  const double lr = t.learning_rate;
+  const int keep = t.keep_checkpoints;
   const double scale = config.get_double("model.init_scale", 0, 1e6);
   ml::Optimizer opt(optimizer_config(config), layout.size(), "train.optimizer");
 
