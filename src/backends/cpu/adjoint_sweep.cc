@@ -199,6 +199,199 @@ class ChunkObservable {
   };
   std::vector<Term> terms_;
 };
+
+// The sweep's plan for one cache-blocked segment (steps [s.begin, s.end) of
+// the reversed gates): each step's prepared gate in the chunk's frame, its
+// place in the partial sums, whether it writes back, and the runs that take
+// several steps in one pass. Built once; run_segment executes it per chunk.
+template <class R>
+struct SegmentSchedule {
+  const std::vector<BoundGate>& rev;  // the reversed gates (global)
+  int begin, len;
+  ChunkLayout layout;
+  int b;
+  std::vector<BoundGate> local;
+  std::vector<KernelGate> kg;
+  std::vector<std::unique_ptr<OutsideDiagonal<R>>> outside;
+  std::vector<std::unique_ptr<PreparedGates<R>>> prepared;
+  std::vector<int> orig;    // step j's index in the caller's gate list
+  std::vector<int> slot;    // index into the partial sums, -1: not measured
+  std::vector<char> write;  // undone on both states
+  std::vector<char> real_part;
+  int nmeasure = 0;
+  // false: the chunks need not go back (only peeks; or the sweep's last
+  // segment, after which nothing reads either state unless undo_all).
+  bool writes = false;
+  bool forms = false;        // lambda = H phi formed in this segment's chunks
+  bool lambda_back = false;  // lambda goes back to memory
+  std::optional<ChunkObservable> observable;
+  // Runs of two or more measured diagonal steps without controls, alike in
+  // writing back, from step j: one pass each (diagonal_run).
+  std::vector<std::vector<DiagonalStep<R>>> diagonal_runs;
+  std::optional<PermutationRuns> runs;
+  std::optional<SignRuns> signs;
+  int first = 0;  // steps before it: a permutation acting on phi alone
+
+  SegmentSchedule(const std::vector<BoundGate>& reversed, const std::vector<int>& orig_index,
+                  const std::vector<char>& measure, const std::vector<char>& needed,
+                  const Segment& s, const KernelSet& kernels, bool last, bool undo_all,
+                  const PauliSum* form_h)
+      : rev(reversed), begin(s.begin), len(s.end - s.begin), layout(s.qubits), b(layout.b) {
+    outside = localize<R>(rev, s.begin, s.end, layout, kernels, local, kg);
+    slot.assign(static_cast<std::size_t>(len), -1);
+    write.assign(static_cast<std::size_t>(len), 0);
+    real_part.assign(static_cast<std::size_t>(len), 0);
+    for (int j = 0; j < len; ++j) {
+      const int i = orig_index[static_cast<std::size_t>(begin + j)];
+      orig.push_back(i);
+      prepared.push_back(outside[j] ? nullptr
+                                    : std::make_unique<PreparedGates<R>>(kernels, &kg[j], 1, b));
+      if (measure[i]) slot[j] = nmeasure++;
+      write[j] = needed[i];
+      real_part[j] = measure[i] == kMeasureRealPart;
+      writes = writes || write[j];
+    }
+    if (last && !undo_all) writes = false;
+    forms = form_h != nullptr;
+    lambda_back = writes || (forms && !last);
+    if (forms) observable.emplace(*form_h, layout);
+    diagonal_runs.resize(static_cast<std::size_t>(len));
+    auto in_run = [&](int j) {
+      return slot[j] >= 0 && rev[begin + j].diagonal && (outside[j] || local[j].controls.empty());
+    };
+    for (int j = 0; j < len; ++j) {
+      if (!in_run(j)) continue;
+      int e = j + 1;
+      while (e < len && e - j < kMaxDiagonalRun && in_run(e) && write[e] == write[j]) ++e;
+      for (int i = j; e > j + 1 && i < e; ++i)
+        diagonal_runs[static_cast<std::size_t>(j)].push_back(
+            {prepared[i].get(), outside[i].get(), slot[i], rev[begin + i].dim()});
+    }
+    runs.emplace(local, b, [&](int j) {
+      return slot[j] < 0 && !outside[j];  // unmeasured, the same in every chunk
+    });
+    signs.emplace(rev, begin, len, [&](int j) { return slot[j] < 0 && write[j]; });
+    // A permutation P opening the segment that forms lambda acts on phi alone:
+    // lambda after it is (P H P^dagger)(P phi), one permutation pass fewer.
+    first = forms && runs->end[0] > 0 && (writes || last) ? runs->end[0] : 0;
+    if (first > 0) observable->conjugate(*runs->start[0]);
+  }
+};
+
+// The schedule's steps on the chunk at `base` (phi and lambda in pc, lc);
+// partial: this chunk's sums. Returns the chunk's part of <phi|H|phi> when the
+// segment forms lambda.
+template <class R>
+double run_chunk(const SegmentSchedule<R>& sc, const KernelSet& kernels, index_t base,
+                 ChunkBuffers<R>& pc, ChunkBuffers<R>& lc, Matrix* partial,
+                 std::vector<double>& sums) {
+  double expval = 0;
+  if (sc.first > 0) pc.permute(*sc.runs->start[0]);
+  if (sc.forms)  // <phi|H|phi> = <P phi|P H P^dagger|P phi>: the same sum either way.
+    expval = apply_pauli_sum(sc.observable->at(base), pc.cur, lc.cur, sc.b, 1);
+  const int b = sc.b;
+  for (int j = sc.first; j < sc.len; ++j) {
+    if (sc.runs->end[j] > j) {
+      ChunkBuffers<R>::permute_both(pc, lc, *sc.runs->start[j]);
+      j = sc.runs->end[j] - 1;
+      continue;
+    }
+    R* const ph = pc.cur;
+    R* const la = lc.cur;
+    if (sc.signs->end[j] > j) {
+      apply_signs(kernels, sc.signs->local(j, sc.layout, base), ph, la, b);
+      j = sc.signs->end[j] - 1;
+      continue;
+    }
+    const std::vector<DiagonalStep<R>>& run = sc.diagonal_runs[static_cast<std::size_t>(j)];
+    if (!run.empty() && diagonal_run(run, base, la, ph, partial, sc.write[j], sums)) {
+      j += static_cast<int>(run.size()) - 1;
+      continue;
+    }
+    const int slot = sc.slot[j];
+    if (sc.outside[j]) {
+      outside_step(*sc.outside[j], base, b, la, ph, slot < 0 ? nullptr : &partial[slot],
+                   sc.rev[sc.begin + j].dim(), sc.write[j]);
+      continue;
+    }
+    // Two measured one-qubit gates in a row on different qubits: one pass.
+    if (slot >= 0 && j + 1 < sc.len && sc.slot[j + 1] >= 0 && !sc.outside[j + 1] &&
+        fused_pair(*sc.prepared[j], *sc.prepared[j + 1], la, ph, partial[slot],
+                   partial[sc.slot[j + 1]], sc.write[j] || sc.write[j + 1],
+                   sc.real_part[j] && sc.real_part[j + 1])) {
+      ++j;
+      continue;
+    }
+    if (slot >= 0) {
+      measured_step(*sc.prepared[j], sc.local[j], b, la, ph, partial[slot], sc.write[j],
+                    sc.real_part[j] != 0);
+      continue;
+    }
+    if (!sc.write[j]) continue;
+    sc.prepared[j]->run(ph, 1);
+    sc.prepared[j]->run(la, 1);
+  }
+  return expval;
+}
+
+// The schedule over every chunk of phi and lambda (chunks split over the
+// threads), then each measured step's sums over the chunks in a fixed order
+// into out. Returns <phi|H|phi> when the segment forms lambda, else 0.
+template <class R>
+double run_segment(const SegmentSchedule<R>& sc, const KernelSet& kernels, R* phi_amps, R* lam_amps,
+                   int n, int threads_given, bool streaming, std::vector<Matrix>& out) {
+  const int b = sc.b;
+  const std::int64_t nchunks = std::int64_t{1} << (n - b);
+  const std::size_t nmeasure = static_cast<std::size_t>(sc.nmeasure);
+  std::vector<Matrix> partial(static_cast<std::size_t>(nchunks) * nmeasure);
+  std::vector<double> chunk_expval(sc.forms ? static_cast<std::size_t>(nchunks) : 0);
+  const int threads = nchunks >= 2 ? threads_given : 1;
+#pragma omp parallel num_threads(threads)
+  {
+    const bool copy = !sc.layout.contiguous();
+    AlignedBuffer<R> pb(copy ? std::size_t{2} << b : 0), lb(copy ? std::size_t{2} << b : 0);
+    // Composed permutations write out of place, into each vector's spare buffer.
+    const std::size_t spare = sc.runs->count ? std::size_t{2} << b : 0;
+    AlignedBuffer<R> ps(spare), ls(spare);
+    std::vector<double> sums;  // diagonal_run's scratch
+#pragma omp for schedule(static)
+    for (std::int64_t c = 0; c < nchunks; ++c) {
+      const index_t base = sc.layout.base(c);
+      ChunkBuffers<R> pc{copy ? pb.data() : phi_amps + 2 * base, ps.data(), nullptr};
+      ChunkBuffers<R> lc{copy ? lb.data() : lam_amps + 2 * base, ls.data(), nullptr};
+      pc.cur = pc.home;
+      lc.cur = lc.home;
+      if (copy) sc.layout.gather(pc.cur, phi_amps, base);
+      if (copy && !sc.forms) sc.layout.gather(lc.cur, lam_amps, base);
+      const double e = run_chunk(sc, kernels, base, pc, lc,
+                                 partial.data() + static_cast<std::size_t>(c) * nmeasure, sums);
+      if (sc.forms) chunk_expval[static_cast<std::size_t>(c)] = e;
+      if (copy) {
+        if (sc.writes) sc.layout.scatter(pc.cur, phi_amps, base, streaming);
+        if (sc.lambda_back) sc.layout.scatter(lc.cur, lam_amps, base, streaming);
+      } else if (sc.writes) {  // in place (lambda too when formed; untouched if !writes)
+        pc.settle(b);
+        lc.settle(b);
+      }
+    }
+  }
+  double expval = 0;
+  for (double e : chunk_expval) expval += e;  // in chunk order
+  for (int j = 0; j < sc.len; ++j) {          // fixed-order sums over chunks
+    if (sc.slot[j] < 0) continue;
+    const BoundGate& g = sc.rev[sc.begin + j];
+    const std::size_t dim = g.dim();
+    Matrix sum(g.diagonal ? dim : dim * dim, 0.0);  // partials: a diagonal's diagonal
+    for (std::int64_t c = 0; c < nchunks; ++c) {
+      const Matrix& m =
+          partial[static_cast<std::size_t>(c) * nmeasure + static_cast<std::size_t>(sc.slot[j])];
+      for (std::size_t e = 0; e < sum.size(); ++e) sum[e] += m[e];
+    }
+    out[static_cast<std::size_t>(sc.orig[static_cast<std::size_t>(j)])] = std::move(sum);
+  }
+  return expval;
+}
+
 }  // namespace
 
 template <class R>
@@ -286,160 +479,13 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
       direct(s.begin, s.end);
       continue;
     }
-    const ChunkLayout layout(s.qubits);
-    const int b = layout.b;
-    const int len = s.end - s.begin;
-    std::vector<BoundGate> local;
-    std::vector<KernelGate> kg;
-    const std::vector<std::unique_ptr<OutsideDiagonal<R>>> outside =
-        localize<R>(rev, s.begin, s.end, layout, *kernels_, local, kg);
-    std::vector<std::unique_ptr<PreparedGates<R>>> prepared;
-    std::vector<int> slot(static_cast<std::size_t>(len), -1);  // index into the partial sums
-    std::vector<char> write(static_cast<std::size_t>(len), 0);
-    std::vector<char> real_part(static_cast<std::size_t>(len), 0);
-    int nmeasure = 0;
-    // false: the chunks need not go back (only peeks; or the sweep's last
-    // segment, after which nothing reads either state unless undo_all).
-    bool writes = false;
-    for (int j = 0; j < len; ++j) {
-      prepared.push_back(outside[j] ? nullptr
-                                    : std::make_unique<PreparedGates<R>>(*kernels_, &kg[j], 1, b));
-      if (measure[orig(s.begin + j)]) slot[j] = nmeasure++;
-      write[j] = needed[orig(s.begin + j)];
-      real_part[j] = measure[orig(s.begin + j)] == kMeasureRealPart;
-      writes = writes || write[j];
-    }
     const bool last = &s == &plan.segments.back();
-    if (last && !undo_all) writes = false;
-    // This segment forms lambda (form, first segment): lambda goes back to
-    // memory whenever a later segment reads it.
     const bool forms = form && &s == &plan.segments.front();
-    const bool lambda_back = writes || (forms && !last);
-    std::optional<ChunkObservable> observable;
-    if (forms) observable.emplace(*h, layout);
-    std::vector<double> chunk_expval(forms ? static_cast<std::size_t>(std::int64_t{1} << (n_ - b))
-                                           : 0);
-    // Runs of two or more measured diagonal steps without controls, alike in
-    // writing back, from step j: one pass each (diagonal_run), where the
-    // kernels take them.
-    std::vector<std::vector<DiagonalStep<R>>> diagonal_runs(static_cast<std::size_t>(len));
-    auto in_run = [&](int j) {
-      return slot[j] >= 0 && rev[s.begin + j].diagonal && (outside[j] || local[j].controls.empty());
-    };
-    for (int j = 0; j < len; ++j) {
-      if (!in_run(j)) continue;
-      int e = j + 1;
-      while (e < len && e - j < kMaxDiagonalRun && in_run(e) && write[e] == write[j]) ++e;
-      for (int i = j; e > j + 1 && i < e; ++i)
-        diagonal_runs[static_cast<std::size_t>(j)].push_back(
-            {prepared[i].get(), outside[i].get(), slot[i], rev[s.begin + i].dim()});
-    }
-    const PermutationRuns runs(local, b, [&](int j) {
-      return slot[j] < 0 && !outside[j];  // unmeasured, the same in every chunk
-    });
-    const SignRuns signs(rev, s.begin, len, [&](int j) { return slot[j] < 0 && write[j]; });
-    // A permutation P opening the segment that forms lambda acts on phi alone:
-    // lambda after it is (P H P^dagger)(P phi), one permutation pass fewer.
-    const int first = forms && runs.end[0] > 0 && (writes || last) ? runs.end[0] : 0;
-    if (first > 0) observable->conjugate(*runs.start[0]);
-    const std::int64_t nchunks = std::int64_t{1} << (n_ - b);
-    std::vector<Matrix> partial(static_cast<std::size_t>(nchunks * nmeasure));
-    R* phi_amps = amps_.data();
-    R* lam_amps = lambda.amps_.data();
-    const bool streaming =
-        streaming_stores_pay(streaming_, (std::size_t{4} << n_) * sizeof(R));  // phi and lambda
-    const int threads = nchunks >= 2 ? threads_ : 1;
-#pragma omp parallel num_threads(threads)
-    {
-      const bool copy = !layout.contiguous();
-      AlignedBuffer<R> pb(copy ? std::size_t{2} << b : 0), lb(copy ? std::size_t{2} << b : 0);
-      // Composed permutations write out of place, into each vector's spare buffer.
-      const std::size_t spare = runs.count ? std::size_t{2} << b : 0;
-      AlignedBuffer<R> ps(spare), ls(spare);
-      std::vector<double> sums;  // diagonal_run's scratch
-#pragma omp for schedule(static)
-      for (std::int64_t c = 0; c < nchunks; ++c) {
-        const index_t base = layout.base(c);
-        ChunkBuffers<R> pc{copy ? pb.data() : phi_amps + 2 * base, ps.data(), nullptr};
-        ChunkBuffers<R> lc{copy ? lb.data() : lam_amps + 2 * base, ls.data(), nullptr};
-        pc.cur = pc.home;
-        lc.cur = lc.home;
-        if (copy) layout.gather(pc.cur, phi_amps, base);
-        if (first > 0) pc.permute(*runs.start[0]);
-        if (forms) {
-          // <phi|H|phi> = <P phi|P H P^dagger|P phi>: the same sum either way.
-          chunk_expval[static_cast<std::size_t>(c)] =
-              apply_pauli_sum(observable->at(base), pc.cur, lc.cur, b, 1);
-        } else if (copy) {
-          layout.gather(lc.cur, lam_amps, base);
-        }
-        for (int j = first; j < len; ++j) {
-          if (runs.end[j] > j) {
-            ChunkBuffers<R>::permute_both(pc, lc, *runs.start[j]);
-            j = runs.end[j] - 1;
-            continue;
-          }
-          R* const ph = pc.cur;
-          R* const la = lc.cur;
-          if (signs.end[j] > j) {
-            apply_signs(*kernels_, signs.local(j, layout, base), ph, la, b);
-            j = signs.end[j] - 1;
-            continue;
-          }
-          const std::vector<DiagonalStep<R>>& run = diagonal_runs[static_cast<std::size_t>(j)];
-          if (!run.empty() &&
-              diagonal_run(run, base, la, ph, &partial[static_cast<std::size_t>(c * nmeasure)],
-                           write[j], sums)) {
-            j += static_cast<int>(run.size()) - 1;
-            continue;
-          }
-          if (outside[j]) {
-            outside_step(
-                *outside[j], base, b, la, ph,
-                slot[j] < 0 ? nullptr : &partial[static_cast<std::size_t>(c * nmeasure + slot[j])],
-                rev[s.begin + j].dim(), write[j]);
-            continue;
-          }
-          // Two measured one-qubit gates in a row on different qubits: one pass.
-          if (slot[j] >= 0 && j + 1 < len && slot[j + 1] >= 0 && !outside[j + 1] &&
-              fused_pair(*prepared[j], *prepared[j + 1], la, ph,
-                         partial[static_cast<std::size_t>(c * nmeasure + slot[j])],
-                         partial[static_cast<std::size_t>(c * nmeasure + slot[j + 1])],
-                         write[j] || write[j + 1], real_part[j] && real_part[j + 1])) {
-            ++j;
-            continue;
-          }
-          if (slot[j] >= 0) {
-            measured_step(*prepared[j], local[j], b, la, ph,
-                          partial[static_cast<std::size_t>(c * nmeasure + slot[j])], write[j],
-                          real_part[j] != 0);
-            continue;
-          }
-          if (!write[j]) continue;
-          prepared[j]->run(ph, 1);
-          prepared[j]->run(la, 1);
-        }
-        if (copy) {
-          if (writes) layout.scatter(pc.cur, phi_amps, base, streaming);
-          if (lambda_back) layout.scatter(lc.cur, lam_amps, base, streaming);
-        } else if (writes) {  // in place (lambda too when formed; untouched if !writes)
-          pc.settle(b);
-          lc.settle(b);
-        }
-      }
-    }
-    for (double e : chunk_expval) expval += e;  // in chunk order
-    for (int j = 0; j < len; ++j) {             // fixed-order sums over chunks
-      if (slot[j] < 0) continue;
-      const BoundGate& g = rev[s.begin + j];
-      const std::size_t dim = g.dim();
-      Matrix sum(g.diagonal ? dim : dim * dim, 0.0);  // partials: a diagonal's diagonal
-      for (std::int64_t c = 0; c < nchunks; ++c) {
-        const Matrix& m = partial[static_cast<std::size_t>(c * nmeasure + slot[j])];
-        for (std::size_t e = 0; e < sum.size(); ++e) sum[e] += m[e];
-      }
-      out[orig(s.begin + j)] = std::move(sum);
-    }
+    const SegmentSchedule<R> schedule(rev, orig_index, measure, needed, s, *kernels_, last,
+                                      undo_all, forms ? h : nullptr);
+    expval +=
+        run_segment(schedule, *kernels_, amps_.data(), lambda.amps_.data(), n_, threads_,
+                    streaming_stores_pay(streaming_, (std::size_t{4} << n_) * sizeof(R)), out);
   }
   return expval;
 }
