@@ -110,6 +110,25 @@ void fold(BoundGate& acc, const BoundGate& g) {
   apply_local(g, pos.data(), ctrl, acc.matrix.data(), k + shift);
 }
 
+// next[gi]: the next gate on each of gi's wires, for fusion's one-step
+// lookahead (-1: none; one entry when both wires' next gate is the same). Only
+// gates of at most two wires use it (a block on a pair), so two entries suffice.
+std::vector<std::array<int, 2>> next_gates(const std::vector<BoundGate>& gates) {
+  std::vector<int> next_on(64, -1);
+  std::vector<std::array<int, 2>> next(gates.size(), {-1, -1});
+  for (int gi = static_cast<int>(gates.size()) - 1; gi >= 0; --gi) {
+    const index_t m = gates[gi].wire_mask();
+    int k = 0;
+    for (index_t r = m; r != 0; r &= r - 1) {
+      const int q = std::countr_zero(r);
+      if (k < 2 && next_on[q] >= 0 && (k == 0 || next[gi][0] != next_on[q]))
+        next[gi][k++] = next_on[q];
+      next_on[q] = gi;
+    }
+  }
+  return next;
+}
+
 }  // namespace
 
 std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOptions& options) {
@@ -180,21 +199,7 @@ std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOpt
     for (index_t r = blocks[slot].mask; r != 0; r &= r - 1) open[std::countr_zero(r)] = slot;
   };
   auto by_first = [&](int a, int b) { return blocks[a].first < blocks[b].first; };
-  // next2[gi]: the next gate on each of gi's wires, for the one-step lookahead
-  // (-1: none; one entry when both wires' next gate is the same). Only gates of
-  // at most two wires use it (a block on a pair), so two entries suffice.
-  std::vector<int> next_on(64, -1);
-  std::vector<std::array<int, 2>> next2(gates.size(), {-1, -1});
-  for (int gi = static_cast<int>(gates.size()) - 1; gi >= 0; --gi) {
-    const index_t m = gates[gi].wire_mask();
-    int k = 0;
-    for (index_t r = m; r != 0; r &= r - 1) {
-      const int q = std::countr_zero(r);
-      if (k < 2 && next_on[q] >= 0 && (k == 0 || next2[gi][0] != next_on[q]))
-        next2[gi][k++] = next_on[q];
-      next_on[q] = gi;
-    }
-  }
+  const std::vector<std::array<int, 2>> next2 = next_gates(gates);  // the lookahead
 
   std::vector<int> touched;  // per gate: the open blocks on its wires
   for (int gi = 0; gi < static_cast<int>(gates.size()); ++gi) {
