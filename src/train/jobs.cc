@@ -283,7 +283,7 @@ void make_hybrid_job(const io::Config& c, std::uint64_t seed, SupervisedJob& job
 
 SupervisedJob make_supervised_job(const io::Config& c) {
   SupervisedJob job;
-  const auto seed = static_cast<std::uint64_t>(c.get_int("job.seed", 0, INT64_MAX));
+  const std::uint64_t seed = train_settings(c).seed;
   job.loss =
       ml::Loss::parse(c.get_choice("train.loss", {"mse", "margin_ranking", "hinge", "bce", "cce"}),
                       c.get_double("train.margin", -1e9, 1e9), "train.loss");

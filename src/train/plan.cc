@@ -122,9 +122,10 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
     return p.fits && whole_fits;
   };
   const auto t0 = Clock::now();
+  const TrainSettings t = train_settings(c);
   if (c.kind() == "qaoa") {
     const auto model = make_qaoa_job(c);
-    p.steps_per_epoch = c.get_int("train.steps", 0, 1000000000);
+    p.steps_per_epoch = t.steps;
     p.epochs = 1;
     if (sizes(model->graph().nodes, 2)) {
       std::vector<double> params(model->layout().size(), 0.1), grad(params.size());
@@ -133,14 +134,14 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
   } else {
     const SupervisedJob job = make_supervised_job(c);
     const models::HybridModel& model = *job.model;
-    const auto batch = c.get_int("train.batch_size", 1, 1 << 30);
+    const auto batch = static_cast<std::int64_t>(t.batch_size);
     const auto n = static_cast<std::int64_t>(job.train.size());
     const std::int64_t share = ceil_div(std::min(batch, n), groups);
     const bool per_thread =
         p.state_ranks == 1 &&
         model.one_example_per_thread(static_cast<std::size_t>(share), p.threads, eval.backend);
     p.steps_per_epoch = ceil_div(n, batch);
-    p.epochs = c.get_int("train.epochs", 1, 1000000);
+    p.epochs = t.epochs;
     if (sizes(model.num_qubits(), 2 * (per_thread ? p.threads : 1))) {
       p.step_s = share_time(model, job.train, share, job.loss, eval, true);
       const auto test = static_cast<std::int64_t>(job.test.size());
