@@ -1,9 +1,14 @@
 #include "train/run_dir.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -147,6 +152,40 @@ std::int64_t field(const std::string& line, const std::string& key) {
   return std::atoll(line.c_str() + p + key.size() + 3);
 }
 }  // namespace
+
+RunLock::RunLock(const RunDir& dir) {
+  if (dir.in_bucket()) return;
+  const std::string path = dir.file(".lock");
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error(path + ": cannot open the run's lock file: " + std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char holder[256] = {};
+    const ssize_t got = ::pread(fd_, holder, sizeof holder - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    if (err != EWOULDBLOCK)
+      throw Error(path + ": cannot lock the run directory: " + std::strerror(err));
+    std::string who = got > 0 ? std::string(holder, static_cast<std::size_t>(got)) : "";
+    while (!who.empty() && (who.back() == '\n' || who.back() == '\r')) who.pop_back();
+    throw Error(dir.location() + ": another training process writes this run (" +
+                (who.empty() ? std::string("holder unknown") : printable(who)) +
+                "); wait for it to end, or choose another --run-dir");
+  }
+  char host[HOST_NAME_MAX + 1] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string me = "host " + std::string(host) + ", pid " + std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) != 0 ||
+      ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+    const int err = errno;
+    ::close(fd_);
+    throw Error(path + ": cannot write the run's lock file: " + std::strerror(err));
+  }
+}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
+}
 
 MetricsLog::MetricsLog(const std::string& path, bool resume, std::int64_t step,
                        std::int64_t epochs_done) {

@@ -26,6 +26,8 @@ class RunDir {
   // The local folder files are written to (a bucket's mirror).
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
+  // True for an s3:// run (a local mirror).
+  bool in_bucket() const { return !url_.empty(); }
   // Where a file lives for the user: the folder's path, or its s3:// URL.
   std::string location(const std::string& name = "") const;
   std::string checkpoint_path(std::int64_t step) const;
@@ -48,6 +50,22 @@ class RunDir {
   std::string path_;
   std::string url_;  // the s3:// location, or empty for a folder
   std::unique_ptr<Mirror> mirror_;
+};
+
+// One writer per run directory: an exclusive flock on DIR/.lock, which holds
+// the holder's host and pid; the kernel releases it when the process ends,
+// however it ends. A second trainer on the directory is an Error naming the
+// holder. A bucket's run has a private local mirror per process: no lock
+// (two launchers on one bucket prefix are not detected).
+class RunLock {
+ public:
+  explicit RunLock(const RunDir& dir);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  int fd_ = -1;
 };
 
 // metrics.jsonl, appended one line at a time (flushed, so a killed run keeps

@@ -19,6 +19,7 @@
 #include "io/hdf5_file.h"
 #include "train/jobs.h"
 #include "train/progress.h"
+#include "train/run_dir.h"
 #include "train/trainer.h"
 
 namespace qmlsim::train {
@@ -424,6 +425,28 @@ TEST_F(Training, DamagedNewestCheckpointFallsBackToThePreviousOne) {
   EXPECT_NE(out.str().find("warning: " + newest), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("ckpt-00000003.h5 (step 3)"), std::string::npos) << out.str();
   EXPECT_EQ(weights(c, whole), weights(c, parts));
+}
+
+// One writer per run directory: while another holds the run's lock, a
+// trainer is refused with the holder named, and nothing of the run changes.
+TEST_F(Training, SecondTrainerOnARunDirectoryIsRefused) {
+  const io::Config c = config("qcnn.toml", {"data.qubits=4", "data.rounds=4", "train.epochs=1"});
+  const std::string d = dir("run");
+  {
+    const RunDir held(d);
+    const RunLock lock(held);
+    try {
+      run(c, d);
+      FAIL() << "a second trainer on a locked run directory must be refused";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("another training process writes this run (host "), std::string::npos)
+          << what;
+      EXPECT_NE(what.find("pid " + std::to_string(::getpid())), std::string::npos) << what;
+    }
+    EXPECT_FALSE(fs::exists(d + "/config.toml"));
+  }
+  EXPECT_EQ(run(c, d), 0);  // released with its holder
 }
 
 // --resume of a finished run has nothing to train and leaves its results as

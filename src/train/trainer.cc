@@ -342,10 +342,12 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
 
   // Rank 0 alone touches the run directory; the others get the state from it.
   std::optional<RunDir> dir;
+  std::optional<RunLock> lock;
   bool resumed = false;
   io::TrainingState s;
   if (root) {
     dir.emplace(options.run_dir);
+    lock.emplace(*dir);
     s = start_state(config, *dir, layout, options, out, &resumed);
   }
   share_state(world, s, resumed);
@@ -544,6 +546,8 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   const bool quiet = options.quiet || !world.root();
   const RunDir dir(restarts ? options.run_dir + "/restart-" + std::to_string(groups.index)
                             : options.run_dir);
+  std::optional<RunLock> lock;
+  if (groups.leader) lock.emplace(dir);  // the restart's writer
   bool resumed = false;
   std::ostringstream silent;
   io::TrainingState s = start_state(config, dir, layout, options, quiet ? silent : out, &resumed);
