@@ -294,7 +294,7 @@ XL = pnp.array([0.3, -1.1, 0.8], requires_grad=True)
 
 def test_lightning_operations_are_native():
     """Every operation above reaches the engine as one gate: none is decomposed."""
-    from qmlsim.device import _adjoint_native, _native
+    from qmlsim._pennylane import _adjoint_native, _native
 
     tape = qml.tape.make_qscript(lightning_gates)(XL)
     for op in tape.operations[1:]:
@@ -333,7 +333,7 @@ def test_every_lightning_qubit_operation_is_native():
     import importlib.resources
     import tomllib
 
-    from qmlsim.device import _native
+    from qmlsim._pennylane import _native
 
     toml = importlib.resources.files("pennylane_lightning") / "lightning_qubit" / "lightning_qubit.toml"
     spec = tomllib.loads(toml.read_text())
@@ -459,7 +459,7 @@ def test_adjoint_of_every_table_gate_uses_its_inverse_rule():
     """qml.adjoint(gate) for every gate of the device's gate map runs as the
     gate table's inverse rule (native, not decomposed); the state, global phase
     included, and the adjoint gradient match default.qubit."""
-    from qmlsim.device import _GATES, _adjoint_native
+    from qmlsim._pennylane import _GATES, _adjoint_native
 
     dev = qml.device("qmlsim.qubit", wires=4)
     ref_dev = qml.device("default.qubit", wires=4)
