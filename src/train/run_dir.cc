@@ -199,17 +199,22 @@ MetricsLog::MetricsLog(const std::string& path, bool resume, std::int64_t step,
       if (keep) kept += line + "\n";
     }
   }
-  {
-    std::ofstream rewrite(path, std::ios::trunc);
+  // Rewritten by way of a temporary file: a kill here keeps the whole history.
+  io::write_atomically(path, [&](const std::string& tmp) {
+    std::ofstream rewrite(tmp, std::ios::trunc);
     rewrite << kept;
-    if (!rewrite) throw Error(path + ": cannot write");
-  }
+    rewrite.close();
+    if (!rewrite) throw Error(tmp + ": cannot write");
+  });
   out_.open(path, std::ios::app);
+  if (!out_) throw Error(path + ": cannot open for appending");
+  path_ = path;
 }
 
 void MetricsLog::write(const std::string& json) {
   out_ << json << '\n';
   out_.flush();
+  if (!out_) throw Error(path_ + ": cannot write (is the disk full?)");
 }
 
 }  // namespace qmlsim::train

@@ -68,16 +68,19 @@ class RunLock {
   int fd_ = -1;
 };
 
-// metrics.jsonl, appended one line at a time (flushed, so a killed run keeps
-// every finished record). On resume the records written after the checkpoint
-// are dropped first, so the log reads as if the run had never stopped.
+// metrics.jsonl, appended one line at a time (flushed and checked, so a killed
+// run keeps every finished record). On resume the records written after the
+// checkpoint are dropped first, in an atomic rewrite, so the log reads as if
+// the run had never stopped.
 class MetricsLog {
  public:
   MetricsLog(const std::string& path, bool resume, std::int64_t step, std::int64_t epochs_done);
+  // Appends one record; an Error when it cannot be written.
   void write(const std::string& json);
 
  private:
   std::ofstream out_;
+  std::string path_;
 };
 
 }  // namespace qmlsim::train

@@ -1,11 +1,13 @@
 // End-to-end training tests at small scale: quality of each reference job,
 // resume after a stop, damaged checkpoints, run-directory contents.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -425,6 +427,23 @@ TEST_F(Training, DamagedNewestCheckpointFallsBackToThePreviousOne) {
   EXPECT_NE(out.str().find("warning: " + newest), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("ckpt-00000003.h5 (step 3)"), std::string::npos) << out.str();
   EXPECT_EQ(weights(c, whole), weights(c, parts));
+}
+
+// A metrics record that cannot be written (a full disk; here a file-size
+// limit) is an error, not a silent loss.
+TEST_F(Training, MetricsThatCannotBeWrittenAreAnError) {
+  const std::string path = dir("metrics.jsonl");
+  MetricsLog log(path, false, 0, 0);
+  log.write("{\"type\":\"step\",\"step\":1}");
+  struct rlimit old {};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto previous = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old;
+  small.rlim_cur = static_cast<rlim_t>(fs::file_size(path));
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  EXPECT_THROW(log.write(std::string(4096, ' ')), Error);
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, previous);
 }
 
 // One writer per run directory: while another holds the run's lock, a
