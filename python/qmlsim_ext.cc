@@ -39,7 +39,6 @@
 #include "core/parallel.h"
 #include "grad/adjoint.h"
 #include "grad/simulate.h"
-#include "passes/fusion.h"
 
 namespace nb = nanobind;
 using namespace qmlsim;

@@ -49,6 +49,20 @@ std::string write(const std::string& name, const std::string& text) {
 
 const char* kBell = "OPENQASM 2.0;\ninclude \"qelib1.inc\";\nqreg q[2];\nh q[0];\ncx q[0], q[1];\n";
 
+// Results that cannot be written to standard output are an error (exit 2),
+// never a silent success.
+TEST(Cli, StandardOutputThatCannotBeWrittenIsAnError) {
+  const std::string bell = write("full_bell.qasm", kBell);
+  const std::string err = (temp_dir() / "full_err").string();
+  const std::string cmd =
+      std::string(QMLSIM_BINARY) + " run " + bell + " --observable Z0 --json >/dev/full 2>" + err;
+  const int rc = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+  EXPECT_NE(read_file(err).find("standard output: cannot write"), std::string::npos)
+      << read_file(err);
+}
+
 TEST(Cli, RunPrintsOneJsonObject) {
   const std::string f = write("bell.qasm", kBell);
   for (const char* prec : {"c64", "c128"}) {

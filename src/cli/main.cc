@@ -44,6 +44,15 @@ int fail(const std::string& command, const char* kind, const std::string& what, 
   return status;
 }
 
+// Standard output is checked like every other write: results that could not
+// be written (a full disk under `> file`, /dev/full) are an error, exit 2.
+int checked(const std::string& command, int status) {
+  std::cout.flush();
+  if (!std::cout)
+    return fail(command, "error: ", "standard output: cannot write (is the disk full?)", 2);
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -65,11 +74,11 @@ int main(int argc, char** argv) {
   const std::string command = args[0];
   args.erase(args.begin());
   try {
-    if (command == "run") return qmlsim::cli::run_command(args);
-    if (command == "bench") return qmlsim::cli::bench_command(args);
-    if (command == "train") return qmlsim::cli::train_command(args);
-    if (command == "infer") return qmlsim::cli::infer_command(args);
-    if (command == "plan") return qmlsim::cli::plan_command(args);
+    if (command == "run") return checked(command, qmlsim::cli::run_command(args));
+    if (command == "bench") return checked(command, qmlsim::cli::bench_command(args));
+    if (command == "train") return checked(command, qmlsim::cli::train_command(args));
+    if (command == "infer") return checked(command, qmlsim::cli::infer_command(args));
+    if (command == "plan") return checked(command, qmlsim::cli::plan_command(args));
     throw qmlsim::Error("unknown command '" + command +
                         "' (commands: run, bench, train, infer, plan; see --help)");
   } catch (const qmlsim::Error& e) {
