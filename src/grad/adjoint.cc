@@ -675,13 +675,14 @@ std::vector<AdjointResult> vjp_small_batch(int n, const std::vector<const Circui
                                            const std::vector<WeightsFn>& weights,
                                            const AdjointOptions& options) {
   const std::size_t items = circuits.size();
+  std::vector<std::vector<TapeStep>> tapes(items);  // segmented[i] points into tapes[i]
   std::vector<Segmented> segmented;
   std::vector<std::vector<BoundGate>> forward(items), inverse(items);
   std::vector<std::vector<char>> measure(items);
   for (std::size_t i = 0; i < items; ++i) {
-    const std::vector<TapeStep> tape = make_tape(*circuits[i], thetas[i]);
-    segmented.push_back(segment(tape, options.fusion));
-    forward[i] = forward_gates(tape, options.fusion);
+    tapes[i] = make_tape(*circuits[i], thetas[i]);
+    segmented.push_back(segment(tapes[i], options.fusion));
+    forward[i] = forward_gates(tapes[i], options.fusion);
     inverse_gates(segmented.back(), inverse[i], measure[i]);
   }
   cuda::SmallBatch<R> batch(n, forward);
