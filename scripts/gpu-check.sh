@@ -4,12 +4,22 @@
 # benchmarks and the large reference jobs on the GPU, and writes a summary with
 # the issue's targets marked met or not. About 5-8 minutes on an H200.
 #
-#   scripts/gpu-check.sh [SUMMARY_DIR]      (default: $OUT if set, else gpu-check/)
+#   scripts/gpu-check.sh [--prebuilt BIN_DIR] [SUMMARY_DIR]   (default: $OUT if set, else gpu-check/)
 #
 # Needs the build dependencies of scripts/setup.sh (run it first where apt works)
 # and the CUDA toolkit; CMAKE_CUDA_ARCHITECTURES=90 (H100/H200) unless set.
+# --prebuilt skips the build and runs the binaries of a `cuda` preset build made
+# on another machine (one with the toolkit and the dependencies but no GPU):
+# BIN_DIR holds the build tree's layout (qmlsim, src/<layer>/<layer>_test) and,
+# optionally, lib/ with shared libraries the GPU machine lacks
+# (scripts/gpu-bundle.sh makes one).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+prebuilt=""
+if [ "${1:-}" = "--prebuilt" ]; then
+  prebuilt="${2:?--prebuilt needs a directory}"
+  shift 2
+fi
 out="${1:-${OUT:-gpu-check}}"
 mkdir -p "$out"
 log="$out/gpu-check.log"
@@ -23,15 +33,21 @@ step "GPU"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | tee -a "$log" ||
   fail "nvidia-smi"
 
-step "build (cmake --preset cuda)"
-arch=()
-[ -n "${CMAKE_CUDA_ARCHITECTURES:-}" ] && arch=(-DCMAKE_CUDA_ARCHITECTURES="$CMAKE_CUDA_ARCHITECTURES")
-if ! { cmake --preset cuda "${arch[@]}" && cmake --build --preset cuda -j "$(nproc)"; } >>"$log" 2>&1; then
-  fail "build (see $log)"
-  tail -30 "$log"
-  exit 1
+if [ -n "$prebuilt" ]; then
+  step "prebuilt binaries from $prebuilt"
+  bin="$prebuilt"
+  [ -d "$bin/lib" ] && export LD_LIBRARY_PATH="$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+else
+  step "build (cmake --preset cuda)"
+  arch=()
+  [ -n "${CMAKE_CUDA_ARCHITECTURES:-}" ] && arch=(-DCMAKE_CUDA_ARCHITECTURES="$CMAKE_CUDA_ARCHITECTURES")
+  if ! { cmake --preset cuda "${arch[@]}" && cmake --build --preset cuda -j "$(nproc)"; } >>"$log" 2>&1; then
+    fail "build (see $log)"
+    tail -30 "$log"
+    exit 1
+  fi
+  bin=build/cuda
 fi
-bin=build/cuda
 
 step "GPU tests"
 run_tests() {  # binary, filter

@@ -556,14 +556,18 @@ TEST_F(Training, RunDirectoryMisuseIsAnError) {
 }
 
 TEST_F(Training, CudaBackendTrainsLikeTheCpu) {
-  // A short run of every job on the GPU ends at the CPU run's weights (to the
-  // precision's rounding); skipped where there is no GPU.
+  // A short run of every job on the GPU ends at the CPU run's weights;
+  // skipped where there is no GPU. In complex128: in complex64 the two
+  // backends round differently (the GPU's kernels sum in double), and Adam
+  // turns a near-zero gradient's rounding into a step of the learning rate's
+  // size (4e-3 on one QCNN weight after two epochs, H200, 2026-12-04); the
+  // kernels' complex64 results are compared in cuda_backend_test.
   const cuda::DeviceStatus gpu = cuda::device_status();
   if (gpu.count == 0) GTEST_SKIP() << "no GPU here (" << gpu.error << "): CUDA training skipped";
   const std::vector<std::pair<std::string, std::vector<std::string>>> jobs = {
-      {"qcnn.toml", {"train.epochs=2"}},
-      {"sonar_dressed.toml", {"train.epochs=2", "model.wires=8"}},
-      {"qaoa_maxcut.toml", {"train.steps=3"}}};
+      {"qcnn.toml", {"train.epochs=2", "job.precision=\"c128\""}},
+      {"sonar_dressed.toml", {"train.epochs=2", "model.wires=8", "job.precision=\"c128\""}},
+      {"qaoa_maxcut.toml", {"train.steps=3", "job.precision=\"c128\""}}};
   for (const auto& [example, sets] : jobs) {
     std::vector<std::string> on_gpu = sets;
     on_gpu.push_back("job.backend=\"cuda\"");
@@ -573,9 +577,8 @@ TEST_F(Training, CudaBackendTrainsLikeTheCpu) {
     ASSERT_EQ(run(g, dg), 0);
     const std::vector<double> wc = weights(c, dc), wg = weights(g, dg);
     ASSERT_EQ(wc.size(), wg.size());
-    const bool single = c.get_choice("job.precision", {"c64", "c128"}) == "c64";
     for (std::size_t i = 0; i < wc.size(); ++i)
-      EXPECT_NEAR(wg[i], wc[i], single ? 1e-3 : 1e-7) << example << " weight " << i;
+      EXPECT_NEAR(wg[i], wc[i], 1e-7) << example << " weight " << i;
   }
 }
 

@@ -25,6 +25,33 @@ struct PackedGate {
   std::int64_t cross = -1;  // offset (doubles) of its cross matrix in the output, or -1
 };
 
+// Amplitude i of an interleaved state as one 8- or 16-byte access on the
+// device (half the load and store instructions of two scalar ones).
+template <class R>
+struct alignas(2 * sizeof(R)) AmpPair {
+  R re, im;
+};
+template <class R>
+QMLSIM_HD void load_amp(const R* a, u64 i, double& re, double& im) {
+#ifdef __CUDA_ARCH__
+  const AmpPair<R> v = reinterpret_cast<const AmpPair<R>*>(a)[i];
+  re = v.re;
+  im = v.im;
+#else
+  re = a[2 * i];
+  im = a[2 * i + 1];
+#endif
+}
+template <class R>
+QMLSIM_HD void store_amp(R* a, u64 i, double re, double im) {
+#ifdef __CUDA_ARCH__
+  reinterpret_cast<AmpPair<R>*>(a)[i] = AmpPair<R>{static_cast<R>(re), static_cast<R>(im)};
+#else
+  a[2 * i] = static_cast<R>(re);
+  a[2 * i + 1] = static_cast<R>(im);
+#endif
+}
+
 template <class R, int K>
 QMLSIM_HD void dense_packed(R* a, int n, const PackedGate& g, const double* m, int tid, int nt) {
   constexpr int D = 1 << K;
@@ -35,22 +62,25 @@ QMLSIM_HD void dense_packed(R* a, int n, const PackedGate& g, const double* m, i
     for (int j = 0; j < K; ++j)
       if (r >> j & 1) off[r] |= u64{1} << g.targets[j];
   }
+  // A one-qubit matrix lives in registers (the stores to `a` could alias m:
+  // read once, not per group); wider ones would cost occupancy.
+  constexpr int kHeld = K == 1 ? 8 : 1;
+  double held[kHeld];
+  if constexpr (K == 1)
+    for (int e = 0; e < kHeld; ++e) held[e] = m[e];
+  const double* mat = K == 1 ? held : m;
   for (u64 t = static_cast<u64>(tid); t < groups; t += static_cast<u64>(nt)) {
     const u64 base = insert_zeros(t, g.pos, g.npos) | g.ctrl;
     double vr[D], vi[D];
-    for (int r = 0; r < D; ++r) {
-      vr[r] = a[2 * (base | off[r])];
-      vi[r] = a[2 * (base | off[r]) + 1];
-    }
+    for (int r = 0; r < D; ++r) load_amp(a, base | off[r], vr[r], vi[r]);
     for (int r = 0; r < D; ++r) {
       double sr = 0, si = 0;
       for (int c = 0; c < D; ++c) {
-        const double mr = m[2 * (r * D + c)], mi = m[2 * (r * D + c) + 1];
+        const double mr = mat[2 * (r * D + c)], mi = mat[2 * (r * D + c) + 1];
         sr += mr * vr[c] - mi * vi[c];
         si += mr * vi[c] + mi * vr[c];
       }
-      a[2 * (base | off[r])] = static_cast<R>(sr);
-      a[2 * (base | off[r]) + 1] = static_cast<R>(si);
+      store_amp(a, base | off[r], sr, si);
     }
   }
 }
@@ -61,9 +91,9 @@ QMLSIM_HD void diagonal_packed(R* a, int n, const PackedGate& g, const double* m
     if ((i & g.ctrl) != g.ctrl) continue;
     const unsigned r = local_index(i, g.targets, g.k);
     const double mr = m[2 * r], mi = m[2 * r + 1];
-    const double xr = a[2 * i], xi = a[2 * i + 1];
-    a[2 * i] = static_cast<R>(mr * xr - mi * xi);
-    a[2 * i + 1] = static_cast<R>(mr * xi + mi * xr);
+    double xr, xi;
+    load_amp(a, i, xr, xi);
+    store_amp(a, i, mr * xr - mi * xi, mr * xi + mi * xr);
   }
 }
 

@@ -15,9 +15,21 @@ namespace {
 constexpr int kThreads = 256;       // threads per block
 constexpr int kReduceBlocks = 512;  // fixed grid of the reductions (reproducible sums; ~4 per SM)
 
+// Blocks for `work` grid-stride items: at most two full waves of the device
+// (each thread then takes many items, so its set-up, the kernel argument's
+// copy that indexing into it needs, is paid once per thread, not per item).
 int grid_for(u64 work) {
+  static const u64 cap = [] {
+    int device = 0, sms = 0, threads = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device) !=
+            cudaSuccess)
+      return u64{65535} * 8;
+    return u64{2} * static_cast<u64>(sms) * static_cast<u64>(threads / kThreads);
+  }();
   const u64 blocks = (work + kThreads - 1) / kThreads;
-  return static_cast<int>(std::min<u64>(std::max<u64>(blocks, 1), 65535ull * 8));
+  return static_cast<int>(std::min<u64>(std::max<u64>(blocks, 1), cap));
 }
 
 // Grid-stride workers: every thread of the grid is one worker of
@@ -25,9 +37,61 @@ int grid_for(u64 work) {
 __device__ int worker() { return static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); }
 __device__ int workers() { return static_cast<int>(gridDim.x * blockDim.x); }
 
+// One kernel per arity: a single kernel for every k sized its registers and
+// stack for five targets (166 registers, a 384-byte frame: one block per SM).
+// The matrix is read once per block into shared memory: from global memory,
+// every group would load it again (the state's stores may alias it).
+template <class R, int K>
+__global__ void dense_kernel(R* a, int n, PackedGate g, const double* m) {
+  constexpr int doubles = 2 << 2 * K;
+  __shared__ double matrix[doubles];
+  for (int e = static_cast<int>(threadIdx.x); e < doubles; e += static_cast<int>(blockDim.x))
+    matrix[e] = m[e];
+  __syncthreads();
+  dense_packed<R, K>(a, n, g, matrix, worker(), workers());
+}
+
+// A dense gate on one or two targets below qubit 5, without controls: each
+// lane holds one amplitude (lane = bits 0-4 of its index, so a warp's loads
+// are one contiguous run) and takes its partners' from the lanes that hold
+// them. The strided kernel reads such groups at a stride that a warp's loads
+// cannot coalesce (1.3-1.5x the bandwidth pass at 28 qubits on an H200).
+template <class R, int K>
+__global__ void dense_low_kernel(R* a, int n, PackedGate g, const double* m) {
+  constexpr int D = 1 << K;
+  __shared__ double matrix[2 * D * D];
+  for (int e = static_cast<int>(threadIdx.x); e < 2 * D * D; e += static_cast<int>(blockDim.x))
+    matrix[e] = m[e];
+  __syncthreads();
+  int bit[K];
+  for (int j = 0; j < K; ++j) bit[j] = 1 << g.targets[j];
+  const u64 size = u64{1} << n;  // n >= 5: whole warps, the grid's stride a multiple of 32
+  for (u64 i = blockIdx.x * u64{blockDim.x} + threadIdx.x; i < size;
+       i += u64{gridDim.x} * blockDim.x) {
+    double re, im;
+    load_amp(a, i, re, im);
+    int row = 0;  // this lane's local index
+    for (int j = 0; j < K; ++j)
+      if (i & bit[j]) row |= 1 << j;
+    double sr = 0, si = 0;
+    for (int c = 0; c < D; ++c) {
+      int flip = 0;  // lane distance to the amplitude of local index c
+      for (int j = 0; j < K; ++j)
+        if ((row ^ c) >> j & 1) flip |= bit[j];
+      // In R: a complex64 amplitude takes two 32-bit shuffles, not four.
+      const double vr = __shfl_xor_sync(0xffffffffu, static_cast<R>(re), flip);
+      const double vi = __shfl_xor_sync(0xffffffffu, static_cast<R>(im), flip);
+      const double mr = matrix[2 * (row * D + c)], mi = matrix[2 * (row * D + c) + 1];
+      sr += mr * vr - mi * vi;
+      si += mr * vi + mi * vr;
+    }
+    store_amp(a, i, sr, si);
+  }
+}
+
 template <class R>
-__global__ void gate_kernel(R* a, int n, PackedGate g, const double* m) {
-  apply_packed(a, n, g, m, worker(), workers());
+__global__ void diagonal_kernel(R* a, int n, PackedGate g, const double* m) {
+  diagonal_packed(a, n, g, m, worker(), workers());
 }
 
 template <class R>
@@ -35,6 +99,21 @@ __global__ void scale_kernel(R* a, u64 reals, R s) {
   for (u64 i = blockIdx.x * u64{blockDim.x} + threadIdx.x; i < reals;
        i += u64{gridDim.x} * blockDim.x)
     a[i] *= s;
+}
+
+// The same in 16-byte accesses (the widest a thread has): the bandwidth pass.
+template <class R>
+struct alignas(16) Wide {
+  R v[16 / sizeof(R)];
+};
+template <class R>
+__global__ void scale_wide_kernel(Wide<R>* a, u64 count, R s) {
+  for (u64 i = blockIdx.x * u64{blockDim.x} + threadIdx.x; i < count;
+       i += u64{gridDim.x} * blockDim.x) {
+    Wide<R> w = a[i];
+    for (R& x : w.v) x *= s;
+    a[i] = w;
+  }
 }
 
 template <class R>
@@ -51,14 +130,15 @@ __global__ void pauli_element_kernel(const R* bra, const R* ket, int n, PackedTe
   if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
-// partial[block][e] = this block's share of the measured gate's cross matrix.
-template <class R>
+// partial[block][e] = this block's share of the measured gate's cross matrix;
+// one kernel per shape, its accumulators sized for it (in registers).
+template <class R, int K, bool DIAG>
 __global__ void cross_kernel(const R* bra, const R* ket, int n, PackedGate g, double* partial) {
   __shared__ double shared[kThreads];
-  double acc[kPackMaxCrossDoubles];
-  const int doubles = 2 * g.measured_entries;
+  constexpr int doubles = 2 * (DIAG ? 1 << K : 1 << 2 * K);
+  double acc[doubles];
   for (int e = 0; e < doubles; ++e) acc[e] = 0;
-  cross_any(bra, ket, n, g, worker(), workers(), acc);
+  cross_packed<R, K, DIAG>(bra, ket, n, g, worker(), workers(), acc);
   for (int e = 0; e < doubles; ++e) {
     const double s = block_sum(acc[e], shared);
     if (threadIdx.x == 0) partial[blockIdx.x * doubles + e] = s;
@@ -66,9 +146,46 @@ __global__ void cross_kernel(const R* bra, const R* ket, int n, PackedGate g, do
 }
 
 template <class R>
+void launch_cross(const R* bra, const R* ket, int n, const PackedGate& g, double* partial) {
+  if (g.diagonal && g.k == 1)
+    cross_kernel<R, 1, true><<<kReduceBlocks, kThreads>>>(bra, ket, n, g, partial);
+  else if (g.diagonal && g.k == 2)
+    cross_kernel<R, 2, true><<<kReduceBlocks, kThreads>>>(bra, ket, n, g, partial);
+  else if (g.diagonal && g.k == 3)
+    cross_kernel<R, 3, true><<<kReduceBlocks, kThreads>>>(bra, ket, n, g, partial);
+  else if (g.diagonal && g.k == 4)
+    cross_kernel<R, 4, true><<<kReduceBlocks, kThreads>>>(bra, ket, n, g, partial);
+  else if (g.diagonal)
+    cross_kernel<R, 5, true><<<kReduceBlocks, kThreads>>>(bra, ket, n, g, partial);
+  else if (g.k == 1)
+    cross_kernel<R, 1, false><<<kReduceBlocks, kThreads>>>(bra, ket, n, g, partial);
+  else
+    cross_kernel<R, 2, false>
+        <<<kReduceBlocks, kThreads>>>(bra, ket, n, g, partial);  // packing refuses wider
+  QMLSIM_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class R>
 void launch_gate(R* a, int n, const PackedGate& g, const double* m) {
-  const u64 work = g.diagonal ? u64{1} << n : u64{1} << (n - g.npos);
-  gate_kernel<R><<<grid_for(work), kThreads>>>(a, n, g, m);
+  const double* gm = m + g.matrix;
+  const int grid = grid_for(g.diagonal ? u64{1} << n : u64{1} << (n - g.npos));
+  const bool low = n >= 5 && g.k <= 2 && g.npos == g.k && g.targets[g.k - 1] < 5;
+  if (g.diagonal)
+    diagonal_kernel<R><<<grid, kThreads>>>(a, n, g, gm);
+  else if (low && g.k == 1)
+    dense_low_kernel<R, 1><<<grid_for(u64{1} << n), kThreads>>>(a, n, g, gm);
+  else if (low)
+    dense_low_kernel<R, 2><<<grid_for(u64{1} << n), kThreads>>>(a, n, g, gm);
+  else if (g.k == 1)
+    dense_kernel<R, 1><<<grid, kThreads>>>(a, n, g, gm);
+  else if (g.k == 2)
+    dense_kernel<R, 2><<<grid, kThreads>>>(a, n, g, gm);
+  else if (g.k == 3)
+    dense_kernel<R, 3><<<grid, kThreads>>>(a, n, g, gm);
+  else if (g.k == 4)
+    dense_kernel<R, 4><<<grid, kThreads>>>(a, n, g, gm);
+  else
+    dense_kernel<R, 5><<<grid, kThreads>>>(a, n, g, gm);
   QMLSIM_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -251,9 +368,7 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
   for (std::size_t j = inverse.size(); j-- > 0;) {
     launch_gate(impl_->a, n, g[j], d.matrices.p);
     if (g[j].cross >= 0) {
-      cross_kernel<R><<<kReduceBlocks, kThreads>>>(lambda.impl_->a, impl_->a, n, g[j],
-                                                   partial.p + kReduceBlocks * g[j].cross);
-      QMLSIM_CUDA_CHECK(cudaGetLastError());
+      launch_cross(lambda.impl_->a, impl_->a, n, g[j], partial.p + kReduceBlocks * g[j].cross);
     }
     launch_gate(lambda.impl_->a, n, g[j], d.matrices.p);
   }
@@ -281,7 +396,12 @@ std::map<index_t, std::int64_t> StateVector<R>::sample(std::int64_t shots,
 template <class R>
 void StateVector<R>::bandwidth_pass() {
   const u64 reals = u64{2} << impl_->n;
-  scale_kernel<R><<<grid_for(reals), kThreads>>>(impl_->a, reals, R(1));
+  const u64 wide = reals * sizeof(R) / sizeof(Wide<R>);
+  if (wide * sizeof(Wide<R>) == reals * sizeof(R))
+    scale_wide_kernel<R>
+        <<<grid_for(wide), kThreads>>>(reinterpret_cast<Wide<R>*>(impl_->a), wide, R(1));
+  else
+    scale_kernel<R><<<grid_for(reals), kThreads>>>(impl_->a, reals, R(1));
   QMLSIM_CUDA_CHECK(cudaGetLastError());
   synchronize();
 }
