@@ -4,6 +4,9 @@
 #include <array>
 #include <cassert>
 #include <numeric>
+#include <string>
+
+#include "core/error.h"
 
 namespace qmlsim {
 
@@ -58,6 +61,9 @@ Matrix antihermitian_part(const Matrix& m) {
 }
 
 BoundGate bind_params(const Operation& op, std::span<const double> theta) {
+  if (op.is_channel())
+    throw Error(describe(op) +
+                ": a noise channel runs only on a density matrix (method density_matrix)");
   const GateInfo& g = gate_info(op.gate);
   BoundGate b;
   std::vector<int> targets(op.wires.begin() + g.num_controls, op.wires.end());
@@ -87,6 +93,37 @@ std::vector<BoundGate> bind_params(const Circuit& c, std::span<const double> the
   out.reserve(c.ops().size());
   for (const Operation& op : c.ops()) out.push_back(bind_params(op, theta));
   return out;
+}
+
+BoundGate column_half(const BoundGate& g, int n) {
+  BoundGate c = g;
+  for (int& q : c.targets) q += n;
+  for (int& q : c.controls) q += n;
+  for (cplx& x : c.matrix) x = std::conj(x);
+  return c;
+}
+
+BoundGate bind_channel(const Operation& op, std::span<const double> theta, int n, bool dual) {
+  std::vector<double> params;
+  for (const ParamExpr& p : op.params) params.push_back(p.value(theta));
+  std::vector<Matrix> kraus;
+  if (op.channel == ChannelId::kraus) {
+    kraus = *op.kraus;
+  } else {
+    check_channel_params(op.channel, params);  // trainable values are checked here
+    kraus = kraus_operators(op.channel, params);
+  }
+  std::vector<int> wires;
+  for (Matrix& k : kraus) {
+    wires = op.wires;
+    k = to_canonical(std::move(k), false, wires);
+  }
+  BoundGate b;
+  b.targets = wires;  // ascending and below n: the rows' wires, then the columns'
+  for (int q : wires) b.targets.push_back(q + n);
+  b.matrix = superoperator(kraus);
+  if (dual) b = adjoint(b);  // the dual map's superoperator is the conjugate transpose
+  return b;
 }
 
 }  // namespace qmlsim

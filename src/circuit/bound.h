@@ -46,7 +46,19 @@ Matrix antihermitian_part(const Matrix& m);
 // Binds one operation with parameter values theta (indexed by slot).
 BoundGate bind_params(const Operation& op, std::span<const double> theta);
 
-// Binds every operation of the circuit.
+// Binds every operation of the circuit. A noise channel is an Error: only the
+// density-matrix form below runs those.
 std::vector<BoundGate> bind_params(const Circuit& c, std::span<const double> theta);
+
+// The density-matrix form: rho on n qubits is the 2n-qubit vector
+// vec(rho)[r + 2^n c] = rho[r][c], a gate U acts as U on the row qubits and
+// conj(U) on the column qubits (q + n), and a channel as its superoperator on
+// both (channels.h). column_half(g, n) is conj(g) on the column qubits.
+BoundGate column_half(const BoundGate& g, int n);
+// A channel operation's superoperator at theta on its wires and wires + n;
+// dual: the dual map's (the adjoint, for pulling observables back). Throws
+// Error for trainable parameters whose values are out of range.
+BoundGate bind_channel(const Operation& op, std::span<const double> theta, int n,
+                       bool dual = false);
 
 }  // namespace qmlsim

@@ -7,7 +7,44 @@
 
 namespace qmlsim {
 
+void Circuit::check_channel(const Operation& op) const {
+  const ChannelInfo& info = channel_info(op.channel);
+  const std::string name(info.name);
+  if (!op.controls.empty()) throw Error(name + ": a channel takes no controls");
+  int wires = info.num_wires;
+  if (op.channel == ChannelId::kraus) {
+    if (!op.kraus) throw Error("kraus: no matrices");
+    check_kraus_set(*op.kraus);
+    wires = op.kraus->at(0).size() == 4 ? 1 : 2;
+  }
+  if (static_cast<int>(op.wires.size()) != wires)
+    throw Error(name + " takes " + std::to_string(wires) + " wire(s), got " +
+                std::to_string(op.wires.size()));
+  if (static_cast<int>(op.params.size()) != info.num_params)
+    throw Error(name + " takes " + std::to_string(info.num_params) + " parameter(s), got " +
+                std::to_string(op.params.size()));
+  std::vector<double> literals;
+  for (const ParamExpr& p : op.params) {
+    if (p.slot >= 0) return;  // trainable: checked when bound
+    literals.push_back(p.shift);
+  }
+  check_channel_params(op.channel, literals);
+}
+
 void Circuit::add(Operation op) {
+  if (op.is_channel()) {
+    check_channel(op);
+    for (int w : op.wires)
+      if (w < 0 || w >= num_qubits_)
+        throw Error(std::string(channel_info(op.channel).name) + ": wire " + std::to_string(w) +
+                    " is out of range for " + std::to_string(num_qubits_) + " qubit(s)");
+    if (op.wires.size() == 2 && op.wires[0] == op.wires[1])
+      throw Error(std::string(channel_info(op.channel).name) + ": a wire appears twice");
+    for (const ParamExpr& p : op.params) num_slots_ = std::max(num_slots_, p.slot + 1);
+    ++channels_;
+    ops_.push_back(std::move(op));
+    return;
+  }
   const GateInfo& g = gate_info(op.gate);
   const std::string name(g.name);
   if (g.num_wires > 0 && static_cast<int>(op.wires.size()) != g.num_wires) {
@@ -60,7 +97,7 @@ void Circuit::add(GateId g, std::vector<int> wires, std::vector<ParamExpr> param
 std::string describe(const Operation& op) {
   std::ostringstream s;
   if (!op.controls.empty()) s << "C" << op.controls.size() << "-";
-  s << gate_info(op.gate).name;
+  s << (op.is_channel() ? channel_info(op.channel).name : gate_info(op.gate).name);
   if (!op.params.empty()) {
     s << "(";
     for (std::size_t i = 0; i < op.params.size(); ++i) {

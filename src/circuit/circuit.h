@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "circuit/channels.h"
 #include "circuit/gates.h"
 
 namespace qmlsim {
@@ -26,12 +27,19 @@ struct ParamExpr {
   }
 };
 
+// A gate, or (channel != none) a noise channel from the channel table, whose
+// `params` are the channel's and `gate` is unused. Channels take no controls.
 struct Operation {
   GateId gate = GateId::I;
   std::vector<int> wires;     // the gate's own wires (intrinsic controls first, as the table says)
   std::vector<int> controls;  // extra control wires (on |1>), applied on top of the gate
   std::vector<ParamExpr> params;
   std::shared_ptr<const Matrix> unitary;  // QubitUnitary only; first wire most significant
+  ChannelId channel = ChannelId::none;
+  std::shared_ptr<const std::vector<Matrix>>
+      kraus;  // ChannelId::kraus only; first wire most significant
+
+  bool is_channel() const { return channel != ChannelId::none; }
 };
 
 class Circuit {
@@ -42,9 +50,13 @@ class Circuit {
   // Number of trainable slots referenced (1 + the largest slot index).
   int num_slots() const { return num_slots_; }
   const std::vector<Operation>& ops() const { return ops_; }
+  // Whether any operation is a noise channel (then only the density-matrix
+  // engine runs it: grad/density_matrix.h).
+  bool has_channels() const { return channels_ > 0; }
 
   // Appends an operation after checking it (wire range, distinct wires, arity,
-  // unitary matrix); throws Error with a description otherwise.
+  // unitary matrix; a channel's literal parameters in range, a Kraus set trace
+  // preserving); throws Error with a description otherwise.
   void add(Operation op);
 
   // Convenience builders.
@@ -54,7 +66,9 @@ class Circuit {
  private:
   int num_qubits_ = 0;
   int num_slots_ = 0;
+  int channels_ = 0;
   std::vector<Operation> ops_;
+  void check_channel(const Operation& op) const;
 };
 
 // Human-readable one-line description, e.g. "CRX(0.5) 1,3".

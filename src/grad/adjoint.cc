@@ -12,6 +12,7 @@
 #include "backends/cuda/statevector.h"
 #include "core/error.h"
 #include "grad/adjoint_parts.h"
+#include "grad/density_matrix.h"
 #include "grad/engine.h"
 #include "grad/tape.h"
 #include "passes/fusion.h"
@@ -622,6 +623,8 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, std::span<const double> weights,
                           const AdjointOptions& options) {
   assert(weights.size() == observables.size());
+  if (runs_on_density_matrix(c, options))
+    return density_matrix_vjp<R>(c, theta, observables, weights, options);
   const std::vector<double> w(weights.begin(), weights.end());
   const WeightsFn fn = [&w](std::span<const double>) { return w; };
   if (options.backend == Backend::cuda)
@@ -633,6 +636,15 @@ template <class R>
 AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, const WeightsFn& weights,
                           const AdjointOptions& options) {
+  if (runs_on_density_matrix(c, options)) {  // the readouts first: a forward pass more
+    SimulateRequest req;
+    req.observables = observables;
+    const std::vector<double> w = weights(simulate<R>(c, theta, req, options).expvals);
+    if (w.size() != observables.size())
+      throw Error("adjoint_vjp: " + std::to_string(w.size()) + " weights for " +
+                  std::to_string(observables.size()) + " observables");
+    return density_matrix_vjp<R>(c, theta, observables, w, options);
+  }
   if (options.backend == Backend::cuda)
     return vjp_on<cuda::StateVector<R>>(c, theta, observables, weights,
                                         detail::for_backend(options));
@@ -644,6 +656,18 @@ std::vector<std::vector<double>> adjoint_jacobian(const Circuit& c, std::span<co
                                                   const std::vector<PauliSum>& observables,
                                                   const AdjointOptions& options,
                                                   std::vector<double>* expvals) {
+  if (runs_on_density_matrix(c, options)) {  // one backward pass per observable
+    std::vector<std::vector<double>> rows;
+    std::vector<double> w(observables.size(), 0.0);
+    for (std::size_t k = 0; k < observables.size(); ++k) {
+      w[k] = 1;
+      AdjointResult r = density_matrix_vjp<R>(c, theta, observables, w, options);
+      w[k] = 0;
+      if (expvals) *expvals = r.expvals;
+      rows.push_back(std::move(r.gradient));
+    }
+    return rows;
+  }
   if (options.backend == Backend::cuda)
     return jacobian_on<cuda::StateVector<R>>(c, theta, observables, detail::for_backend(options),
                                              expvals);

@@ -11,6 +11,7 @@
 // gate, not per angle, and no third state vector.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <vector>
@@ -21,6 +22,11 @@
 
 namespace qmlsim {
 
+// What a circuit's state is: a state vector, or a density matrix (the only
+// one that runs noise channels: grad/density_matrix.h). automatic: the
+// density matrix when the circuit has channels, else the state vector.
+enum class Method { automatic, statevector, density_matrix };
+
 // How circuits run, for adjoint gradients and plain simulation (grad/simulate.h).
 struct AdjointOptions {
   int threads = 1;
@@ -30,6 +36,10 @@ struct AdjointOptions {
   // The state the circuit starts from (2^n amplitudes, bit q of an index =
   // qubit q, normalised by the caller); empty: |0...0>. Not owned.
   std::span<const cplx> initial_state = {};
+  Method method = Method::automatic;
+  // Density-matrix gradients: bytes of forward states the backward pass may
+  // keep (beyond that, segments are recomputed from fewer checkpoints).
+  std::uint64_t checkpoint_bytes = std::uint64_t{1} << 30;
 };
 
 struct AdjointResult {

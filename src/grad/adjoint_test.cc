@@ -19,73 +19,8 @@
 namespace qmlsim {
 namespace {
 
-const GateId kParametric[] = {GateId::RX,
-                              GateId::RY,
-                              GateId::RZ,
-                              GateId::PhaseShift,
-                              GateId::Rot,
-                              GateId::U1,
-                              GateId::U2,
-                              GateId::U3,
-                              GateId::CRX,
-                              GateId::CRY,
-                              GateId::CRZ,
-                              GateId::CRot,
-                              GateId::ControlledPhaseShift,
-                              GateId::IsingXX,
-                              GateId::IsingYY,
-                              GateId::IsingZZ,
-                              GateId::IsingXY,
-                              GateId::MultiRZ};
-const GateId kFixed[] = {GateId::H,       GateId::CNOT, GateId::SX, GateId::ISWAP,
-                         GateId::Toffoli, GateId::CY,   GateId::T};
-
-// A random circuit over `slots` shared trainable parameters.
-Circuit random_parametric_circuit(int n, int gates, int slots, std::mt19937_64& rng) {
-  Circuit c(n);
-  std::uniform_real_distribution<double> u(-2, 2);
-  const double scales[] = {1.0, 2.0, -0.5, std::numbers::pi};
-  std::vector<int> q(n);
-  for (int i = 0; i < n; ++i) q[i] = i;
-  while (static_cast<int>(c.ops().size()) < gates) {
-    const bool fixed = rng() % 4 == 0;
-    const GateId id = fixed ? kFixed[rng() % 7] : kParametric[rng() % 18];
-    const GateInfo& g = gate_info(id);
-    const int wires = g.num_wires > 0 ? g.num_wires : 1 + static_cast<int>(rng() % 3);
-    const int extra = rng() % 6 == 0 ? 1 : 0;
-    if (wires + extra > n) continue;
-    std::shuffle(q.begin(), q.end(), rng);
-    Operation op;
-    op.gate = id;
-    op.controls.assign(q.begin(), q.begin() + extra);
-    op.wires.assign(q.begin() + extra, q.begin() + extra + wires);
-    for (int p = 0; p < g.num_params; ++p) {
-      if (rng() % 8 == 0) {
-        op.params.push_back(ParamExpr::literal(u(rng)));
-      } else {
-        op.params.push_back(
-            ParamExpr::ref(static_cast<int>(rng() % slots), scales[rng() % 4], u(rng)));
-      }
-    }
-    c.add(std::move(op));
-  }
-  return c;
-}
-
-PauliSum random_observable(int n, std::mt19937_64& rng) {
-  PauliSum h;
-  std::uniform_real_distribution<double> u(-1, 1);
-  for (int t = 0; t < 3; ++t) {
-    index_t x = 0, z = 0;
-    for (int k = 0; k < 2; ++k) {
-      const int qb = static_cast<int>(rng() % n);
-      if (rng() % 2) x |= index_t{1} << qb;
-      if (rng() % 2 || !(x >> qb & 1)) z |= index_t{1} << qb;
-    }
-    h.add(u(rng), x, z);
-  }
-  return h;
-}
+using testing::random_observable;
+using testing::random_parametric_circuit;
 
 TEST(Adjoint, EqualsParameterShiftOnRandomCircuits) {
   std::mt19937_64 rng(2024);

@@ -6,6 +6,7 @@
 #include "backends/cuda/small_batch.h"
 #include "backends/cuda/statevector.h"
 #include "core/error.h"
+#include "grad/density_matrix.h"
 #include "grad/engine.h"
 #include "passes/fusion.h"
 
@@ -61,6 +62,7 @@ std::vector<BoundGate> forward_gates(const Circuit& c, std::span<const double> t
 template <class R>
 SimulateResult simulate(const Circuit& c, std::span<const double> theta, const SimulateRequest& req,
                         const AdjointOptions& options) {
+  if (runs_on_density_matrix(c, options)) return simulate_density_matrix<R>(c, theta, req, options);
   const std::vector<BoundGate> gates = forward_gates(c, theta, options);
   SimulateResult out;
   out.gates_after_fusion = gates.size();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <memory>
 #include <numbers>
 
 namespace qmlsim::testing {
@@ -187,6 +188,139 @@ Matrix dense_sums(const Matrix& m, std::size_t dim) {
   Matrix out(dim * dim, cplx{0});
   for (std::size_t a = 0; a < dim; ++a) out[a * dim + a] = m[a];
   return out;
+}
+
+namespace {
+
+Matrix multiply(const Matrix& a, const Matrix& b, std::size_t d) {
+  Matrix out(d * d, 0.0);
+  for (std::size_t i = 0; i < d; ++i)
+    for (std::size_t k = 0; k < d; ++k)
+      for (std::size_t j = 0; j < d; ++j) out[i * d + j] += a[i * d + k] * b[k * d + j];
+  return out;
+}
+
+Matrix dagger(const Matrix& a, std::size_t d) {
+  Matrix out(d * d);
+  for (std::size_t i = 0; i < d; ++i)
+    for (std::size_t j = 0; j < d; ++j) out[i * d + j] = std::conj(a[j * d + i]);
+  return out;
+}
+
+}  // namespace
+
+Matrix run_dense_density(const Circuit& c, std::span<const double> theta, Matrix rho) {
+  const int n = c.num_qubits();
+  const std::size_t d = std::size_t{1} << n;
+  if (rho.empty()) {
+    rho.assign(d * d, 0.0);
+    rho[0] = 1;
+  }
+  for (const Operation& op : c.ops()) {
+    std::vector<Matrix> ks;
+    if (!op.is_channel()) {
+      ks.push_back(full_operator(op, n, theta));
+    } else {
+      std::vector<double> p;
+      for (const ParamExpr& e : op.params) p.push_back(e.value(theta));
+      const std::vector<Matrix> local =
+          op.channel == ChannelId::kraus ? *op.kraus : kraus_operators(op.channel, p);
+      for (const Matrix& k : local) {
+        Operation as_matrix;  // the Kraus operator on the channel's wires
+        as_matrix.gate = GateId::QubitUnitary;
+        as_matrix.wires = op.wires;
+        as_matrix.unitary = std::make_shared<const Matrix>(k);
+        ks.push_back(full_operator(as_matrix, n, theta));
+      }
+    }
+    Matrix next(d * d, 0.0);
+    for (const Matrix& k : ks) {
+      const Matrix term = multiply(multiply(k, rho, d), dagger(k, d), d);
+      for (std::size_t i = 0; i < d * d; ++i) next[i] += term[i];
+    }
+    rho = std::move(next);
+  }
+  return rho;
+}
+
+double expval_dense_density(const PauliSum& h, const Matrix& rho, int n) {
+  const std::size_t d = std::size_t{1} << n;
+  const Matrix hm = pauli_matrix(h, n);
+  cplx tr = 0;
+  for (std::size_t i = 0; i < d; ++i)
+    for (std::size_t k = 0; k < d; ++k) tr += hm[i * d + k] * rho[k * d + i];
+  return tr.real();
+}
+
+namespace {
+
+const GateId kParametric[] = {GateId::RX,
+                              GateId::RY,
+                              GateId::RZ,
+                              GateId::PhaseShift,
+                              GateId::Rot,
+                              GateId::U1,
+                              GateId::U2,
+                              GateId::U3,
+                              GateId::CRX,
+                              GateId::CRY,
+                              GateId::CRZ,
+                              GateId::CRot,
+                              GateId::ControlledPhaseShift,
+                              GateId::IsingXX,
+                              GateId::IsingYY,
+                              GateId::IsingZZ,
+                              GateId::IsingXY,
+                              GateId::MultiRZ};
+const GateId kFixed[] = {GateId::H,       GateId::CNOT, GateId::SX, GateId::ISWAP,
+                         GateId::Toffoli, GateId::CY,   GateId::T};
+
+}  // namespace
+
+Circuit random_parametric_circuit(int n, int gates, int slots, std::mt19937_64& rng) {
+  Circuit c(n);
+  std::uniform_real_distribution<double> u(-2, 2);
+  const double scales[] = {1.0, 2.0, -0.5, std::numbers::pi};
+  std::vector<int> q(n);
+  for (int i = 0; i < n; ++i) q[i] = i;
+  while (static_cast<int>(c.ops().size()) < gates) {
+    const bool fixed = rng() % 4 == 0;
+    const GateId id = fixed ? kFixed[rng() % 7] : kParametric[rng() % 18];
+    const GateInfo& g = gate_info(id);
+    const int wires = g.num_wires > 0 ? g.num_wires : 1 + static_cast<int>(rng() % 3);
+    const int extra = rng() % 6 == 0 ? 1 : 0;
+    if (wires + extra > n) continue;
+    std::shuffle(q.begin(), q.end(), rng);
+    Operation op;
+    op.gate = id;
+    op.controls.assign(q.begin(), q.begin() + extra);
+    op.wires.assign(q.begin() + extra, q.begin() + extra + wires);
+    for (int p = 0; p < g.num_params; ++p) {
+      if (rng() % 8 == 0) {
+        op.params.push_back(ParamExpr::literal(u(rng)));
+      } else {
+        op.params.push_back(
+            ParamExpr::ref(static_cast<int>(rng() % slots), scales[rng() % 4], u(rng)));
+      }
+    }
+    c.add(std::move(op));
+  }
+  return c;
+}
+
+PauliSum random_observable(int n, std::mt19937_64& rng) {
+  PauliSum h;
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int t = 0; t < 3; ++t) {
+    index_t x = 0, z = 0;
+    for (int k = 0; k < 2; ++k) {
+      const int qb = static_cast<int>(rng() % n);
+      if (rng() % 2) x |= index_t{1} << qb;
+      if (rng() % 2 || !(x >> qb & 1)) z |= index_t{1} << qb;
+    }
+    h.add(u(rng), x, z);
+  }
+  return h;
 }
 
 }  // namespace qmlsim::testing

@@ -21,6 +21,13 @@ Matrix full_operator(const Operation& op, int n, std::span<const double> theta);
 State apply_dense(const Matrix& m, const State& psi);
 State run_dense(const Circuit& c, std::span<const double> theta, State psi);
 
+// The density matrix (row-major 2^n x 2^n) of c from rho0 (|0><0| when
+// empty): rho -> U rho U^dagger per gate, rho -> sum K rho K^dagger per
+// channel, with full operators and plain matrix products.
+Matrix run_dense_density(const Circuit& c, std::span<const double> theta, Matrix rho0 = {});
+// Tr(H rho) of a row-major density matrix.
+double expval_dense_density(const PauliSum& h, const Matrix& rho, int n);
+
 // Dense matrix of a Pauli sum on n qubits, built from 2x2 Pauli matrices.
 Matrix pauli_matrix(const PauliSum& h, int n);
 double expval_dense(const PauliSum& h, const State& psi);
@@ -40,5 +47,11 @@ Matrix dense_sums(const Matrix& m, std::size_t dim);
 // A random circuit of `num_gates` gates drawn from the whole gate table
 // (extra controls sometimes added), angles as literals.
 Circuit random_circuit(int n, int num_gates, std::mt19937_64& rng, bool with_extra_controls);
+
+// A random circuit over `slots` shared trainable parameters (every parametric
+// gate, some fixed ones, extra controls, scales and shifts).
+Circuit random_parametric_circuit(int n, int gates, int slots, std::mt19937_64& rng);
+// Three random Pauli words on n qubits with random coefficients.
+PauliSum random_observable(int n, std::mt19937_64& rng);
 
 }  // namespace qmlsim::testing

@@ -1,0 +1,229 @@
+#include "circuit/channels.h"
+
+#include <array>
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+
+namespace qmlsim {
+
+namespace {
+
+constexpr std::array<ChannelInfo, static_cast<std::size_t>(ChannelId::kCount)> kTable = {{
+    {ChannelId::none, "", 0, 0, {}},
+    {ChannelId::depolarizing, "depolarizing", 1, 1, {"probability"}},
+    {ChannelId::two_qubit_depolarizing, "two_qubit_depolarizing", 2, 1, {"probability"}},
+    {ChannelId::bit_flip, "bit_flip", 1, 1, {"probability"}},
+    {ChannelId::phase_flip, "phase_flip", 1, 1, {"probability"}},
+    {ChannelId::pauli_channel, "pauli_channel", 1, 3, {"probX", "probY", "probZ"}},
+    {ChannelId::two_qubit_dephasing, "two_qubit_dephasing", 2, 1, {"probability"}},
+    {ChannelId::amplitude_damping, "amplitude_damping", 1, 1, {"gamma"}},
+    {ChannelId::generalized_amplitude_damping,
+     "generalized_amplitude_damping",
+     1,
+     2,
+     {"gamma", "probability"}},
+    {ChannelId::phase_damping, "phase_damping", 1, 1, {"gamma"}},
+    {ChannelId::thermal_relaxation,
+     "thermal_relaxation",
+     1,
+     4,
+     {"t1", "t2", "time", "excited_population"}},
+    {ChannelId::kraus, "kraus", 0, 0, {}},
+}};
+
+// The Pauli matrices I, X, Y, Z.
+const Matrix& pauli(int k) {
+  static const std::array<Matrix, 4> p = {Matrix{1, 0, 0, 1}, Matrix{0, 1, 1, 0},
+                                          Matrix{0, cplx{0, -1}, cplx{0, 1}, 0},
+                                          Matrix{1, 0, 0, -1}};
+  return p[static_cast<std::size_t>(k)];
+}
+
+// a (x) b, a on the more significant wire.
+Matrix kron(const Matrix& a, const Matrix& b) {
+  const std::size_t da = static_cast<std::size_t>(std::lround(std::sqrt(a.size())));
+  const std::size_t db = static_cast<std::size_t>(std::lround(std::sqrt(b.size())));
+  const std::size_t d = da * db;
+  Matrix out(d * d);
+  for (std::size_t i = 0; i < da; ++i)
+    for (std::size_t j = 0; j < da; ++j)
+      for (std::size_t k = 0; k < db; ++k)
+        for (std::size_t l = 0; l < db; ++l)
+          out[(i * db + k) * d + j * db + l] = a[i * da + j] * b[k * db + l];
+  return out;
+}
+
+Matrix scaled(const Matrix& m, double s) {
+  Matrix out = m;
+  for (cplx& x : out) x *= s;
+  return out;
+}
+
+Matrix product(const Matrix& a, const Matrix& b, std::size_t d) {
+  Matrix out(d * d);
+  for (std::size_t i = 0; i < d; ++i)
+    for (std::size_t k = 0; k < d; ++k)
+      for (std::size_t j = 0; j < d; ++j) out[i * d + j] += a[i * d + k] * b[k * d + j];
+  return out;
+}
+
+// sqrt(1 - total) I and sqrt(p_k) P_k for the Pauli words P_k (indices into
+// pauli(), two digits base 4 for two qubits) of a Pauli mixture.
+std::vector<Matrix> pauli_mixture(int qubits, const std::vector<std::pair<int, double>>& words) {
+  double total = 0;
+  for (const auto& w : words) total += w.second;
+  const Matrix id = qubits == 1 ? pauli(0) : kron(pauli(0), pauli(0));
+  std::vector<Matrix> out = {scaled(id, std::sqrt(std::max(0.0, 1 - total)))};
+  for (const auto& [word, prob] : words) {
+    const Matrix p = qubits == 1 ? pauli(word) : kron(pauli(word / 4), pauli(word % 4));
+    out.push_back(scaled(p, std::sqrt(prob)));
+  }
+  return out;
+}
+
+std::vector<Matrix> generalized_damping(double gamma, double p) {
+  const double a = std::sqrt(p), b = std::sqrt(1 - p), g = std::sqrt(gamma),
+               h = std::sqrt(1 - gamma);
+  return {Matrix{a, 0, 0, a * h}, Matrix{0, a * g, 0, 0}, Matrix{b * h, 0, 0, b},
+          Matrix{0, 0, b * g, 0}};
+}
+
+std::vector<Matrix> phase_damping(double gamma) {
+  return {Matrix{1, 0, 0, std::sqrt(1 - gamma)}, Matrix{0, 0, 0, std::sqrt(gamma)}};
+}
+
+// Populations relax towards (1 - excited, excited) at rate 1/t1 and coherences
+// decay as exp(-time/t2): generalized amplitude damping (whose coherences decay
+// as exp(-time/(2 t1))) followed by the phase damping that makes up the rest.
+std::vector<Matrix> thermal_relaxation(double t1, double t2, double time, double excited) {
+  const double gamma = 1 - std::exp(-time / t1);
+  const double rest = std::exp(-time / t2 + time / (2 * t1));  // <= 1 as t2 <= 2 t1
+  const std::vector<Matrix> damp = generalized_damping(gamma, 1 - excited);
+  const std::vector<Matrix> dephase = phase_damping(1 - rest * rest);
+  std::vector<Matrix> out;
+  for (const Matrix& p : dephase)
+    for (const Matrix& d : damp) out.push_back(product(p, d, 2));
+  return out;
+}
+
+[[noreturn]] void bad_param(const ChannelInfo& c, int p, double v, const std::string& range) {
+  throw Error(std::string(c.name) + ": " + std::string(c.param_names[p]) + " = " +
+              std::to_string(v) + " is outside " + range);
+}
+
+}  // namespace
+
+const ChannelInfo& channel_info(ChannelId id) { return kTable[static_cast<std::size_t>(id)]; }
+
+std::optional<ChannelId> channel_by_name(std::string_view name) {
+  for (const ChannelInfo& c : kTable)
+    if (c.id != ChannelId::none && c.name == name) return c.id;
+  return std::nullopt;
+}
+
+void check_channel_params(ChannelId id, std::span<const double> params) {
+  const ChannelInfo& c = channel_info(id);
+  if (static_cast<int>(params.size()) != c.num_params)
+    throw Error(std::string(c.name) + " takes " + std::to_string(c.num_params) +
+                " parameter(s), got " + std::to_string(params.size()));
+  for (int p = 0; p < c.num_params; ++p)
+    if (!std::isfinite(params[static_cast<std::size_t>(p)]))
+      bad_param(c, p, params[static_cast<std::size_t>(p)], "the finite numbers");
+  if (id == ChannelId::thermal_relaxation) {
+    const double t1 = params[0], t2 = params[1], time = params[2], excited = params[3];
+    if (t1 <= 0) bad_param(c, 0, t1, "(0, inf)");
+    if (t2 <= 0 || t2 > 2 * t1) bad_param(c, 1, t2, "(0, 2 t1]");
+    if (time < 0) bad_param(c, 2, time, "[0, inf)");
+    if (excited < 0 || excited > 1) bad_param(c, 3, excited, "[0, 1]");
+    return;
+  }
+  double total = 0;
+  for (int p = 0; p < c.num_params; ++p) {
+    const double v = params[static_cast<std::size_t>(p)];
+    if (v < 0 || v > 1) bad_param(c, p, v, "[0, 1]");
+    total += v;
+  }
+  if (id == ChannelId::pauli_channel && total > 1)
+    throw Error("pauli_channel: probX + probY + probZ = " + std::to_string(total) +
+                " is more than 1");
+}
+
+std::vector<Matrix> kraus_operators(ChannelId id, std::span<const double> params) {
+  switch (id) {
+    case ChannelId::depolarizing:
+      return pauli_mixture(1, {{1, params[0] / 3}, {2, params[0] / 3}, {3, params[0] / 3}});
+    case ChannelId::two_qubit_depolarizing: {
+      std::vector<std::pair<int, double>> words;
+      for (int w = 1; w < 16; ++w) words.push_back({w, params[0] / 15});
+      return pauli_mixture(2, words);
+    }
+    case ChannelId::bit_flip:
+      return pauli_mixture(1, {{1, params[0]}});
+    case ChannelId::phase_flip:
+      return pauli_mixture(1, {{3, params[0]}});
+    case ChannelId::pauli_channel:
+      return pauli_mixture(1, {{1, params[0]}, {2, params[1]}, {3, params[2]}});
+    case ChannelId::two_qubit_dephasing:  // IZ, ZI, ZZ
+      return pauli_mixture(2, {{3, params[0] / 3}, {12, params[0] / 3}, {15, params[0] / 3}});
+    case ChannelId::amplitude_damping:
+      return generalized_damping(params[0], 1);
+    case ChannelId::generalized_amplitude_damping:
+      return generalized_damping(params[0], params[1]);
+    case ChannelId::phase_damping:
+      return phase_damping(params[0]);
+    case ChannelId::thermal_relaxation:
+      return thermal_relaxation(params[0], params[1], params[2], params[3]);
+    case ChannelId::none:
+    case ChannelId::kraus:
+    case ChannelId::kCount:
+      break;
+  }
+  throw Error("kraus_operators: not a table channel");
+}
+
+void check_kraus_set(const std::vector<Matrix>& kraus, double tol) {
+  if (kraus.empty()) throw Error("kraus: needs at least one matrix");
+  const std::size_t size = kraus[0].size();
+  std::size_t d = 0;
+  for (std::size_t dim = 2; dim <= (std::size_t{1} << kMaxKrausQubits); dim *= 2)
+    if (dim * dim == size) d = dim;
+  if (d == 0)
+    throw Error("kraus: matrices must be 2x2 or 4x4 (1 or 2 qubits), got " + std::to_string(size) +
+                " entries");
+  Matrix sum(d * d);
+  for (const Matrix& k : kraus) {
+    if (k.size() != size) throw Error("kraus: the matrices differ in size");
+    for (const cplx& x : k)
+      if (!std::isfinite(x.real()) || !std::isfinite(x.imag()))
+        throw Error("kraus: a matrix entry is not finite");
+    for (std::size_t i = 0; i < d; ++i)
+      for (std::size_t j = 0; j < d; ++j)
+        for (std::size_t r = 0; r < d; ++r)
+          sum[i * d + j] += std::conj(k[r * d + i]) * k[r * d + j];
+  }
+  double err = 0;
+  for (std::size_t i = 0; i < d; ++i)
+    for (std::size_t j = 0; j < d; ++j)
+      err = std::max(err, std::abs(sum[i * d + j] - (i == j ? 1.0 : 0.0)));
+  if (err > tol)
+    throw Error("kraus: the operators are not trace preserving (sum K^dagger K differs from I by " +
+                std::to_string(err) + ")");
+}
+
+Matrix superoperator(const std::vector<Matrix>& kraus) {
+  const std::size_t d = static_cast<std::size_t>(std::lround(std::sqrt(kraus.at(0).size())));
+  const std::size_t big = d * d;
+  Matrix s(big * big);
+  // vec(K rho K^dagger)[r + d c] = sum K[r][r'] rho[r'][c'] conj(K[c][c']).
+  for (const Matrix& k : kraus)
+    for (std::size_t r = 0; r < d; ++r)
+      for (std::size_t c = 0; c < d; ++c)
+        for (std::size_t r2 = 0; r2 < d; ++r2)
+          for (std::size_t c2 = 0; c2 < d; ++c2)
+            s[(r + d * c) * big + r2 + d * c2] += k[r * d + r2] * std::conj(k[c * d + c2]);
+  return s;
+}
+
+}  // namespace qmlsim

@@ -1,0 +1,298 @@
+#include "grad/density_matrix.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "backends/cpu/statevector.h"
+#include "core/error.h"
+#include "grad/adjoint_parts.h"
+#include "grad/tape.h"
+#include "passes/fusion.h"
+
+namespace qmlsim {
+
+namespace {
+
+template <class R>
+using State = cpu::StateVector<R>;
+
+void require_cpu(const AdjointOptions& options) {
+  if (options.backend != Backend::cpu)
+    throw Error("the density-matrix method runs on the CPU backend only (not yet on the GPU)");
+}
+
+template <class R>
+std::unique_ptr<State<R>> new_state(int n, const AdjointOptions& options) {
+  auto s = std::make_unique<State<R>>(2 * n, options.threads, typename State<R>::Unset{});
+  if (options.chunk_qubits >= 0) s->set_chunk_qubits(options.chunk_qubits);
+  return s;
+}
+
+template <class R>
+std::unique_ptr<State<R>> copy_of(const State<R>& s, const AdjointOptions& options) {
+  auto out = new_state<R>(s.num_qubits() / 2, options);
+  out->copy_from(s);
+  return out;
+}
+
+// rho = |0><0|, or |psi><psi| for a given initial state psi.
+template <class R>
+void set_initial(State<R>& rho, int n, const AdjointOptions& options) {
+  if (options.initial_state.empty()) {
+    rho.set_basis_state(0);
+    return;
+  }
+  const index_t dim = index_t{1} << n;
+  if (options.initial_state.size() != dim)
+    throw Error("initial state: " + std::to_string(options.initial_state.size()) +
+                " amplitudes for " + std::to_string(n) + " qubit(s)");
+  std::vector<cplx> v(dim * dim);
+  for (index_t c = 0; c < dim; ++c)
+    for (index_t r = 0; r < dim; ++r)
+      v[r + dim * c] = options.initial_state[r] * std::conj(options.initial_state[c]);
+  rho.set_amplitudes(v);
+}
+
+// The circuit cut at its channels: stretches[j] holds the gates between
+// channels[j - 1] and channels[j] (stretches.size() == channels.size() + 1).
+struct Cut {
+  std::vector<Circuit> stretches;
+  std::vector<const Operation*> channels;
+};
+
+Cut cut_at_channels(const Circuit& c) {
+  Cut cut;
+  cut.stretches.emplace_back(c.num_qubits());
+  for (const Operation& op : c.ops()) {
+    if (op.is_channel()) {
+      cut.channels.push_back(&op);
+      cut.stretches.emplace_back(c.num_qubits());
+    } else {
+      cut.stretches.back().add(op);
+    }
+  }
+  return cut;
+}
+
+// The density-matrix tape of a stretch: each gate's row half, with its
+// derivatives, then its column half.
+std::vector<TapeStep> density_tape(const Circuit& stretch, std::span<const double> theta, int n) {
+  std::vector<TapeStep> out;
+  for (TapeStep& row : make_tape(stretch, theta)) {
+    TapeStep column{column_half(row.gate, n), {}};
+    out.push_back(std::move(row));
+    out.push_back(std::move(column));
+  }
+  return out;
+}
+
+// Every operation of c in density-matrix form, fused.
+std::vector<BoundGate> density_gates(const Circuit& c, std::span<const double> theta,
+                                     const AdjointOptions& options) {
+  const int n = c.num_qubits();
+  std::vector<BoundGate> gates;
+  for (const Operation& op : c.ops()) {
+    if (op.is_channel()) {
+      gates.push_back(bind_channel(op, theta, n));
+      continue;
+    }
+    const BoundGate g = bind_params(op, theta);
+    gates.push_back(g);
+    gates.push_back(column_half(g, n));
+  }
+  return options.fusion > 0 ? fuse(gates, {options.fusion, std::max(10, options.fusion)}) : gates;
+}
+
+// i^popcount(x & z): the phase of a Pauli word's Y factors.
+cplx y_phase(const PauliTerm& t) {
+  static const cplx powers[4] = {1, {0, 1}, -1, {0, -1}};
+  return powers[std::popcount(t.xmask & t.zmask) % 4];
+}
+
+// Tr(H rho) = sum over terms c P of c sum_k phase(k) rho[k][k ^ x], with
+// P|k> = phase(k) |k ^ x>.
+template <class R>
+double trace_with(const State<R>& rho, int n, const PauliSum& h) {
+  const R* a = rho.data();
+  const index_t dim = index_t{1} << n;
+  double sum = 0;
+  for (const PauliTerm& t : h.terms) {
+    const cplx y = y_phase(t);
+    double term = 0;
+    for (index_t k = 0; k < dim; ++k) {
+      const index_t i = k + dim * (k ^ t.xmask);
+      const cplx v = y * cplx(a[2 * i], a[2 * i + 1]);
+      term += std::popcount(k & t.zmask) % 2 ? -v.real() : v.real();
+    }
+    sum += t.coeff * term;
+  }
+  return sum;
+}
+
+// lambda = vec(H): H[r][c] at r + 2^n c, with H[k ^ x][k] = coeff phase(k).
+template <class R>
+void set_observable(State<R>& lambda, int n, const PauliSum& h) {
+  R* a = lambda.data();
+  std::fill(a, a + 2 * lambda.size(), R(0));
+  const index_t dim = index_t{1} << n;
+  for (const PauliTerm& t : h.terms) {
+    const cplx y = y_phase(t) * t.coeff;
+    for (index_t k = 0; k < dim; ++k) {
+      const index_t i = (k ^ t.xmask) + dim * k;
+      const cplx v = std::popcount(k & t.zmask) % 2 ? -y : y;
+      a[2 * i] += static_cast<R>(v.real());
+      a[2 * i + 1] += static_cast<R>(v.imag());
+    }
+  }
+}
+
+template <class R>
+std::vector<double> diagonal(const State<R>& rho, int n) {
+  const R* a = rho.data();
+  const index_t dim = index_t{1} << n;
+  std::vector<double> p(dim);
+  for (index_t k = 0; k < dim; ++k) p[k] = std::max(0.0, double(a[2 * (k + dim * k)]));
+  return p;
+}
+
+template <class R>
+void read_out(const State<R>& rho, int n, const SimulateRequest& req, SimulateResult& out) {
+  for (const PauliSum& h : req.observables) out.expvals.push_back(trace_with(rho, n, h));
+  const index_t dim = index_t{1} << n;
+  if (req.state) {
+    out.state.resize(dim * dim);
+    const R* a = rho.data();
+    for (index_t r = 0; r < dim; ++r)
+      for (index_t c = 0; c < dim; ++c)
+        out.state[r * dim + c] = {a[2 * (r + dim * c)], a[2 * (r + dim * c) + 1]};
+  }
+  if (!req.probabilities && req.shots <= 0 && !req.most_probable) return;
+  const std::vector<double> p = diagonal(rho, n);
+  if (req.shots > 0) {
+    // The state vector's sampler on amplitudes sqrt(p): the same outcomes for
+    // the same seed as a pure state with these probabilities.
+    State<double> amplitudes(n);
+    std::vector<cplx> v(dim);
+    for (index_t k = 0; k < dim; ++k) v[k] = std::sqrt(p[k]);
+    amplitudes.set_amplitudes(v);
+    out.counts = amplitudes.sample(req.shots, req.seed);
+  }
+  if (req.most_probable)
+    out.most_probable = static_cast<index_t>(std::max_element(p.begin(), p.end()) - p.begin());
+  if (req.probabilities) out.probabilities = p;
+}
+
+}  // namespace
+
+std::uint64_t density_matrix_bytes(int n, Precision p) { return cpu::state_bytes(2 * n, p); }
+
+bool runs_on_density_matrix(const Circuit& c, const AdjointOptions& options) {
+  return options.method == Method::density_matrix ||
+         (options.method == Method::automatic && c.has_channels());
+}
+
+template <class R>
+SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double> theta,
+                                       const SimulateRequest& req, const AdjointOptions& options) {
+  require_cpu(options);
+  const int n = c.num_qubits();
+  const std::vector<BoundGate> gates = density_gates(c, theta, options);
+  auto rho = new_state<R>(n, options);
+  set_initial(*rho, n, options);
+  rho->apply(gates);
+  SimulateResult out;
+  out.gates_after_fusion = gates.size();
+  read_out(*rho, n, req, out);
+  return out;
+}
+
+template <class R>
+AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta,
+                                 const std::vector<PauliSum>& observables,
+                                 std::span<const double> weights, const AdjointOptions& options) {
+  require_cpu(options);
+  const int n = c.num_qubits();
+  const Cut cut = cut_at_channels(c);
+  const std::size_t m = cut.channels.size();
+  std::vector<BoundGate> channel, dual;
+  for (const Operation* op : cut.channels) {
+    for (const ParamExpr& p : op->params)
+      if (p.slot >= 0)
+        throw Error(describe(*op) +
+                    ": the gradient of a channel's trainable parameter is not implemented yet");
+    channel.push_back(bind_channel(*op, theta, n));
+    dual.push_back(bind_channel(*op, theta, n, true));
+  }
+  std::vector<std::vector<TapeStep>> tapes;
+  for (const Circuit& s : cut.stretches) tapes.push_back(density_tape(s, theta, n));
+  auto run_stretch = [&](State<R>& s, std::size_t j) {
+    s.apply(forward_gates(tapes[j], options.fusion));
+  };
+
+  // Forward, keeping the state before every stride-th channel.
+  const Precision precision = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
+  const std::uint64_t bytes = density_matrix_bytes(n, precision);
+  std::size_t stride = 1;
+  if (m > 0 && bytes * m > options.checkpoint_bytes)
+    stride = static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(m))));
+  std::map<std::size_t, std::unique_ptr<State<R>>> kept, block;
+  auto rho = new_state<R>(n, options);
+  set_initial(*rho, n, options);
+  for (std::size_t j = 0; j <= m; ++j) {
+    run_stretch(*rho, j);
+    if (j == m) break;
+    if (j % stride == 0) kept[j] = copy_of(*rho, options);
+    rho->apply(channel[j]);
+  }
+  AdjointResult result;
+  for (const PauliSum& h : observables) result.expvals.push_back(trace_with(*rho, n, h));
+
+  // The state before channel k: kept, or recomputed with the rest of its block.
+  auto before_channel = [&](std::size_t k) -> const State<R>& {
+    if (auto it = kept.find(k); it != kept.end()) return *it->second;
+    if (auto it = block.find(k); it != block.end()) return *it->second;
+    block.clear();
+    const std::size_t first = k - k % stride;
+    auto s = copy_of(*kept.at(first), options);
+    for (std::size_t i = first + 1; i <= k; ++i) {
+      s->apply(channel[i - 1]);
+      run_stretch(*s, i);
+      block[i] = copy_of(*s, options);
+    }
+    return *block.at(k);
+  };
+
+  // Backward: lambda = vec(H_w) pulled back through stretches and dual channels.
+  auto lambda = new_state<R>(n, options);
+  set_observable(*lambda, n, weighted_sum(observables, weights));
+  result.gradient.assign(theta.size(), 0.0);
+  for (std::size_t j = m + 1; j-- > 0;) {
+    const Segmented seg = segment(tapes[j], options.fusion);
+    std::vector<BoundGate> inverse;
+    std::vector<char> measure;
+    inverse_gates(seg, inverse, measure);
+    std::vector<Matrix> cross;
+    rho->adjoint_sweep(*lambda, inverse, measure, cross, /*undo_all=*/j > 0);
+    accumulate(seg, cross, result.gradient);
+    if (j == 0) break;
+    rho->copy_from(before_channel(j - 1));
+    lambda->apply(dual[j - 1]);
+  }
+  return result;
+}
+
+#define QMLSIM_INSTANTIATE(R)                                                                  \
+  template SimulateResult simulate_density_matrix<R>(                                          \
+      const Circuit&, std::span<const double>, const SimulateRequest&, const AdjointOptions&); \
+  template AdjointResult density_matrix_vjp<R>(const Circuit&, std::span<const double>,        \
+                                               const std::vector<PauliSum>&,                   \
+                                               std::span<const double>, const AdjointOptions&);
+QMLSIM_INSTANTIATE(float)
+QMLSIM_INSTANTIATE(double)
+#undef QMLSIM_INSTANTIATE
+
+}  // namespace qmlsim

@@ -1,0 +1,54 @@
+// Noisy circuits on a density matrix. The state is rho on n qubits held as
+// the 2n-qubit vector vec(rho)[r + 2^n c] = rho[r][c] in the CPU state
+// vector, so every kernel, the fusion and the cache blocking apply unchanged:
+// a gate U is U on the row qubits and conj(U) on the column qubits, a channel
+// its superoperator on both (circuit/bound.h). 4^n amplitudes: 13 qubits take
+// 1 GiB in complex128.
+//
+// Gradients are exact and cost O(gates): the observable H is pulled back
+// through the circuit as the vector vec(H) (the adjoint state of the linear
+// functional Tr(H rho)), with the state vector's adjoint sweep between
+// channels (there vec(rho) is undone exactly: U (x) conj(U) is unitary) and
+// the dual channel at each channel. A channel cannot be undone, so the
+// states before channels are kept from the forward pass, within
+// AdjointOptions::checkpoint_bytes; beyond that every k-th one is kept and a
+// block's others recomputed from it once (about one more forward pass).
+// A gate parameter's gradient is 2 Re <vec(lambda)| dU (x) conj(U) |vec(rho)>
+// = 2 Re Tr(lambda dU rho U^dagger): the row half's sweep term alone.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "circuit/circuit.h"
+#include "circuit/observable.h"
+#include "grad/adjoint.h"
+#include "grad/simulate.h"
+
+namespace qmlsim {
+
+// Bytes of a density matrix on n qubits (the 2n-qubit vector).
+std::uint64_t density_matrix_bytes(int n, Precision p);
+
+// Whether these options run c on a density matrix (Method, adjoint.h).
+bool runs_on_density_matrix(const Circuit& c, const AdjointOptions& options);
+
+// The final density matrix of c read out as requested: Tr(H rho) per
+// observable, the diagonal as probabilities, samples and the most probable
+// basis state from it; `state` is rho, row-major (rho[r][c] at r 2^n + c).
+// initial_state, when given, is a pure state |psi> (rho = |psi><psi|).
+// CPU only (an Error on the cuda backend).
+template <class R>
+SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double> theta,
+                                       const SimulateRequest& req, const AdjointOptions& options);
+
+// L = sum_k weights[k] Tr(H_k rho(theta)) and dL/dtheta for every slot that
+// gates' parameters use. A channel's trainable parameter is refused (an
+// Error): its gradient is not implemented yet.
+template <class R>
+AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta,
+                                 const std::vector<PauliSum>& observables,
+                                 std::span<const double> weights, const AdjointOptions& options);
+
+}  // namespace qmlsim

@@ -1,0 +1,219 @@
+// The density-matrix engine against the dense oracle (rho -> U rho U^dagger,
+// rho -> sum K rho K^dagger) on random noisy circuits, against the state
+// vector on noiseless ones, and its gradients against finite differences.
+#include "grad/density_matrix.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/error.h"
+#include "grad/simulate.h"
+#include "testing/dense_oracle.h"
+
+namespace qmlsim {
+namespace {
+
+using testing::random_observable;
+using testing::random_parametric_circuit;
+
+// A random channel of the table (or a Kraus set) on random wires of n.
+Operation random_channel(int n, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0, 1);
+  const ChannelId ids[] = {ChannelId::depolarizing,
+                           ChannelId::two_qubit_depolarizing,
+                           ChannelId::bit_flip,
+                           ChannelId::phase_flip,
+                           ChannelId::pauli_channel,
+                           ChannelId::two_qubit_dephasing,
+                           ChannelId::amplitude_damping,
+                           ChannelId::generalized_amplitude_damping,
+                           ChannelId::phase_damping,
+                           ChannelId::thermal_relaxation,
+                           ChannelId::kraus};
+  Operation op;
+  op.channel = ids[rng() % std::size(ids)];
+  const ChannelInfo& info = channel_info(op.channel);
+  int wires = info.num_wires;
+  if (op.channel == ChannelId::kraus) {  // a reset towards |1> mixed with the identity
+    const double q = u(rng);
+    op.kraus = std::make_shared<const std::vector<Matrix>>(
+        std::vector<Matrix>{Matrix{std::sqrt(1 - q), 0, 0, std::sqrt(1 - q)},
+                            Matrix{0, 0, std::sqrt(q), 0}, Matrix{0, 0, 0, std::sqrt(q)}});
+    wires = 1;
+  } else if (op.channel == ChannelId::thermal_relaxation) {
+    op.params = {ParamExpr::literal(2.0), ParamExpr::literal(3.0), ParamExpr::literal(u(rng)),
+                 ParamExpr::literal(0.1)};
+  } else {
+    for (int p = 0; p < info.num_params; ++p)
+      op.params.push_back(ParamExpr::literal(u(rng) / info.num_params));
+  }
+  if (wires > n) return random_channel(n, rng);
+  op.wires.push_back(static_cast<int>(rng() % n));
+  while (static_cast<int>(op.wires.size()) < wires) {
+    const int w = static_cast<int>(rng() % n);
+    if (w != op.wires[0]) op.wires.push_back(w);
+  }
+  return op;
+}
+
+// A random parametric circuit with a random channel after about every third gate.
+Circuit noisy_circuit(int n, int gates, int slots, std::mt19937_64& rng) {
+  const Circuit clean = random_parametric_circuit(n, gates, slots, rng);
+  Circuit c(n);
+  for (const Operation& op : clean.ops()) {
+    c.add(op);
+    if (rng() % 3 == 0) c.add(random_channel(n, rng));
+  }
+  c.add(random_channel(n, rng));
+  return c;
+}
+
+std::vector<double> random_theta(int slots, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(-3, 3);
+  std::vector<double> t(static_cast<std::size_t>(slots));
+  for (double& x : t) x = u(rng);
+  return t;
+}
+
+TEST(DensityMatrix, EqualsTheDenseOracleOnRandomNoisyCircuits) {
+  std::mt19937_64 rng(48);
+  for (int trial = 0; trial < 30; ++trial) {
+    const int n = 1 + trial % 5;
+    const Circuit c = noisy_circuit(n, 12, 3, rng);
+    const std::vector<double> theta = random_theta(3, rng);
+    const Matrix want = testing::run_dense_density(c, theta);
+    SimulateRequest req;
+    req.observables = {random_observable(n, rng), random_observable(n, rng)};
+    req.state = true;
+    req.probabilities = true;
+    for (int fusion : {0, 3}) {
+      AdjointOptions o;
+      o.fusion = fusion;
+      o.threads = 1 + trial % 2;
+      const SimulateResult got = simulate<double>(c, theta, req, o);
+      ASSERT_EQ(got.state.size(), want.size());
+      for (std::size_t i = 0; i < want.size(); ++i)
+        ASSERT_LT(std::abs(got.state[i] - want[i]), 1e-12) << "trial " << trial << " entry " << i;
+      for (std::size_t k = 0; k < req.observables.size(); ++k)
+        EXPECT_NEAR(got.expvals[k], testing::expval_dense_density(req.observables[k], want, n),
+                    1e-12);
+      const std::size_t d = std::size_t{1} << n;
+      for (std::size_t i = 0; i < d; ++i)
+        EXPECT_NEAR(got.probabilities[i], want[i * d + i].real(), 1e-12);
+      const SimulateResult single = simulate<float>(c, theta, req, o);
+      for (std::size_t k = 0; k < req.observables.size(); ++k)
+        EXPECT_NEAR(single.expvals[k], got.expvals[k], 1e-5);
+    }
+  }
+}
+
+TEST(DensityMatrix, NoiselessCircuitsEqualTheStateVector) {
+  std::mt19937_64 rng(49);
+  for (int n : {1, 3, 6}) {
+    const Circuit c = random_parametric_circuit(n, 25, 4, rng);
+    const std::vector<double> theta = random_theta(4, rng);
+    SimulateRequest req;
+    req.observables = {random_observable(n, rng)};
+    req.probabilities = true;
+    req.shots = 2000;
+    req.most_probable = true;
+    AdjointOptions dm;
+    dm.method = Method::density_matrix;
+    const SimulateResult sv = simulate<double>(c, theta, req, {});
+    const SimulateResult rho = simulate<double>(c, theta, req, dm);
+    EXPECT_NEAR(rho.expvals[0], sv.expvals[0], 1e-12);
+    for (std::size_t i = 0; i < sv.probabilities.size(); ++i)
+      EXPECT_NEAR(rho.probabilities[i], sv.probabilities[i], 1e-12);
+    EXPECT_EQ(rho.counts, sv.counts);  // the same sampler on the same probabilities
+    EXPECT_EQ(rho.most_probable, sv.most_probable);
+    // From a given pure state, too.
+    const std::vector<cplx> psi = testing::random_state(n, rng);
+    dm.initial_state = psi;
+    AdjointOptions from;
+    from.initial_state = psi;
+    EXPECT_NEAR(simulate<double>(c, theta, req, dm).expvals[0],
+                simulate<double>(c, theta, req, from).expvals[0], 1e-12);
+  }
+}
+
+// Central finite differences of L = sum_k w_k Tr(H_k rho) in complex128.
+std::vector<double> finite_differences(const Circuit& c, std::vector<double> theta,
+                                       const std::vector<PauliSum>& obs, const double* w) {
+  SimulateRequest req;
+  req.observables = obs;
+  auto loss = [&](const std::vector<double>& t) {
+    const std::vector<double> e = simulate<double>(c, t, req, {}).expvals;
+    double l = 0;
+    for (std::size_t k = 0; k < e.size(); ++k) l += w[k] * e[k];
+    return l;
+  };
+  std::vector<double> g(theta.size());
+  const double h = 1e-5;
+  for (std::size_t s = 0; s < theta.size(); ++s) {
+    const double t0 = theta[s];
+    theta[s] = t0 + h;
+    const double up = loss(theta);
+    theta[s] = t0 - h;
+    g[s] = (up - loss(theta)) / (2 * h);
+    theta[s] = t0;
+  }
+  return g;
+}
+
+TEST(DensityMatrix, GradientsEqualFiniteDifferences) {
+  std::mt19937_64 rng(50);
+  for (int trial = 0; trial < 16; ++trial) {
+    const int n = 2 + trial % 4;
+    const Circuit c = noisy_circuit(n, 16, 4, rng);
+    const std::vector<double> theta = random_theta(4, rng);
+    const std::vector<PauliSum> obs = {random_observable(n, rng), random_observable(n, rng)};
+    const double w[] = {0.8, -1.1};
+    const std::vector<double> want = finite_differences(c, theta, obs, w);
+    for (int fusion : {0, 3}) {
+      AdjointOptions o;
+      o.fusion = fusion;
+      o.threads = 1 + trial % 2;
+      const AdjointResult g = adjoint_vjp<double>(c, theta, obs, w, o);
+      for (std::size_t s = 0; s < theta.size(); ++s)
+        ASSERT_NEAR(g.gradient[s], want[s], 1e-7) << "trial " << trial << " slot " << s;
+      // Checkpoints beyond the budget: every k-th kept, the rest recomputed.
+      o.checkpoint_bytes = 1;
+      const AdjointResult r = adjoint_vjp<double>(c, theta, obs, w, o);
+      for (std::size_t s = 0; s < theta.size(); ++s)
+        EXPECT_NEAR(r.gradient[s], g.gradient[s], 1e-12);
+      const AdjointResult f = adjoint_vjp<float>(c, theta, obs, w, o);
+      for (std::size_t s = 0; s < theta.size(); ++s) EXPECT_NEAR(f.gradient[s], want[s], 2e-3);
+    }
+    // The Jacobian's rows are the observables' gradients.
+    const auto jac = adjoint_jacobian<double>(c, theta, obs, {});
+    const double e0[] = {1.0, 0.0};
+    const AdjointResult first = adjoint_vjp<double>(c, theta, obs, e0, {});
+    for (std::size_t s = 0; s < theta.size(); ++s) EXPECT_NEAR(jac[0][s], first.gradient[s], 1e-12);
+  }
+}
+
+TEST(DensityMatrix, RefusesWhatItCannotDo) {
+  Circuit c(1);
+  Operation op;
+  op.channel = ChannelId::bit_flip;
+  op.wires = {0};
+  op.params = {ParamExpr::ref(0)};
+  c.add(op);
+  const double theta[] = {0.1}, w[] = {1.0};
+  const PauliSum z = parse_pauli_sum("Z0", "test");
+  EXPECT_THROW(adjoint_vjp<double>(c, theta, {z}, w, {}), Error);  // a trainable channel
+  SimulateRequest req;
+  req.observables = {z};
+  EXPECT_NEAR(simulate<double>(c, theta, req, {}).expvals[0], 0.8, 1e-15);
+  AdjointOptions gpu;
+  gpu.backend = Backend::cuda;
+  EXPECT_THROW(simulate<double>(c, theta, req, gpu), Error);
+  AdjointOptions sv;
+  sv.method = Method::statevector;
+  EXPECT_THROW(simulate<double>(c, theta, req, sv), Error);
+}
+
+}  // namespace
+}  // namespace qmlsim
