@@ -20,6 +20,12 @@
 // chain through it (`input_gradient`). Uncontrolled phases form the program's
 // global phase; Qiskit's exported zero-qubit `global_phase` gate is one.
 //
+// Noise, in both: Braket's pragmas `#pragma braket noise NAME(args) qubits`
+// (one line, no semicolon; the channels of circuit/channels.h, `kraus` with
+// matrices [[a, b], [c, d]] whose entries may be complex: 0.6im, 0.6+0.8im),
+// on single qubits or, broadcast, on each qubit of a register. Other pragmas
+// are refused.
+//
 // Rejected with a located error, in both: `reset` after a gate, classical
 // control flow on measured bits, mid-circuit measurement, `opaque` gates that
 // are used; in OpenQASM 3 also `extern`, timing, calibrations, aliases,

@@ -239,6 +239,33 @@ struct Bad {
   const char* message;  // part of the message
 };
 
+TEST(Qasm3, BraketNoisePragmasBecomeChannels) {
+  const QasmProgram p = parse_qasm(
+      "OPENQASM 3.0;\ninclude \"stdgates.inc\";\nqubit[2] q;\nh q[0];\n"
+      "#pragma braket noise depolarizing(0.1) q[0]\n"
+      "#pragma braket noise amplitude_damping(pi / 16) q\n"
+      "#pragma braket noise generalized_amplitude_damping(0.2, 0.3) q[1]\n"
+      "#pragma braket noise two_qubit_dephasing(0.05) q[1], q[0]\n"
+      "#pragma braket noise kraus([[0.8, 0], [0, 0.8]], [[0, 0.6im], [-0.6im, 0]]) q[1]\n"
+      "#pragma braket noise kraus([[1, 0], [0, 0.6+0.8im]]) q[0]\n"
+      "cx q[0], q[1];\n",
+      "noise.qasm");
+  const std::vector<Operation>& ops = p.circuit.ops();
+  ASSERT_EQ(ops.size(), 9u);
+  EXPECT_EQ(ops[1].channel, ChannelId::depolarizing);
+  EXPECT_EQ(ops[2].channel, ChannelId::amplitude_damping);  // q broadcast: q[0], q[1]
+  EXPECT_EQ(ops[3].wires, std::vector<int>{1});
+  EXPECT_NEAR(ops[3].params[0].shift, std::numbers::pi / 16, 1e-15);
+  EXPECT_EQ(ops[4].params[1].shift, 0.3);
+  EXPECT_EQ(ops[5].wires, (std::vector<int>{1, 0}));
+  ASSERT_EQ(ops[6].channel, ChannelId::kraus);
+  EXPECT_EQ((*ops[6].kraus)[1][1], cplx(0, 0.6));
+  EXPECT_EQ((*ops[6].kraus)[1][2], cplx(0, -0.6));
+  EXPECT_EQ((*ops[7].kraus)[0][3], cplx(0.6, 0.8));
+  EXPECT_TRUE(p.circuit.has_channels());
+  EXPECT_TRUE(p.angles.empty());
+}
+
 TEST(Qasm3, UnsupportedConstructsGiveLocatedErrors) {
   const std::string h = "OPENQASM 3.0;\ninclude \"stdgates.inc\";\nqubit[2] q;\n";
   const Bad cases[] = {
@@ -273,6 +300,20 @@ TEST(Qasm3, UnsupportedConstructsGiveLocatedErrors) {
       {"def f(qubit a, angle t) { x a[t]; }\ninput float u;\nf(q[0], u);", "4:31",
        "depends on an input"},
       {"extern f(float) -> float;", "4:1", "extern functions"},
+      {"#pragma braket noise bit_flip(1.5) q[0]", "4:1",
+       "probability = 1.500000 is outside [0, 1]"},
+      {"#pragma braket noise flip(0.1) q[0]", "4:22", "unknown noise channel 'flip'"},
+      {"#pragma braket noise bit_flip(0.1)\nx q[0];", "4:1", "names no qubits"},
+      {"#pragma braket noise bit_flip(0.1) q[0], q[1]", "4:1", "takes 1 wire(s), got 2"},
+      {"#pragma braket noise kraus([[1, 0], [0, 0.5]]) q[0]", "4:1", "not trace preserving"},
+      {"#pragma braket noise kraus([[1, 0], [0]]) q[0]", "4:28", "differ in length"},
+      {"#pragma braket noise depolarizing(0.1) q[0] q[1]", "4:45", "end of the pragma's line"},
+      {"#pragma braket verbatim", "4:1", "'noise' alone"},
+      {"#pragma qiskit something", "4:1", "unsupported pragma"},
+      {"bit c;\nc = measure q[0];\n#pragma braket noise bit_flip(0.1) q[0]", "6:1",
+       "after it was measured"},
+      {"for i in [0:1] {\n#pragma braket noise bit_flip(0.1) q[0]\n}", "5:1",
+       "only at the top level"},
       {"delay[10ns] q[0];", "4:1", "timing"},
       {"box { x q[0]; }", "4:1", "timing"},
       {"int[32] k;", "4:10", "'k' has no value"},

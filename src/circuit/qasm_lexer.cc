@@ -10,7 +10,11 @@ Token Lexer::next() {
   t.col = col_;
   if (i_ >= s_.size()) return t;
   const char c = s_[i_];
-  if (ident_start(c)) {
+  if (s_.substr(i_, 7) == "#pragma") {  // an Id no identifier can spell; the line follows
+    t.kind = Tok::Id;
+    t.text = "#pragma";
+    advance(7);
+  } else if (ident_start(c)) {
     std::size_t j = i_;
     while (j < s_.size() && (ident_start(s_[j]) || std::isdigit(static_cast<unsigned char>(s_[j]))))
       ++j;

@@ -189,7 +189,7 @@ class QasmParser {
   // Statements that declare global things may not appear in a loop or subroutine.
   static bool top_level_only(std::string_view w) {
     return w == "include" || w == "qreg" || w == "creg" || w == "gate" || w == "opaque" ||
-           w == "qubit" || w == "bit" || w == "input" || w == "def";
+           w == "qubit" || w == "bit" || w == "input" || w == "def" || w == "#pragma";
   }
 
   const QasmInput* input_index(const std::string& name) const {
@@ -305,6 +305,13 @@ class QasmParser {
   std::shared_ptr<const GateDef> resolve_gate(const GateCall& call, int nargs) const;
 
   void gate_statement();
+
+  // `#pragma braket noise NAME(args) qubits` (one line, no semicolon): the
+  // channel of that name (circuit/channels.h) on those qubits, or on each
+  // qubit of a register. Other pragmas are refused.
+  void pragma();
+  std::vector<Matrix> kraus_matrices();  // kraus's arguments: [[a, b], [c, d]], ...
+  cplx complex_number();                 // a real, an imaginary `bim`, or `a + bim`
 
   // -- expansion. A context carries the controls and inversion of the calls
   // that led here; `params` are expressions of the inputs (numbers if constant).

@@ -100,6 +100,7 @@ void QasmParser::statement() {
   if (block_depth_ > 0 && top_level_only(w)) {
     fail("'" + w + "' may appear only at the top level, not in a loop or subroutine body");
   }
+  if (w == "#pragma") return pragma();
   if (w == "include") return include();
   if (w == "qreg" || w == "creg") return reg_decl(w == "qreg");
   if (w == "gate") return gate_decl(false);

@@ -16,6 +16,7 @@
 #include "core/parallel.h"
 #include "distributed/state.h"
 #include "grad/adjoint.h"
+#include "grad/density_matrix.h"
 #include "grad/simulate.h"
 #include "io/state_file.h"
 #include "passes/fusion.h"
@@ -29,6 +30,9 @@ const std::vector<OptionSpec> kSpecs = {
     {"--threads", "N", "threads (default: all cores, or OMP_NUM_THREADS)"},
     {"--fusion", "K", "fuse gates into blocks of up to K qubits; 0 = off (default 3)"},
     {"--backend", "cpu|cuda", "where the state vector lives (default cpu; cuda: an NVIDIA GPU)"},
+    {"--method", "auto|statevector|density_matrix",
+     "the state: a density matrix runs noise channels (Braket's '#pragma braket noise' lines); "
+     "auto (default) picks it when the circuit has them"},
     {"--shots", "N", "draw N samples of all qubits"},
     {"--seed", "S", "seed for sampling (default 1)"},
     {"--input", "NAME=V[,V...]", "value of an OpenQASM 3 input (an array: its elements)", true},
@@ -53,8 +57,9 @@ const std::vector<OptionSpec> kSpecs = {
 
 constexpr const char* kUsage =
     "qmlsim run CIRCUIT.qasm --observable \"PAULI SUM\" [--observable ...] "
-    "[--precision c64|c128] [--threads N] [--fusion K] [--backend cpu|cuda] [--shots N --seed S] "
-    "[--input NAME=V[,V...] ...] [--gradient] [--distributed [--exchange-mib N]] "
+    "[--precision c64|c128] [--threads N] [--fusion K] [--backend cpu|cuda] [--method M] "
+    "[--shots N --seed S] [--input NAME=V[,V...] ...] [--gradient] [--distributed [--exchange-mib "
+    "N]] "
     "[--plan-processes P] [--state-out FILE.h5] [--json] "
     "[--max-gates N] [--max-file-mib N]\n\n"
     "With --gradient, every angle of every parametric gate (after expanding user gates)\n"
@@ -165,6 +170,25 @@ Outcome simulate_program(const QasmProgram& prog, const std::vector<PauliSum>& o
   return out;
 }
 
+// A density matrix is 4^n amplitudes: refused with its size when it cannot fit
+// (the state vector's qubit limit over 2n, or this machine's memory).
+void check_density_matrix_fits(const Circuit& c, Precision prec, const std::string& precision,
+                               bool gradient, const std::string& path) {
+  const int n = c.num_qubits();
+  const std::string what = path + ": a density matrix of " + std::to_string(n) + " qubits (4^" +
+                           std::to_string(n) + " " + precision + " amplitudes)";
+  if (2 * n > kMaxQubits)
+    throw Error(what + " is beyond the " + std::to_string(kMaxQubits / 2) +
+                "-qubit limit of the density-matrix method");
+  // The forward state; for gradients also the adjoint's and the states kept
+  // before channels (within AdjointOptions::checkpoint_bytes).
+  const std::uint64_t bytes = density_matrix_bytes(n, prec);
+  const auto channels = static_cast<std::uint64_t>(std::count_if(
+      c.ops().begin(), c.ops().end(), [](const Operation& op) { return op.is_channel(); }));
+  const std::uint64_t kept = std::min(channels * bytes, AdjointOptions{}.checkpoint_bytes + bytes);
+  check_fits_in_memory(gradient ? 2 * bytes + kept : bytes, what);
+}
+
 // Binds every input of the program from the --input flags (all required).
 std::vector<double> bind_inputs(QasmProgram& prog, const Args& args, const std::string& path) {
   std::vector<double> x(static_cast<std::size_t>(prog.num_input_values()), 0.0);
@@ -230,6 +254,7 @@ struct Report {
   std::uint64_t seed;
   bool gradient, distributed;
   double parse_s, sim_s, total_s;
+  bool density_matrix;
 };
 
 // --plan-processes: the distributed plan's exchanges and memory, as JSON.
@@ -302,6 +327,7 @@ void print_json(const Report& r) {
   w.key("num_gates").value(static_cast<long long>(prog.circuit.ops().size()));
   if (!distributed) w.key("num_gates_fused").value(static_cast<long long>(out.gates_after_fusion));
   w.key("threads").value(r.threads).key("backend").value(backend_name(r.backend));
+  w.key("method").value(r.density_matrix ? "density_matrix" : "statevector");
   if (distributed) {
     w.key("distributed").begin_object();
     w.key("processes").value(out.processes).key("slice_qubits").value(out.slice_qubits);
@@ -334,8 +360,9 @@ void print_text(const Report& r) {
   const bool gradient = r.gradient, distributed = r.distributed;
   const std::int64_t shots = r.shots;
   const std::uint64_t seed = r.seed;
-  std::cout << r.path << ": " << n << " qubits, " << prog.circuit.ops().size() << " gates ("
-            << out.gates_after_fusion << " after fusion), " << precision << ", " << r.threads
+  std::cout << r.path << ": " << n << " qubits, " << prog.circuit.ops().size() << " operations ("
+            << out.gates_after_fusion << " after fusion), "
+            << (r.density_matrix ? "density matrix, " : "") << precision << ", " << r.threads
             << " thread(s), " << (r.backend == Backend::cpu ? cpu::best_kernels().name : "cuda")
             << " kernels\n";
   for (std::size_t i = 0; i < r.observable_texts.size(); ++i) {
@@ -422,6 +449,18 @@ int run_command(const std::vector<std::string>& argv) {
   engine.threads = threads;
   engine.fusion = fusion;
   engine.backend = select_backend(args);
+  const std::string method = args.get_choice(
+      "--method", "auto", {"auto", "statevector", "density_matrix", "trajectories"});
+  if (method == "trajectories")
+    throw Error("--method trajectories: not implemented yet; density_matrix runs noise exactly");
+  engine.method = method == "statevector"      ? Method::statevector
+                  : method == "density_matrix" ? Method::density_matrix
+                                               : Method::automatic;
+  if (engine.method == Method::statevector && prog.circuit.has_channels())
+    throw Error("--method statevector: " + path +
+                " has noise channels, which run on a density matrix (--method density_matrix)");
+  const bool density = runs_on_density_matrix(prog.circuit, engine);
+  if (density) check_density_matrix_fits(prog.circuit, prec, precision, gradient, path);
   const int states = gradient ? 3 : 1;  // the adjoint Jacobian keeps three
   const bool distributed = args.has("--distributed");
   const std::string state_out = args.get("--state-out").value_or("");
@@ -433,6 +472,10 @@ int run_command(const std::vector<std::string>& argv) {
   dopts.fusion = fusion;
   dopts.buffer_bytes = static_cast<std::size_t>(args.get_int("--exchange-mib", 32, 1, 1 << 20))
                        << 20;
+  if (density && distributed)
+    throw Error("--distributed: a density matrix runs in one process (not yet over MPI)");
+  if (density && !state_out.empty())
+    throw Error("--state-out: writes a state vector; a density matrix is not written yet");
   if (args.has("--plan-processes")) {
     print_plan(prog, args.get_int("--plan-processes", 1, 1, 1 << 30), prec, precision, states,
                dopts);
@@ -450,7 +493,7 @@ int run_command(const std::vector<std::string>& argv) {
                              " process(es) on this host, each " + std::to_string(states) +
                              " slice(s) of 2^" + std::to_string(n - g) + " " + precision +
                              " amplitudes");
-  } else if (engine.backend == Backend::cpu) {  // GPU states report their own size
+  } else if (engine.backend == Backend::cpu && !density) {  // GPU states report their own size
     check_fits_in_memory(states * cpu::state_bytes(n, prec),
                          path + ": " + std::to_string(states) + " " + std::to_string(n) +
                              "-qubit " + precision + " state(s)");
@@ -492,7 +535,8 @@ int run_command(const std::vector<std::string>& argv) {
                       distributed,
                       parse_s,
                       sim_s,
-                      total_s};
+                      total_s,
+                      density};
   if (args.has("--json"))
     print_json(report);
   else
