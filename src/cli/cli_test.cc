@@ -63,6 +63,32 @@ TEST(Cli, StandardOutputThatCannotBeWrittenIsAnError) {
       << read_file(err);
 }
 
+TEST(Cli, NoisyCircuitsRunOnADensityMatrix) {
+  const std::string noisy =
+      write("noisy.qasm", std::string(kBell) + "#pragma braket noise bit_flip(0.25) q[1]\n");
+  const Result r = run("run " + noisy + " --observable \"Z0 Z1\" --gradient --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::size_t at = r.out.find("\"expval\":[");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NEAR(std::strtod(r.out.c_str() + at + 10, nullptr), 0.5, 1e-12) << r.out;
+  EXPECT_NE(r.out.find("\"method\":\"density_matrix\""), std::string::npos) << r.out;
+  for (const auto& [flags, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--method trajectories", "--method trajectories: not implemented yet"},
+           {"--method statevector", "--method statevector: " + noisy + " has noise channels"},
+           {"--method dm", "--method"},
+           {"--state-out " + (temp_dir() / "s.h5").string(),
+            "--state-out: writes a state vector"}}) {
+    const Result bad = run("run " + noisy + " --observable Z1 " + flags);
+    EXPECT_EQ(bad.status, 2) << flags;
+    EXPECT_NE(bad.err.find(says), std::string::npos) << flags << ": " << bad.err;
+  }
+  const std::string big = write(
+      "big_noisy.qasm", "OPENQASM 3.0;\nqubit[30] q;\n#pragma braket noise bit_flip(0.1) q[0]\n");
+  const Result huge = run("run " + big + " --observable Z0");
+  EXPECT_EQ(huge.status, 2);
+  EXPECT_NE(huge.err.find("a density matrix of 30 qubits"), std::string::npos) << huge.err;
+}
+
 TEST(Cli, RunPrintsOneJsonObject) {
   const std::string f = write("bell.qasm", kBell);
   for (const char* prec : {"c64", "c128"}) {
