@@ -58,22 +58,29 @@ void set_initial(State<R>& rho, int n, const AdjointOptions& options) {
 }
 
 // The circuit cut at its channels: stretches[j] holds the gates between
-// channels[j - 1] and channels[j] (stretches.size() == channels.size() + 1).
+// channel groups j - 1 and j (stretches.size() == groups.size() + 1); a group
+// is a run of channels with no gate between them (a noise layer), which the
+// backward pass crosses with one restored state and one pass of duals.
 struct Cut {
   std::vector<Circuit> stretches;
-  std::vector<const Operation*> channels;
+  std::vector<std::vector<const Operation*>> groups;
 };
 
 Cut cut_at_channels(const Circuit& c) {
   Cut cut;
   cut.stretches.emplace_back(c.num_qubits());
+  bool after_channel = false;
   for (const Operation& op : c.ops()) {
     if (op.is_channel()) {
-      cut.channels.push_back(&op);
-      cut.stretches.emplace_back(c.num_qubits());
+      if (!after_channel) {
+        cut.groups.emplace_back();
+        cut.stretches.emplace_back(c.num_qubits());
+      }
+      cut.groups.back().push_back(&op);
     } else {
       cut.stretches.back().add(op);
     }
+    after_channel = op.is_channel();
   }
   return cut;
 }
@@ -217,15 +224,18 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
   require_cpu(options);
   const int n = c.num_qubits();
   const Cut cut = cut_at_channels(c);
-  const std::size_t m = cut.channels.size();
-  std::vector<BoundGate> channel, dual;
-  for (const Operation* op : cut.channels) {
-    for (const ParamExpr& p : op->params)
-      if (p.slot >= 0)
-        throw Error(describe(*op) +
-                    ": the gradient of a channel's trainable parameter is not implemented yet");
-    channel.push_back(bind_channel(*op, theta, n));
-    dual.push_back(bind_channel(*op, theta, n, true));
+  const std::size_t m = cut.groups.size();
+  // Each group's superoperators, and their duals in reverse order (the pull-back).
+  std::vector<std::vector<BoundGate>> channel(m), dual(m);
+  for (std::size_t j = 0; j < m; ++j) {
+    for (const Operation* op : cut.groups[j]) {
+      for (const ParamExpr& p : op->params)
+        if (p.slot >= 0)
+          throw Error(describe(*op) +
+                      ": the gradient of a channel's trainable parameter is not implemented yet");
+      channel[j].push_back(bind_channel(*op, theta, n));
+      dual[j].insert(dual[j].begin(), bind_channel(*op, theta, n, true));
+    }
   }
   std::vector<std::vector<TapeStep>> tapes;
   for (const Circuit& s : cut.stretches) tapes.push_back(density_tape(s, theta, n));
@@ -233,7 +243,7 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
     s.apply(forward_gates(tapes[j], options.fusion));
   };
 
-  // Forward, keeping the state before every stride-th channel.
+  // Forward, keeping the state before every stride-th channel group.
   const Precision precision = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
   const std::uint64_t bytes = density_matrix_bytes(n, precision);
   std::size_t stride = 1;
@@ -251,7 +261,7 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
   AdjointResult result;
   for (const PauliSum& h : observables) result.expvals.push_back(trace_with(*rho, n, h));
 
-  // The state before channel k: kept, or recomputed with the rest of its block.
+  // The state before channel group k: kept, or recomputed with the rest of its block.
   auto before_channel = [&](std::size_t k) -> const State<R>& {
     if (auto it = kept.find(k); it != kept.end()) return *it->second;
     if (auto it = block.find(k); it != block.end()) return *it->second;
