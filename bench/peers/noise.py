@@ -4,6 +4,7 @@ density_matrix method, Qulacs' DensityMatrix, cirq.DensityMatrixSimulator and
 PennyLane's default.mixed, on the same circuits, in one process.
 
     python bench/peers/noise.py [--qubits 8,10,12] [--layers 4] [--reps 5] [--threads 2]
+        [--peers aer,qulacs,cirq,mixed]
 
 The circuit: `layers` layers of RY and RZ on every qubit and a CNOT ring, with
 a depolarizing channel (p = 0.01) on every qubit after every gate layer and an
@@ -170,6 +171,8 @@ def main():
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--peers", default="aer,qulacs,cirq,mixed",
+                   help="which peers (cirq and default.mixed take minutes from 12 qubits)")
     args = p.parse_args()
     peers = {"aer density_matrix": run_aer, "qulacs DensityMatrix": run_qulacs,
              "cirq DensityMatrixSimulator": run_cirq, "default.mixed": run_default_mixed}
@@ -180,6 +183,8 @@ def main():
         want = ours()
         fns = {}
         for name, make in peers.items():
+            if name.split()[0].split(".")[-1] not in args.peers.split(","):
+                continue
             if name == "default.mixed" and n > 10:
                 continue
             try:

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "backends/cpu/statevector.h"
 #include "core/error.h"
@@ -32,12 +33,31 @@ std::unique_ptr<State<R>> new_state(int n, const AdjointOptions& options) {
   return s;
 }
 
+// States of one pass, reused: a checkpoint is read once, by the backward pass,
+// which then hands its old state back (allocating each anew cost more than the
+// copies: the kernel zeroes every new page).
 template <class R>
-std::unique_ptr<State<R>> copy_of(const State<R>& s, const AdjointOptions& options) {
-  auto out = new_state<R>(s.num_qubits() / 2, options);
-  out->copy_from(s);
-  return out;
-}
+class StatePool {
+ public:
+  StatePool(int n, const AdjointOptions& options) : n_(n), options_(options) {}
+  std::unique_ptr<State<R>> copy_of(const State<R>& s) {
+    std::unique_ptr<State<R>> out;
+    if (spare_.empty()) {
+      out = new_state<R>(n_, options_);
+    } else {
+      out = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    out->copy_from(s);
+    return out;
+  }
+  void give_back(std::unique_ptr<State<R>> s) { spare_.push_back(std::move(s)); }
+
+ private:
+  int n_;
+  const AdjointOptions& options_;
+  std::vector<std::unique_ptr<State<R>>> spare_;
+};
 
 // rho = |0><0|, or |psi><psi| for a given initial state psi.
 template <class R>
@@ -249,31 +269,35 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
   std::size_t stride = 1;
   if (m > 0 && bytes * m > options.checkpoint_bytes)
     stride = static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(m))));
+  StatePool<R> pool(n, options);
   std::map<std::size_t, std::unique_ptr<State<R>>> kept, block;
   auto rho = new_state<R>(n, options);
   set_initial(*rho, n, options);
   for (std::size_t j = 0; j <= m; ++j) {
     run_stretch(*rho, j);
     if (j == m) break;
-    if (j % stride == 0) kept[j] = copy_of(*rho, options);
+    if (j % stride == 0) kept[j] = pool.copy_of(*rho);
     rho->apply(channel[j]);
   }
   AdjointResult result;
   for (const PauliSum& h : observables) result.expvals.push_back(trace_with(*rho, n, h));
 
-  // The state before channel group k: kept, or recomputed with the rest of its block.
-  auto before_channel = [&](std::size_t k) -> const State<R>& {
-    if (auto it = kept.find(k); it != kept.end()) return *it->second;
-    if (auto it = block.find(k); it != block.end()) return *it->second;
-    block.clear();
-    const std::size_t first = k - k % stride;
-    auto s = copy_of(*kept.at(first), options);
-    for (std::size_t i = first + 1; i <= k; ++i) {
-      s->apply(channel[i - 1]);
-      run_stretch(*s, i);
-      block[i] = copy_of(*s, options);
+  // The state before channel group k, taken out (each is read once): kept, or
+  // recomputed with the rest of its block when the pass enters the block.
+  auto before_channel = [&](std::size_t k) {
+    if (k % stride != 0 && !block.count(k)) {
+      const std::size_t first = k - k % stride;
+      auto s = pool.copy_of(*kept.at(first));
+      for (std::size_t i = first + 1; i <= k; ++i) {
+        s->apply(channel[i - 1]);
+        run_stretch(*s, i);
+        block[i] = i == k ? std::move(s) : pool.copy_of(*s);
+      }
     }
-    return *block.at(k);
+    auto& from = k % stride == 0 ? kept : block;
+    auto out = std::move(from.at(k));
+    from.erase(k);
+    return out;
   };
 
   // Backward: lambda = vec(H_w) pulled back through stretches and dual channels.
@@ -289,7 +313,7 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
     rho->adjoint_sweep(*lambda, inverse, measure, cross, /*undo_all=*/j > 0);
     accumulate(seg, cross, result.gradient);
     if (j == 0) break;
-    rho->copy_from(before_channel(j - 1));
+    pool.give_back(std::exchange(rho, before_channel(j - 1)));
     lambda->apply(dual[j - 1]);
   }
   return result;
