@@ -194,6 +194,38 @@ TEST(DensityMatrix, GradientsEqualFiniteDifferences) {
   }
 }
 
+// Invertible channels are undone by their inverses (no states kept); a
+// singular one (amplitude damping with gamma = 1: a reset) makes the pass keep
+// states. Both against finite differences, in both precisions.
+TEST(DensityMatrix, GradientsUndoInvertibleChannelsAndKeepStatesForOthers) {
+  std::mt19937_64 rng(51);
+  for (double gamma : {0.02, 1.0}) {
+    const int n = 3;
+    Circuit c(n);
+    const Circuit layer = random_parametric_circuit(n, 6, 3, rng);
+    for (int rep = 0; rep < 3; ++rep) {
+      for (const Operation& op : layer.ops()) c.add(op);
+      for (int q = 0; q < n; ++q) {
+        Operation noise;
+        noise.channel = q == rep ? ChannelId::amplitude_damping : ChannelId::depolarizing;
+        noise.wires = {q};
+        noise.params = {ParamExpr::literal(q == rep ? gamma : 0.01)};
+        c.add(noise);
+      }
+    }
+    const std::vector<double> theta = random_theta(3, rng);
+    const std::vector<PauliSum> obs = {random_observable(n, rng)};
+    const double w[] = {1.0};
+    const std::vector<double> want = finite_differences(c, theta, obs, w);
+    const AdjointResult d = adjoint_vjp<double>(c, theta, obs, w, {});
+    const AdjointResult f = adjoint_vjp<float>(c, theta, obs, w, {});
+    for (std::size_t s = 0; s < theta.size(); ++s) {
+      EXPECT_NEAR(d.gradient[s], want[s], 1e-7) << "gamma " << gamma << " slot " << s;
+      EXPECT_NEAR(f.gradient[s], want[s], 2e-4) << "gamma " << gamma << " slot " << s;
+    }
+  }
+}
+
 TEST(DensityMatrix, RefusesWhatItCannotDo) {
   Circuit c(1);
   Operation op;
