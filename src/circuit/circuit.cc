@@ -31,15 +31,25 @@ void Circuit::check_channel(const Operation& op) const {
   check_channel_params(op.channel, literals);
 }
 
+void Circuit::check_wires(const std::string& name, const Operation& op) const {
+  std::vector<int> all = op.controls;
+  all.insert(all.end(), op.wires.begin(), op.wires.end());
+  for (int w : all) {
+    if (w < 0 || w >= num_qubits_) {
+      throw Error(name + ": wire " + std::to_string(w) + " is out of range for " +
+                  std::to_string(num_qubits_) + " qubit(s)");
+    }
+  }
+  std::sort(all.begin(), all.end());
+  if (std::adjacent_find(all.begin(), all.end()) != all.end()) {
+    throw Error(name + ": a wire appears twice");
+  }
+}
+
 void Circuit::add(Operation op) {
   if (op.is_channel()) {
     check_channel(op);
-    for (int w : op.wires)
-      if (w < 0 || w >= num_qubits_)
-        throw Error(std::string(channel_info(op.channel).name) + ": wire " + std::to_string(w) +
-                    " is out of range for " + std::to_string(num_qubits_) + " qubit(s)");
-    if (op.wires.size() == 2 && op.wires[0] == op.wires[1])
-      throw Error(std::string(channel_info(op.channel).name) + ": a wire appears twice");
+    check_wires(std::string(channel_info(op.channel).name), op);
     for (const ParamExpr& p : op.params) num_slots_ = std::max(num_slots_, p.slot + 1);
     ++channels_;
     ops_.push_back(std::move(op));
@@ -56,18 +66,7 @@ void Circuit::add(Operation op) {
     throw Error(name + " takes " + std::to_string(g.num_params) + " parameter(s), got " +
                 std::to_string(op.params.size()));
   }
-  std::vector<int> all = op.controls;
-  all.insert(all.end(), op.wires.begin(), op.wires.end());
-  for (int w : all) {
-    if (w < 0 || w >= num_qubits_) {
-      throw Error(name + ": wire " + std::to_string(w) + " is out of range for " +
-                  std::to_string(num_qubits_) + " qubit(s)");
-    }
-  }
-  std::sort(all.begin(), all.end());
-  if (std::adjacent_find(all.begin(), all.end()) != all.end()) {
-    throw Error(name + ": a wire appears twice");
-  }
+  check_wires(name, op);
   if (op.gate == GateId::QubitUnitary) {
     const std::size_t dim = std::size_t{1} << op.wires.size();
     if (!op.unitary || op.unitary->size() != dim * dim) {

@@ -69,6 +69,8 @@ class Circuit {
   int channels_ = 0;
   std::vector<Operation> ops_;
   void check_channel(const Operation& op) const;
+  // Every wire and control in range, none twice; errors start with `name`.
+  void check_wires(const std::string& name, const Operation& op) const;
 };
 
 // Human-readable one-line description, e.g. "CRX(0.5) 1,3".

@@ -335,7 +335,7 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
   const bool uncompute = m > 0 && !undo.empty();
   const Precision precision = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
   const std::uint64_t bytes = density_matrix_bytes(n, precision);
-  std::size_t stride = uncompute ? m + 1 : 1;  // with uncompute: kept only at 0, never read
+  std::size_t stride = 1;  // unused when channels are undone
   if (!uncompute && m > 0 && bytes * m > options.checkpoint_bytes)
     stride = static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(m))));
   StatePool<R> pool(n, options);
