@@ -1,10 +1,10 @@
-// The Python extension `qmlsim._qmlsim` (nanobind): the C++ engine on circuits
-// given as lists of gate-table operations. Every gate parameter is one slot, in
-// operation order; Pauli-sum observables are lists of (coefficient, X mask,
-// Z mask). Qubit q is bit q of an amplitude index (the Python layer maps
-// PennyLane's wires, whose first wire is the most significant, onto it).
-// Long calls release the GIL; qmlsim::Error becomes ValueError (MemoryError
-// when a state cannot be allocated), with the same one-line message.
+// The Python extension `qmlsim._qmlsim` (nanobind): conversions and
+// definitions only. The doors hand over typed programs (Program, Op, Param:
+// python/qmlsim/_program.py builds them); every run goes through the engine's
+// batch entry points (grad/batch.h). Pauli-sum observables are lists of
+// (coefficient, X mask, Z mask); qubit q is bit q of an amplitude index.
+// Long calls release the GIL; qmlsim::Error becomes ValueError (OutOfMemory:
+// MemoryError), with the same one-line message.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/complex.h>
@@ -18,7 +18,6 @@
 #include <cmath>
 #include <complex>
 #include <cstddef>
-#include <cstring>
 #include <exception>
 #include <map>
 #include <memory>
@@ -29,16 +28,12 @@
 #include <variant>
 #include <vector>
 
-#include "backends/cpu/statevector.h"
 #include "backends/cuda/statevector.h"
 #include "circuit/circuit.h"
 #include "circuit/observable.h"
 #include "circuit/qasm.h"
 #include "core/error.h"
-#include "core/memory.h"
-#include "core/parallel.h"
-#include "grad/adjoint.h"
-#include "grad/simulate.h"
+#include "grad/batch.h"
 
 namespace nb = nanobind;
 using namespace qmlsim;
@@ -46,20 +41,6 @@ using namespace qmlsim;
 namespace {
 
 using TermSpec = std::tuple<double, std::uint64_t, std::uint64_t>;
-
-// A state that cannot fit in memory: MemoryError in Python.
-struct TooLarge : Error {
-  using Error::Error;
-};
-
-void check_fits(int n, bool f32, int states) {
-  try {
-    check_fits_in_memory(states * cpu::state_bytes(n, f32 ? Precision::c64 : Precision::c128),
-                         std::to_string(states) + " " + std::to_string(n) + "-qubit state(s)");
-  } catch (const Error& e) {
-    throw TooLarge(e.what());
-  }
-}
 
 struct Options {
   std::string precision = "c128";
@@ -73,6 +54,17 @@ Backend backend_of(const Options& o) {
   if (o.backend != "cuda") throw Error("backend: '" + o.backend + "' is not one of cpu, cuda");
   cuda::select_device(cuda::local_rank_from_env());
   return Backend::cuda;
+}
+
+// A starting state: empty (|0...0>), or 2^n normalised amplitudes.
+void check_initial_state(const std::vector<cplx>& initial, int n) {
+  if (initial.empty()) return;
+  if (initial.size() != (std::size_t{1} << n))
+    throw Error("initial state: " + std::to_string(initial.size()) + " amplitudes for " +
+                std::to_string(n) + " qubit(s)");
+  double norm = 0;
+  for (const cplx& a : initial) norm += std::norm(a);
+  if (!(std::abs(norm - 1) < 1e-6)) throw Error("initial state: not normalised");
 }
 
 // The typed program the Python doors hand over (python/qmlsim/_program.py
@@ -115,14 +107,7 @@ struct Program {
         global_phase(phase) {
     if (num_params < 0) throw Error("num_params: " + std::to_string(num_params) + " is negative");
     if (!std::isfinite(global_phase)) throw Error("global phase: not a finite number");
-    if (!initial.empty()) {
-      if (initial.size() != (std::size_t{1} << n))
-        throw Error("initial state: " + std::to_string(initial.size()) + " amplitudes for " +
-                    std::to_string(n) + " qubit(s)");
-      double norm = 0;
-      for (const cplx& a : initial) norm += std::norm(a);
-      if (!(std::abs(norm - 1) < 1e-6)) throw Error("initial state: not normalised");
-    }
+    check_initial_state(initial, n);
     for (const Op& op : ops) add(op);
   }
 
@@ -192,23 +177,20 @@ std::vector<PauliSum> make_observables(const std::vector<std::vector<TermSpec>>&
   return out;
 }
 
-AdjointOptions engine(const Options& o, const Program* p = nullptr) {
-  AdjointOptions a;
-  a.threads = o.threads < 1 ? 1 : o.threads;
-  a.fusion = o.fusion;
-  a.backend = backend_of(o);
-  if (p) a.initial_state = p->initial;
-  return a;
+EngineOptions engine(const Options& o) {
+  EngineOptions e;
+  e.threads = o.threads < 1 ? 1 : o.threads;
+  e.fusion = o.fusion;
+  e.backend = backend_of(o);
+  return e;
 }
 
-bool single(const Options& o) {
-  if (o.precision != "c64" && o.precision != "c128") {
+Precision precision_of(const Options& o) {
+  if (o.precision != "c64" && o.precision != "c128")
     throw Error("precision: '" + o.precision + "' is not one of c64, c128");
-  }
-  return o.precision == "c64";
+  return o.precision == "c64" ? Precision::c64 : Precision::c128;
 }
 
-using ComplexArray = nb::ndarray<nb::numpy, std::complex<double>, nb::ndim<1>>;
 using RealArray = nb::ndarray<nb::numpy, double>;
 // Rows of parameter values, one binding per row.
 using Matrix2 = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
@@ -220,50 +202,82 @@ nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, std::vector<std::size_t> 
   return nb::ndarray<nb::numpy, T>(owned->data(), shape.size(), shape.data(), owner);
 }
 
-// The final state of c at theta on a's backend (from a's initial state, else
-// |0...0>), as complex128 (a copy when the engine ran in complex64).
-std::vector<std::complex<double>> final_state(const Circuit& c, std::span<const double> theta,
-                                              const Options& o, const AdjointOptions& a) {
-  SimulateRequest req;
-  req.state = true;
-  return single(o) ? simulate<float>(c, theta, req, a).state
-                   : simulate<double>(c, theta, req, a).state;
+BatchItem item_of(const Program& p, const std::vector<double>& values) {
+  return {&p.circuit, p.theta(values), p.initial};
 }
 
-// The final state times e^{i global phase} as complex128 (a copy when the
-// engine ran in complex64).
-nb::ndarray<nb::numpy, std::complex<double>> state(const Program& p,
-                                                   const std::vector<double>& values,
-                                                   const Options& o) {
-  const std::span<const double> theta = p.theta(values);
-  const int n = p.circuit.num_qubits();
-  const bool f32 = single(o);
-  const AdjointOptions a = engine(o, &p);
-  if (a.backend == Backend::cpu) check_fits(n, f32, 1);
+std::vector<BatchItem> items_of(const std::vector<const Program*>& programs,
+                                const std::vector<std::vector<double>>& values) {
+  if (programs.size() != values.size())
+    throw Error("batch: " + std::to_string(values.size()) + " rows of parameter values for " +
+                std::to_string(programs.size()) + " programs");
+  std::vector<BatchItem> items;
+  for (std::size_t i = 0; i < programs.size(); ++i)
+    items.push_back(item_of(*programs[i], values[i]));
+  return items;
+}
+
+SimulateRequest expvals_request(const std::vector<std::vector<TermSpec>>& obs) {
+  SimulateRequest req;
+  req.observables = make_observables(obs);
+  return req;
+}
+
+// The final state of one item times e^{i phase} as complex128.
+nb::ndarray<nb::numpy, std::complex<double>> final_state(const BatchItem& item, double phase,
+                                                         const Options& o) {
+  SimulateRequest req;
+  req.state = true;
   std::vector<std::complex<double>> out;
   {
+    const Precision precision = precision_of(o);
+    const EngineOptions e = engine(o);
     nb::gil_scoped_release release;
-    out = final_state(p.circuit, theta, o, a);
-    if (p.global_phase != 0) {
-      const std::complex<double> phase = std::polar(1.0, p.global_phase);
-      for (std::complex<double>& amp : out) amp *= phase;
+    out = std::move(simulate_batch({item}, req, precision, e)[0].state);
+    if (phase != 0) {
+      const std::complex<double> turn = std::polar(1.0, phase);
+      for (std::complex<double>& amp : out) amp *= turn;
     }
   }
   const std::size_t size = out.size();
   return to_numpy(std::move(out), {size});
 }
 
+nb::ndarray<nb::numpy, std::complex<double>> state(const Program& p,
+                                                   const std::vector<double>& values,
+                                                   const Options& o) {
+  return final_state(item_of(p, values), p.global_phase, o);
+}
+
+// <H_k> of many programs in one call: out[item][k].
+std::vector<std::vector<double>> expvals_batch(const std::vector<const Program*>& programs,
+                                               const std::vector<std::vector<double>>& values,
+                                               const std::vector<std::vector<TermSpec>>& obs,
+                                               const Options& o) {
+  const std::vector<BatchItem> items = items_of(programs, values);
+  const SimulateRequest req = expvals_request(obs);
+  const Precision precision = precision_of(o);
+  const EngineOptions e = engine(o);
+  nb::gil_scoped_release release;
+  std::vector<std::vector<double>> out;
+  for (SimulateResult& r : simulate_batch(items, req, precision, e))
+    out.push_back(std::move(r.expvals));
+  return out;
+}
+
 std::vector<double> expvals(const Program& p, const std::vector<double>& values,
                             const std::vector<std::vector<TermSpec>>& obs, const Options& o) {
-  const std::span<const double> theta = p.theta(values);
-  SimulateRequest req;
-  req.observables = make_observables(obs);
-  const bool f32 = single(o);
-  check_fits(p.circuit.num_qubits(), f32, 1);
-  const AdjointOptions a = engine(o, &p);
-  nb::gil_scoped_release release;
-  return f32 ? simulate<float>(p.circuit, theta, req, a).expvals
-             : simulate<double>(p.circuit, theta, req, a).expvals;
+  return expvals_batch({&p}, {values}, obs, o)[0];
+}
+
+// The observables, each checked to act on the program's qubits.
+std::vector<PauliSum> observables_on(int n, const std::vector<std::vector<TermSpec>>& obs) {
+  std::vector<PauliSum> h = make_observables(obs);
+  for (const PauliSum& s : h)
+    if (s.min_qubits() > n)
+      throw Error("observable: names qubit " + std::to_string(s.min_qubits() - 1) +
+                  ", a qubit beyond the circuit's " + std::to_string(n));
+  return h;
 }
 
 // <H_k> of an OpenQASM 2.0 / 3 program without inputs, read and run in this
@@ -273,19 +287,12 @@ std::vector<double> expvals_qasm(const std::string& text,
   const QasmProgram prog = parse_qasm(text, "<qasm>");
   if (!prog.inputs.empty())
     throw Error("<qasm>: a program with inputs needs their values (qmlsim run --input)");
-  const int n = prog.circuit.num_qubits();
   SimulateRequest req;
-  req.observables = make_observables(obs);
-  for (const PauliSum& h : req.observables)
-    if (h.min_qubits() > n)
-      throw Error("observable: names qubit " + std::to_string(h.min_qubits() - 1) +
-                  ", a qubit beyond the program's " + std::to_string(n));
-  const bool f32 = single(o);
-  check_fits(n, f32, 1);
-  const AdjointOptions a = engine(o);
+  req.observables = observables_on(prog.circuit.num_qubits(), obs);
+  const Precision precision = precision_of(o);
+  const EngineOptions e = engine(o);
   nb::gil_scoped_release release;
-  return f32 ? simulate<float>(prog.circuit, prog.angles, req, a).expvals
-             : simulate<double>(prog.circuit, prog.angles, req, a).expvals;
+  return simulate_batch({{&prog.circuit, prog.angles, {}}}, req, precision, e)[0].expvals;
 }
 
 // The final state of an OpenQASM 2.0 / 3 program as complex128 (its global
@@ -309,220 +316,69 @@ nb::ndarray<nb::numpy, std::complex<double>> state_qasm(
   for (const QasmInput& in : prog.inputs)
     if (!inputs.count(in.name)) throw Error("inputs: input '" + in.name + "' needs a value");
   if (!x.empty()) prog.bind_inputs(x);
-  const int n = prog.circuit.num_qubits();
-  const bool f32 = single(o);
-  const AdjointOptions a = engine(o);
-  if (a.backend == Backend::cpu) check_fits(n, f32, 1);
-  std::vector<std::complex<double>> out;
-  {
-    nb::gil_scoped_release release;
-    out = final_state(prog.circuit, prog.angles, o, a);
-    const std::complex<double> phase = std::polar(1.0, prog.global_phase);
-    if (prog.global_phase != 0)
-      for (std::complex<double>& amp : out) amp *= phase;
-  }
-  const std::size_t size = out.size();
-  return to_numpy(std::move(out), {size});
-}
-
-// The Jacobian as one VJP per observable (a forward and a backward pass each):
-// memory stays at two states however many observables there are. The rows, and
-// the expectation values of the first pass.
-std::vector<std::vector<double>> rows_by_vjp(const Program& p, std::span<const double> theta,
-                                             const std::vector<PauliSum>& h,
-                                             const AdjointOptions& a, bool f32,
-                                             std::vector<double>* values = nullptr) {
-  std::vector<std::vector<double>> rows;
-  for (std::size_t k = 0; k < h.size(); ++k) {
-    std::vector<double> w(h.size(), 0.0);
-    w[k] = 1;
-    const AdjointResult r = f32 ? adjoint_vjp<float>(p.circuit, theta, h, w, a)
-                                : adjoint_vjp<double>(p.circuit, theta, h, w, a);
-    if (k == 0 && values) *values = r.expvals;
-    rows.push_back(r.gradient);
-  }
-  return rows;
-}
-
-// [observable][parameter] by the adjoint method, and the expectation values.
-std::tuple<std::vector<double>, std::vector<std::vector<double>>> jacobian(
-    const Program& p, const std::vector<double>& values,
-    const std::vector<std::vector<TermSpec>>& obs, const Options& o) {
-  const std::span<const double> theta = p.theta(values);
-  const std::vector<PauliSum> h = make_observables(obs);
-  const bool f32 = single(o);
-  check_fits(p.circuit.num_qubits(), f32, 2);
-  const AdjointOptions a = engine(o, &p);
-  nb::gil_scoped_release release;
-  std::vector<double> expvals;
-  std::vector<std::vector<double>> rows = rows_by_vjp(p, theta, h, a, f32, &expvals);
-  return {expvals, rows};
-}
-
-// sum_k cotangent[k] d<H_k>/d(parameter): one backward pass.
-std::tuple<std::vector<double>, std::vector<double>> vjp(
-    const Program& p, const std::vector<double>& values,
-    const std::vector<std::vector<TermSpec>>& obs, const std::vector<double>& cotangent,
-    const Options& o) {
-  const std::span<const double> theta = p.theta(values);
-  const std::vector<PauliSum> h = make_observables(obs);
-  if (cotangent.size() != h.size()) {
-    throw Error("vjp: " + std::to_string(cotangent.size()) + " cotangent(s) for " +
-                std::to_string(h.size()) + " observable(s)");
-  }
-  const bool f32 = single(o);
-  check_fits(p.circuit.num_qubits(), f32, 2);
-  nb::gil_scoped_release release;
-  const AdjointOptions a = engine(o, &p);
-  const AdjointResult r = f32 ? adjoint_vjp<float>(p.circuit, theta, h, cotangent, a)
-                              : adjoint_vjp<double>(p.circuit, theta, h, cotangent, a);
-  return {r.expvals, r.gradient};
-}
-
-// Runs fn(i, threads_inside) for every item of a batch: one item per thread
-// when states are small (`small`, as small_items says) and there are enough
-// items, else in turn with the threads inside (the GPU is held by the calling
-// thread: its items run in turn).
-template <class Fn>
-void for_each_item(std::size_t count, bool small, const AdjointOptions& a, Fn&& fn) {
-  const bool per_thread = a.backend == Backend::cpu && small &&
-                          count >= static_cast<std::size_t>(std::max(a.threads, 1));
-  parallel_items(count, per_thread, a.threads, fn);
-}
-
-// Whether a batch of `count` items of n qubits runs one item per thread:
-// below kMinParallelWork amplitudes (the C++ batch policy), or adjoint sweeps
-// where adjoint_sweeps_one_per_thread says so.
-bool small_items(std::size_t count, int n, bool f32, const AdjointOptions& a, bool adjoint) {
-  return (std::int64_t{1} << n) < kMinParallelWork ||
-         (adjoint &&
-          adjoint_sweeps_one_per_thread(count, n, f32 ? Precision::c64 : Precision::c128, a));
-}
-
-// Runs fn(program, theta, options, single precision, item) for every item of a
-// batch (programs[i] at values[i], all on as many qubits) with the GIL
-// released (states: how many each item holds, for the memory check; adjoint:
-// the items are adjoint sweeps).
-template <class Result, class Fn>
-std::vector<Result> run_batch(const std::vector<const Program*>& programs,
-                              const std::vector<std::vector<double>>& values, int states,
-                              const Options& o, bool adjoint, Fn&& fn) {
-  if (programs.size() != values.size())
-    throw Error("batch: " + std::to_string(values.size()) + " rows of parameter values for " +
-                std::to_string(programs.size()) + " programs");
-  std::vector<std::span<const double>> thetas;
-  for (std::size_t i = 0; i < programs.size(); ++i) {
-    if (programs[i]->circuit.num_qubits() != programs[0]->circuit.num_qubits())
-      throw Error("batch: programs on different numbers of qubits");
-    thetas.push_back(programs[i]->theta(values[i]));
-  }
-  std::vector<Result> out(programs.size());
-  if (programs.empty()) return out;
-  const int n = programs[0]->circuit.num_qubits();
-  const bool f32 = single(o);
-  check_fits(n, f32, states);
-  nb::gil_scoped_release release;
-  const AdjointOptions base = engine(o);
-  for_each_item(programs.size(), small_items(programs.size(), n, f32, base, adjoint), base,
-                [&](std::size_t i, int threads) {
-                  AdjointOptions a = base;
-                  a.threads = threads;
-                  a.initial_state = programs[i]->initial;
-                  out[i] = fn(*programs[i], thetas[i], a, f32, i);
-                });
-  return out;
-}
-
-// <H_k> of many programs in one call: out[item][k].
-std::vector<std::vector<double>> expvals_batch(const std::vector<const Program*>& programs,
-                                               const std::vector<std::vector<double>>& values,
-                                               const std::vector<std::vector<TermSpec>>& obs,
-                                               const Options& o) {
-  SimulateRequest req;
-  req.observables = make_observables(obs);
-  return run_batch<std::vector<double>>(
-      programs, values, 1, o, false,
-      [&](const Program& p, std::span<const double> theta, const AdjointOptions& a, bool f32,
-          std::size_t) {
-        return f32 ? simulate<float>(p.circuit, theta, req, a).expvals
-                   : simulate<double>(p.circuit, theta, req, a).expvals;
-      });
+  return final_state({&prog.circuit, prog.angles, {}}, prog.global_phase, o);
 }
 
 // Jacobians of many programs in one call, with their expectation values:
 // out[item] = (<H_k>, [k][parameter]).
 using ValuesAndRows = std::tuple<std::vector<double>, std::vector<std::vector<double>>>;
-std::vector<ValuesAndRows> jacobian_batch(const std::vector<const Program*>& programs,
-                                          const std::vector<std::vector<double>>& values,
-                                          const std::vector<std::vector<TermSpec>>& obs,
-                                          const Options& o) {
+std::vector<ValuesAndRows> program_jacobians(const std::vector<const Program*>& programs,
+                                             const std::vector<std::vector<double>>& values,
+                                             const std::vector<std::vector<TermSpec>>& obs,
+                                             const Options& o) {
+  const std::vector<BatchItem> items = items_of(programs, values);
   const std::vector<PauliSum> h = make_observables(obs);
-  bool three = true;
-  try {
-    if (!programs.empty()) check_fits(programs[0]->circuit.num_qubits(), single(o), 3);
-  } catch (const TooLarge&) {
-    three = false;
-  }
-  return run_batch<ValuesAndRows>(
-      programs, values, 2, o, true,
-      [&](const Program& p, std::span<const double> theta, const AdjointOptions& a, bool f32,
-          std::size_t) {
-        // One forward pass kept, then a backward pass per observable (on
-        // several threads for small states): three states. Where only two fit,
-        // a forward and a backward pass per observable.
-        std::vector<double> expvals;
-        std::vector<std::vector<double>> rows =
-            !three ? rows_by_vjp(p, theta, h, a, f32, &expvals)
-            : f32  ? adjoint_jacobian<float>(p.circuit, theta, h, a, &expvals)
-                   : adjoint_jacobian<double>(p.circuit, theta, h, a, &expvals);
-        return ValuesAndRows{std::move(expvals), std::move(rows)};
-      });
+  const Precision precision = precision_of(o);
+  const EngineOptions e = engine(o);
+  nb::gil_scoped_release release;
+  std::vector<ValuesAndRows> out;
+  for (JacobianResult& r : jacobian_batch(items, h, precision, e))
+    out.emplace_back(std::move(r.expvals), std::move(r.rows));
+  return out;
+}
+
+ValuesAndRows jacobian(const Program& p, const std::vector<double>& values,
+                       const std::vector<std::vector<TermSpec>>& obs, const Options& o) {
+  return program_jacobians({&p}, {values}, obs, o)[0];
 }
 
 // Vector-Jacobian products of many programs in one call: out[item] = (<H_k>,
 // sum_k cotangents[item][k] d<H_k>/d(parameter)), one forward and one backward
 // pass per item.
 using ValuesAndGradient = std::tuple<std::vector<double>, std::vector<double>>;
-std::vector<ValuesAndGradient> vjp_batch(const std::vector<const Program*>& programs,
-                                         const std::vector<std::vector<double>>& values,
-                                         const std::vector<std::vector<TermSpec>>& obs,
-                                         const std::vector<std::vector<double>>& cotangents,
-                                         const Options& o) {
+std::vector<ValuesAndGradient> program_vjps(const std::vector<const Program*>& programs,
+                                            const std::vector<std::vector<double>>& values,
+                                            const std::vector<std::vector<TermSpec>>& obs,
+                                            const std::vector<std::vector<double>>& cotangents,
+                                            const Options& o) {
+  const std::vector<BatchItem> items = items_of(programs, values);
   const std::vector<PauliSum> h = make_observables(obs);
-  if (cotangents.size() != programs.size())
-    throw Error("vjp_batch: " + std::to_string(cotangents.size()) + " cotangent rows for " +
-                std::to_string(programs.size()) + " circuits");
-  for (const auto& c : cotangents)
-    if (c.size() != h.size())
-      throw Error("vjp_batch: " + std::to_string(c.size()) + " cotangent(s) for " +
-                  std::to_string(h.size()) + " observable(s)");
-  return run_batch<ValuesAndGradient>(
-      programs, values, 2, o, true,
-      [&](const Program& p, std::span<const double> theta, const AdjointOptions& a, bool f32,
-          std::size_t i) {
-        const AdjointResult r = f32 ? adjoint_vjp<float>(p.circuit, theta, h, cotangents[i], a)
-                                    : adjoint_vjp<double>(p.circuit, theta, h, cotangents[i], a);
-        return ValuesAndGradient{r.expvals, r.gradient};
-      });
+  const Precision precision = precision_of(o);
+  const EngineOptions e = engine(o);
+  nb::gil_scoped_release release;
+  std::vector<ValuesAndGradient> out;
+  for (AdjointResult& r : vjp_batch(items, h, cotangents, precision, e))
+    out.emplace_back(std::move(r.expvals), std::move(r.gradient));
+  return out;
+}
+
+ValuesAndGradient vjp(const Program& p, const std::vector<double>& values,
+                      const std::vector<std::vector<TermSpec>>& obs,
+                      const std::vector<double>& cotangent, const Options& o) {
+  return program_vjps({&p}, {values}, obs, {cotangent}, o)[0];
 }
 
 // An OpenQASM program parsed once and run for many bindings of its inputs (the
 // engine behind qmlsim.qiskit: a circuit is exported and parsed once, then each
-// call runs a whole batch of parameter bindings, threads across bindings when
-// states are small). Input values are columns in the order of inputs().
+// call runs a whole batch of parameter bindings). Input values are columns in
+// the order of inputs().
 class QasmRunner {
  public:
-  // `initial`: the state the program starts from (2^n amplitudes, normalised), or empty for
-  // |0...0>.
+  // `initial`: the state the program starts from (2^n amplitudes, normalised),
+  // or empty for |0...0>.
   QasmRunner(const std::string& text, std::vector<cplx> initial)
       : prog_(parse_qasm(text, "<qasm>")), initial_(std::move(initial)) {
-    if (initial_.empty()) return;
-    if (initial_.size() != std::size_t{1} << num_qubits())
-      throw Error("initial state: " + std::to_string(initial_.size()) + " amplitudes for " +
-                  std::to_string(num_qubits()) + " qubits");
-    double norm = 0;
-    for (const cplx& a : initial_) norm += std::norm(a);
-    if (!(std::abs(norm - 1) < 1e-6)) throw Error("initial state: not normalised");
+    check_initial_state(initial_, num_qubits());
   }
 
   int num_qubits() const { return prog_.circuit.num_qubits(); }
@@ -536,28 +392,24 @@ class QasmRunner {
   RealArray expvals(const Matrix2& x, const std::vector<std::vector<TermSpec>>& obs,
                     const Options& o) const {
     SimulateRequest req;
-    req.observables = observables(obs);
-    const std::vector<std::vector<double>> thetas = bind(x);
-    const int n = num_qubits();
-    const bool f32 = single(o);
-    check_fits(n, f32, 1);
+    req.observables = observables_on(num_qubits(), obs);
     const std::size_t k = req.observables.size();
-    std::vector<double> out(thetas.size() * k);
-    {
-      nb::gil_scoped_release release;
-      for_each_item(thetas.size(), small_items(thetas.size(), n, f32, engine(o), false), engine(o),
-                    [&](std::size_t i, int threads) {
-                      AdjointOptions a = engine(o);
-                      a.threads = threads;
-                      a.initial_state = initial_;
-                      const std::vector<double> v =
-                          f32 ? simulate<float>(prog_.circuit, thetas[i], req, a).expvals
-                              : simulate<double>(prog_.circuit, thetas[i], req, a).expvals;
-                      std::copy(v.begin(), v.end(),
-                                out.begin() + static_cast<std::ptrdiff_t>(i * k));
-                    });
-    }
-    return to_numpy(std::move(out), {thetas.size(), k});
+    std::vector<double> out;
+    for (const SimulateResult& r : run(x, req, o))
+      out.insert(out.end(), r.expvals.begin(), r.expvals.end());
+    const std::size_t rows = x.shape(0);
+    return to_numpy(std::move(out), {rows, k});
+  }
+
+  // |amplitude|^2 of every basis state for every binding: [binding][2^n].
+  RealArray probabilities(const Matrix2& x, const Options& o) const {
+    SimulateRequest req;
+    req.probabilities = true;
+    std::vector<double> out;
+    for (const SimulateResult& r : run(x, req, o))
+      out.insert(out.end(), r.probabilities.begin(), r.probabilities.end());
+    const std::size_t rows = x.shape(0);
+    return to_numpy(std::move(out), {rows, std::size_t{1} << num_qubits()});
   }
 
   // d<H_{which[i]}>/d(input value) for every binding i, by the adjoint method
@@ -567,7 +419,7 @@ class QasmRunner {
                                              const std::vector<std::vector<TermSpec>>& obs,
                                              const std::vector<int>& which,
                                              const Options& o) const {
-    const std::vector<PauliSum> h = observables(obs);
+    const std::vector<PauliSum> h = observables_on(num_qubits(), obs);
     const std::vector<std::vector<double>> thetas = bind(x);
     if (which.size() != thetas.size())
       throw Error("observable indices: " + std::to_string(which.size()) + " for " +
@@ -575,57 +427,28 @@ class QasmRunner {
     for (int w : which)
       if (w < 0 || static_cast<std::size_t>(w) >= h.size())
         throw Error("observable index " + std::to_string(w) + " is out of range");
-    const int n = num_qubits();
-    const bool f32 = single(o);
-    check_fits(n, f32, 2);
     const std::size_t p = static_cast<std::size_t>(prog_.num_input_values());
     std::vector<double> grads(thetas.size() * p), values(thetas.size());
     {
+      const Precision precision = precision_of(o);
+      const EngineOptions e = engine(o);
       nb::gil_scoped_release release;
-      for_each_item(
-          thetas.size(), small_items(thetas.size(), n, f32, engine(o), true), engine(o),
-          [&](std::size_t i, int threads) {
-            AdjointOptions a = engine(o);
-            a.threads = threads;
-            a.initial_state = initial_;
-            const std::vector<PauliSum> one = {h[static_cast<std::size_t>(which[i])]};
-            const std::vector<double> w = {1.0};
-            const AdjointResult r = f32 ? adjoint_vjp<float>(prog_.circuit, thetas[i], one, w, a)
-                                        : adjoint_vjp<double>(prog_.circuit, thetas[i], one, w, a);
-            const std::vector<double> g = prog_.input_gradient(row(x, i), r.gradient);
-            std::copy(g.begin(), g.end(), grads.begin() + static_cast<std::ptrdiff_t>(i * p));
-            values[i] = r.expvals[0];
-          });
+      // Binding i's VJP of its own observable h[which[i]].
+      std::vector<std::vector<PauliSum>> own;
+      for (int w : which) own.push_back({h[static_cast<std::size_t>(w)]});
+      std::vector<BatchItem> items;
+      for (std::size_t i = 0; i < thetas.size(); ++i)
+        items.push_back({&prog_.circuit, thetas[i], initial_, &own[i]});
+      const std::vector<std::vector<double>> ones(items.size(), {1.0});
+      const std::vector<AdjointResult> r = vjp_batch(items, {}, ones, precision, e);
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        const std::vector<double> g = prog_.input_gradient(row(x, i), r[i].gradient);
+        std::copy(g.begin(), g.end(), grads.begin() + static_cast<std::ptrdiff_t>(i * p));
+        values[i] = r[i].expvals[0];
+      }
     }
     return {to_numpy(std::move(grads), {thetas.size(), p}),
             to_numpy(std::move(values), {thetas.size()})};
-  }
-
-  // |amplitude|^2 of every basis state for every binding: [binding][2^n].
-  RealArray probabilities(const Matrix2& x, const Options& o) const {
-    const std::vector<std::vector<double>> thetas = bind(x);
-    const int n = num_qubits();
-    const bool f32 = single(o);
-    check_fits(n, f32, 1);
-    const std::size_t dim = std::size_t{1} << n;
-    std::vector<double> out(thetas.size() * dim);
-    {
-      nb::gil_scoped_release release;
-      for_each_item(thetas.size(), small_items(thetas.size(), n, f32, engine(o), false), engine(o),
-                    [&](std::size_t i, int threads) {
-                      AdjointOptions a = engine(o);
-                      a.threads = threads;
-                      a.initial_state = initial_;
-                      SimulateRequest req;
-                      req.probabilities = true;
-                      const std::vector<double> p =
-                          f32 ? simulate<float>(prog_.circuit, thetas[i], req, a).probabilities
-                              : simulate<double>(prog_.circuit, thetas[i], req, a).probabilities;
-                      std::copy(p.begin(), p.end(),
-                                out.begin() + static_cast<std::ptrdiff_t>(i * dim));
-                    });
-    }
-    return to_numpy(std::move(out), {thetas.size(), dim});
   }
 
  private:
@@ -647,13 +470,17 @@ class QasmRunner {
     }
     return thetas;
   }
-  std::vector<PauliSum> observables(const std::vector<std::vector<TermSpec>>& obs) const {
-    std::vector<PauliSum> h = make_observables(obs);
-    for (const PauliSum& s : h)
-      if (s.min_qubits() > num_qubits())
-        throw Error("observable: names qubit " + std::to_string(s.min_qubits() - 1) +
-                    ", a qubit beyond the circuit's " + std::to_string(num_qubits()));
-    return h;
+  // The request run at every binding of x.
+  std::vector<SimulateResult> run(const Matrix2& x, const SimulateRequest& req,
+                                  const Options& o) const {
+    const std::vector<std::vector<double>> thetas = bind(x);
+    std::vector<BatchItem> items;
+    for (const std::vector<double>& theta : thetas)
+      items.push_back({&prog_.circuit, theta, initial_});
+    const Precision precision = precision_of(o);
+    const EngineOptions e = engine(o);
+    nb::gil_scoped_release release;
+    return simulate_batch(items, req, precision, e);
   }
 
   QasmProgram prog_;
@@ -697,7 +524,7 @@ NB_MODULE(_qmlsim, m) {
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
-    } catch (const TooLarge& e) {
+    } catch (const OutOfMemory& e) {
       PyErr_SetString(PyExc_MemoryError, e.what());
     } catch (const Error& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
@@ -768,11 +595,11 @@ NB_MODULE(_qmlsim, m) {
   m.def("expvals_batch", &expvals_batch, nb::arg("programs"), nb::arg("values"),
         nb::arg("observables"), nb::arg("options"),
         "<H_k> for many programs in one call (threads across items when states are small).");
-  m.def("jacobian_batch", &jacobian_batch, nb::arg("programs"), nb::arg("values"),
+  m.def("jacobian_batch", &program_jacobians, nb::arg("programs"), nb::arg("values"),
         nb::arg("observables"), nb::arg("options"),
         "Adjoint Jacobians of many programs in one call, with their expectation values: "
         "[item] = (<H_k>, [observable][parameter]).");
-  m.def("vjp_batch", &vjp_batch, nb::arg("programs"), nb::arg("values"), nb::arg("observables"),
+  m.def("vjp_batch", &program_vjps, nb::arg("programs"), nb::arg("values"), nb::arg("observables"),
         nb::arg("cotangents"), nb::arg("options"),
         "Adjoint VJPs of many programs in one call: [item] = (<H_k>, sum_k cotangents[item][k] "
         "d<H_k>/d(parameter)).");

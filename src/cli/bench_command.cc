@@ -415,7 +415,7 @@ void bench_gradient(int n, int threads, int layers, int reps, Backend backend,
     const double w[] = {1.0};
     const std::uint64_t before = peak_rss_bytes();
     reset_buffer_peak();
-    AdjointOptions engine;
+    EngineOptions engine;
     engine.threads = threads;
     engine.backend = backend;
     SimulateRequest req;

@@ -153,7 +153,7 @@ Outcome simulate_distributed(const QasmProgram& prog, const std::vector<PauliSum
 
 template <class R>
 Outcome simulate_program(const QasmProgram& prog, const std::vector<PauliSum>& observables,
-                         const AdjointOptions& engine, std::int64_t shots, std::uint64_t seed,
+                         const EngineOptions& engine, std::int64_t shots, std::uint64_t seed,
                          bool gradient) {
   SimulateRequest req;
   req.observables = observables;
@@ -181,11 +181,11 @@ void check_density_matrix_fits(const Circuit& c, Precision prec, const std::stri
     throw Error(what + " is beyond the " + std::to_string(kMaxQubits / 2) +
                 "-qubit limit of the density-matrix method");
   // The forward state; for gradients also the adjoint's and the states kept
-  // before channels (within AdjointOptions::checkpoint_bytes).
+  // before channels (within EngineOptions::checkpoint_bytes).
   const std::uint64_t bytes = density_matrix_bytes(n, prec);
   const auto channels = static_cast<std::uint64_t>(std::count_if(
       c.ops().begin(), c.ops().end(), [](const Operation& op) { return op.is_channel(); }));
-  const std::uint64_t kept = std::min(channels * bytes, AdjointOptions{}.checkpoint_bytes + bytes);
+  const std::uint64_t kept = std::min(channels * bytes, EngineOptions{}.checkpoint_bytes + bytes);
   check_fits_in_memory(gradient ? 2 * bytes + kept : bytes, what);
 }
 
@@ -445,7 +445,7 @@ int run_command(const std::vector<std::string>& argv) {
     observables.push_back(std::move(h));
   }
   const Precision prec = precision == "c64" ? Precision::c64 : Precision::c128;
-  AdjointOptions engine;
+  EngineOptions engine;
   engine.threads = threads;
   engine.fusion = fusion;
   engine.backend = select_backend(args);

@@ -21,6 +21,13 @@ class Error : public std::runtime_error {
   explicit Error(const char* message) : Error(std::string(message)) {}
 };
 
+// Memory a request needs and this machine (or GPU) does not have: a located
+// one-line Error the Python binding raises as MemoryError.
+class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
+
 // Location of a character in a named input (file, flag or string).
 struct SourceLoc {
   std::string source;  // file name, or a description such as "--observable 1"

@@ -35,8 +35,8 @@ std::string format_gib(std::uint64_t bytes) {
 void check_fits_in_memory(std::uint64_t bytes, const std::string& what) {
   const std::uint64_t have = physical_memory_bytes();
   if (have != 0 && bytes > have / 10 * 9) {
-    throw Error(what + ": needs " + format_gib(bytes) + " of memory; this machine has " +
-                format_gib(have));
+    throw OutOfMemory(what + ": needs " + format_gib(bytes) + " of memory; this machine has " +
+                      format_gib(have));
   }
 }
 

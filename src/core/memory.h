@@ -9,7 +9,7 @@ namespace qmlsim {
 // Physical memory in bytes (0 if unknown).
 std::uint64_t physical_memory_bytes();
 
-// Throws Error("<what>: needs X GiB ...; this machine has Y GiB") if `bytes`
+// Throws OutOfMemory("<what>: needs X GiB ...; this machine has Y GiB") if `bytes`
 // exceeds 90% of physical memory.
 void check_fits_in_memory(std::uint64_t bytes, const std::string& what);
 

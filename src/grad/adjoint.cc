@@ -515,7 +515,7 @@ void check_weights(const std::vector<double>& w, std::size_t observables) {
 // The options for one backward pass over n qubits: one thread where a second
 // would slow the sweep down (detail::serial_sweep).
 template <class SV>
-AdjointOptions sweep_options(int n, AdjointOptions o) {
+EngineOptions sweep_options(int n, EngineOptions o) {
   if (Traits<SV>::serial_sweep(n, o)) o.threads = 1;
   return o;
 }
@@ -525,9 +525,9 @@ AdjointOptions sweep_options(int n, AdjointOptions o) {
 template <class SV>
 AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
                      const std::vector<PauliSum>& observables, const WeightsFn& weights,
-                     const AdjointOptions& given,
+                     const EngineOptions& given,
                      const std::vector<double>* fixed_weights = nullptr) {
-  const AdjointOptions options = sweep_options<SV>(c.num_qubits(), given);
+  const EngineOptions options = sweep_options<SV>(c.num_qubits(), given);
   const std::vector<TapeStep> tape = make_tape(c, theta);
   const Segmented s = segment(tape, options.fusion, Traits<SV>::kDiagonalBlockQubits,
                               Traits<SV>::gather_phases(c.num_qubits(), options));
@@ -568,7 +568,7 @@ AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
 template <class SV>
 std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const double> theta,
                                              const std::vector<PauliSum>& observables,
-                                             const AdjointOptions& options,
+                                             const EngineOptions& options,
                                              std::vector<double>* expvals) {
   const std::vector<TapeStep> tape = make_tape(c, theta);
   // Small states on the CPU (detail::sweeps_one_per_thread): one observable's
@@ -577,7 +577,7 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
   const bool one_per_thread =
       observables.size() > 1 &&
       Traits<SV>::sweeps_one_per_thread(observables.size(), c.num_qubits(), options);
-  AdjointOptions one = sweep_options<SV>(c.num_qubits(), options);  // as the sweeps run
+  EngineOptions one = sweep_options<SV>(c.num_qubits(), options);  // as the sweeps run
   if (one_per_thread) one.threads = 1;
   const Segmented s = segment(tape, options.fusion, Traits<SV>::kDiagonalBlockQubits,
                               Traits<SV>::gather_phases(c.num_qubits(), one));
@@ -591,7 +591,7 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
   if (one_per_thread) {
     jac.assign(observables.size(), std::vector<double>(theta.size(), 0.0));
     detail::run_items(observables.size(), true, options,
-                      [&](std::size_t k, const AdjointOptions& inner) {
+                      [&](std::size_t k, const EngineOptions& inner) {
                         SV phi = detail::make_state<SV>(c.num_qubits(), inner);
                         SV lambda = detail::make_state<SV>(c.num_qubits(), inner);
                         phi.copy_from(final_state);
@@ -613,7 +613,7 @@ std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const d
 }  // namespace
 
 bool adjoint_sweeps_one_per_thread(std::size_t count, int n, Precision precision,
-                                   const AdjointOptions& options) {
+                                   const EngineOptions& options) {
   return precision == Precision::c64 ? detail::sweeps_one_per_thread<float>(count, n, options)
                                      : detail::sweeps_one_per_thread<double>(count, n, options);
 }
@@ -621,7 +621,7 @@ bool adjoint_sweeps_one_per_thread(std::size_t count, int n, Precision precision
 template <class R>
 AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, std::span<const double> weights,
-                          const AdjointOptions& options) {
+                          const EngineOptions& options) {
   assert(weights.size() == observables.size());
   if (runs_on_density_matrix(c, options))
     return density_matrix_vjp<R>(c, theta, observables, weights, options);
@@ -635,7 +635,7 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
 template <class R>
 AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, const WeightsFn& weights,
-                          const AdjointOptions& options) {
+                          const EngineOptions& options) {
   if (runs_on_density_matrix(c, options)) {  // the readouts first: a forward pass more
     SimulateRequest req;
     req.observables = observables;
@@ -654,7 +654,7 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
 template <class R>
 std::vector<std::vector<double>> adjoint_jacobian(const Circuit& c, std::span<const double> theta,
                                                   const std::vector<PauliSum>& observables,
-                                                  const AdjointOptions& options,
+                                                  const EngineOptions& options,
                                                   std::vector<double>* expvals) {
   if (runs_on_density_matrix(c, options)) {  // one backward pass per observable
     std::vector<std::vector<double>> rows;
@@ -679,11 +679,11 @@ std::vector<AdjointResult> adjoint_vjp_batch(const Circuit& c,
                                              const std::vector<std::vector<double>>& thetas,
                                              const std::vector<PauliSum>& observables,
                                              const std::vector<std::vector<double>>& weights,
-                                             const AdjointOptions& options) {
+                                             const EngineOptions& options) {
   assert(thetas.size() == weights.size());
   std::vector<AdjointResult> out(thetas.size());
   detail::for_each_sweep<R>(thetas.size(), c.num_qubits(), options,
-                            [&](std::size_t i, const AdjointOptions& inner) {
+                            [&](std::size_t i, const EngineOptions& inner) {
                               out[i] = adjoint_vjp<R>(c, thetas[i], observables, weights[i], inner);
                             });
   return out;
@@ -697,7 +697,7 @@ std::vector<AdjointResult> vjp_small_batch(int n, const std::vector<const Circui
                                            const std::vector<std::vector<double>>& thetas,
                                            const std::vector<PauliSum>& observables,
                                            const std::vector<WeightsFn>& weights,
-                                           const AdjointOptions& options) {
+                                           const EngineOptions& options) {
   const std::size_t items = circuits.size();
   std::vector<std::vector<TapeStep>> tapes(items);  // segmented[i] points into tapes[i]
   std::vector<Segmented> segmented;
@@ -737,7 +737,7 @@ std::vector<AdjointResult> adjoint_vjp_many(const std::vector<const Circuit*>& c
                                             const std::vector<std::vector<double>>& thetas,
                                             const std::vector<PauliSum>& observables,
                                             const std::vector<WeightsFn>& weights,
-                                            const AdjointOptions& options) {
+                                            const EngineOptions& options) {
   assert(circuits.size() == thetas.size() && circuits.size() == weights.size());
   if (circuits.empty()) return {};
   const int n = detail::common_qubits(circuits, "adjoint_vjp_many");
@@ -748,28 +748,28 @@ std::vector<AdjointResult> adjoint_vjp_many(const std::vector<const Circuit*>& c
                               detail::for_backend(options));
   std::vector<AdjointResult> out(circuits.size());
   detail::for_each_sweep<R>(
-      circuits.size(), n, options, [&](std::size_t i, const AdjointOptions& inner) {
+      circuits.size(), n, options, [&](std::size_t i, const EngineOptions& inner) {
         out[i] = adjoint_vjp<R>(*circuits[i], thetas[i], observables, weights[i], inner);
       });
   return out;
 }
 
-#define QMLSIM_INSTANTIATE(R)                                                                  \
-  template AdjointResult adjoint_vjp<R>(const Circuit&, std::span<const double>,               \
-                                        const std::vector<PauliSum>&, std::span<const double>, \
-                                        const AdjointOptions&);                                \
-  template AdjointResult adjoint_vjp<R>(const Circuit&, std::span<const double>,               \
-                                        const std::vector<PauliSum>&, const WeightsFn&,        \
-                                        const AdjointOptions&);                                \
-  template std::vector<std::vector<double>> adjoint_jacobian<R>(                               \
-      const Circuit&, std::span<const double>, const std::vector<PauliSum>&,                   \
-      const AdjointOptions&, std::vector<double>*);                                            \
-  template std::vector<AdjointResult> adjoint_vjp_batch<R>(                                    \
-      const Circuit&, const std::vector<std::vector<double>>&, const std::vector<PauliSum>&,   \
-      const std::vector<std::vector<double>>&, const AdjointOptions&);                         \
-  template std::vector<AdjointResult> adjoint_vjp_many<R>(                                     \
-      const std::vector<const Circuit*>&, const std::vector<std::vector<double>>&,             \
-      const std::vector<PauliSum>&, const std::vector<WeightsFn>&, const AdjointOptions&);
+#define QMLSIM_INSTANTIATE(R)                                                                      \
+  template AdjointResult adjoint_vjp<R>(const Circuit&, std::span<const double>,                   \
+                                        const std::vector<PauliSum>&, std::span<const double>,     \
+                                        const EngineOptions&);                                     \
+  template AdjointResult adjoint_vjp<R>(const Circuit&, std::span<const double>,                   \
+                                        const std::vector<PauliSum>&, const WeightsFn&,            \
+                                        const EngineOptions&);                                     \
+  template std::vector<std::vector<double>> adjoint_jacobian<R>(                                   \
+      const Circuit&, std::span<const double>, const std::vector<PauliSum>&, const EngineOptions&, \
+      std::vector<double>*);                                                                       \
+  template std::vector<AdjointResult> adjoint_vjp_batch<R>(                                        \
+      const Circuit&, const std::vector<std::vector<double>>&, const std::vector<PauliSum>&,       \
+      const std::vector<std::vector<double>>&, const EngineOptions&);                              \
+  template std::vector<AdjointResult> adjoint_vjp_many<R>(                                         \
+      const std::vector<const Circuit*>&, const std::vector<std::vector<double>>&,                 \
+      const std::vector<PauliSum>&, const std::vector<WeightsFn>&, const EngineOptions&);
 QMLSIM_INSTANTIATE(float)
 QMLSIM_INSTANTIATE(double)
 #undef QMLSIM_INSTANTIATE

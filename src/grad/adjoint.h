@@ -19,28 +19,9 @@
 #include "circuit/circuit.h"
 #include "circuit/observable.h"
 #include "core/types.h"
+#include "grad/options.h"
 
 namespace qmlsim {
-
-// What a circuit's state is: a state vector, or a density matrix (the only
-// one that runs noise channels: grad/density_matrix.h). automatic: the
-// density matrix when the circuit has channels, else the state vector.
-enum class Method { automatic, statevector, density_matrix };
-
-// How circuits run, for adjoint gradients and plain simulation (grad/simulate.h).
-struct AdjointOptions {
-  int threads = 1;
-  int fusion = 3;                  // fuse the fixed gates between parametric ones (0: off)
-  int chunk_qubits = -1;           // cache-blocking chunk (see StateVector); -1: the default
-  Backend backend = Backend::cpu;  // cuda: the current device (cuda::select_device)
-  // The state the circuit starts from (2^n amplitudes, bit q of an index =
-  // qubit q, normalised by the caller); empty: |0...0>. Not owned.
-  std::span<const cplx> initial_state = {};
-  Method method = Method::automatic;
-  // Density-matrix gradients: bytes of forward states the backward pass may
-  // keep (beyond that, segments are recomputed from fewer checkpoints).
-  std::uint64_t checkpoint_bytes = std::uint64_t{1} << 30;
-};
 
 struct AdjointResult {
   std::vector<double> expvals;   // <H_k> at theta
@@ -52,7 +33,7 @@ struct AdjointResult {
 template <class R>
 AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, std::span<const double> weights,
-                          const AdjointOptions& options);
+                          const EngineOptions& options);
 
 // The upstream weights computed from the expectation values at theta: for a
 // hybrid model whose classical layers after the circuit need <H_k> before the
@@ -62,14 +43,14 @@ using WeightsFn = std::function<std::vector<double>(std::span<const double> expv
 template <class R>
 AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, const WeightsFn& weights,
-                          const AdjointOptions& options);
+                          const EngineOptions& options);
 
 // Whether `count` adjoint sweeps of n qubits run one per thread (one thread
 // inside each) under these options: CPU states that fit one cache-blocked
 // chunk, which a second thread slows down, and, with a sweep for every thread,
 // states of two chunks. Otherwise they run in turn with the threads inside.
 bool adjoint_sweeps_one_per_thread(std::size_t count, int n, Precision precision,
-                                   const AdjointOptions& options);
+                                   const EngineOptions& options);
 
 // d<H_k>/dtheta for every observable: one row per observable. `expvals`, when
 // given, receives <H_k> at theta (from the forward state the sweeps start
@@ -77,7 +58,7 @@ bool adjoint_sweeps_one_per_thread(std::size_t count, int n, Precision precision
 template <class R>
 std::vector<std::vector<double>> adjoint_jacobian(const Circuit& c, std::span<const double> theta,
                                                   const std::vector<PauliSum>& observables,
-                                                  const AdjointOptions& options,
+                                                  const EngineOptions& options,
                                                   std::vector<double>* expvals = nullptr);
 
 // Vector-Jacobian products for a batch of parameter vectors of one circuit
@@ -88,7 +69,7 @@ std::vector<AdjointResult> adjoint_vjp_batch(const Circuit& c,
                                              const std::vector<std::vector<double>>& thetas,
                                              const std::vector<PauliSum>& observables,
                                              const std::vector<std::vector<double>>& weights,
-                                             const AdjointOptions& options);
+                                             const EngineOptions& options);
 
 // Vector-Jacobian products of many circuits on n qubits, each with its own
 // parameters and upstream-weights function (one per training example, say;
@@ -101,6 +82,6 @@ std::vector<AdjointResult> adjoint_vjp_many(const std::vector<const Circuit*>& c
                                             const std::vector<std::vector<double>>& thetas,
                                             const std::vector<PauliSum>& observables,
                                             const std::vector<WeightsFn>& weights,
-                                            const AdjointOptions& options);
+                                            const EngineOptions& options);
 
 }  // namespace qmlsim

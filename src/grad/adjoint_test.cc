@@ -75,7 +75,7 @@ TEST(Adjoint, WideMultiRZEqualsParameterShift) {
   const std::vector<double> want = parameter_shift_gradient<double>(c, theta, h);
   const double w[] = {1.0};
   for (int chunk : {-1, 0, 8}) {
-    AdjointOptions o{2, 3};
+    EngineOptions o{2, 3};
     o.chunk_qubits = chunk;
     const AdjointResult d = adjoint_vjp<double>(c, theta, {h}, w, o);
     const AdjointResult f = adjoint_vjp<float>(c, theta, {h}, w, o);
@@ -99,7 +99,7 @@ TEST(Adjoint, StartsFromAGivenInitialState) {
     return testing::expval_dense(h, testing::run_dense(c, t, psi0));
   };
   for (int blocking : {-1, 4}) {  // the default chunk, and chunks smaller than the state
-    AdjointOptions o{2, 3};
+    EngineOptions o{2, 3};
     o.chunk_qubits = blocking;
     o.initial_state = psi0;
     const double w[] = {1.0};
@@ -122,7 +122,7 @@ TEST(Adjoint, StartsFromAGivenInitialState) {
       EXPECT_NEAR(jac[1][s], fd, 1e-8) << s;
     }
   }
-  AdjointOptions wrong;
+  EngineOptions wrong;
   const std::vector<cplx> short_state(4, 0.5);
   wrong.initial_state = short_state;
   SimulateRequest req;
@@ -360,7 +360,7 @@ TEST(Adjoint, CudaBackendEqualsCpu) {
     for (double& t : theta) t = u(rng);
     const std::vector<PauliSum> obs = {random_observable(n, rng), random_observable(n, rng)};
     const double w[] = {0.7, -1.3};
-    AdjointOptions gpu_options;
+    EngineOptions gpu_options;
     gpu_options.backend = Backend::cuda;
     const AdjointResult cd = adjoint_vjp<double>(c, theta, obs, w, {});
     const AdjointResult gd = adjoint_vjp<double>(c, theta, obs, w, gpu_options);
@@ -399,7 +399,7 @@ void check_many(Backend backend, double tol) {
         return std::vector<double>{2 * e[0], e[1] - 0.5};
       });
     }
-    AdjointOptions o;
+    EngineOptions o;
     o.threads = 2;
     o.backend = backend;
     const std::vector<AdjointResult> many = adjoint_vjp_many<double>(ptrs, thetas, obs, weights, o);

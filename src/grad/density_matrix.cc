@@ -21,13 +21,13 @@ namespace {
 template <class R>
 using State = cpu::StateVector<R>;
 
-void require_cpu(const AdjointOptions& options) {
+void require_cpu(const EngineOptions& options) {
   if (options.backend != Backend::cpu)
     throw Error("the density-matrix method runs on the CPU backend only (not yet on the GPU)");
 }
 
 template <class R>
-std::unique_ptr<State<R>> new_state(int n, const AdjointOptions& options) {
+std::unique_ptr<State<R>> new_state(int n, const EngineOptions& options) {
   auto s = std::make_unique<State<R>>(2 * n, options.threads, typename State<R>::Unset{});
   if (options.chunk_qubits >= 0) s->set_chunk_qubits(options.chunk_qubits);
   return s;
@@ -39,7 +39,7 @@ std::unique_ptr<State<R>> new_state(int n, const AdjointOptions& options) {
 template <class R>
 class StatePool {
  public:
-  StatePool(int n, const AdjointOptions& options) : n_(n), options_(options) {}
+  StatePool(int n, const EngineOptions& options) : n_(n), options_(options) {}
   std::unique_ptr<State<R>> copy_of(const State<R>& s) {
     std::unique_ptr<State<R>> out;
     if (spare_.empty()) {
@@ -55,13 +55,13 @@ class StatePool {
 
  private:
   int n_;
-  const AdjointOptions& options_;
+  const EngineOptions& options_;
   std::vector<std::unique_ptr<State<R>>> spare_;
 };
 
 // rho = |0><0|, or |psi><psi| for a given initial state psi.
 template <class R>
-void set_initial(State<R>& rho, int n, const AdjointOptions& options) {
+void set_initial(State<R>& rho, int n, const EngineOptions& options) {
   if (options.initial_state.empty()) {
     rho.set_basis_state(0);
     return;
@@ -119,7 +119,7 @@ std::vector<TapeStep> density_tape(const Circuit& stretch, std::span<const doubl
 
 // Every operation of c in density-matrix form, fused.
 std::vector<BoundGate> density_gates(const Circuit& c, std::span<const double> theta,
-                                     const AdjointOptions& options) {
+                                     const EngineOptions& options) {
   const int n = c.num_qubits();
   std::vector<BoundGate> gates;
   for (const Operation& op : c.ops()) {
@@ -281,14 +281,14 @@ std::vector<std::vector<BoundGate>> undo_maps(const std::vector<std::vector<Boun
 
 std::uint64_t density_matrix_bytes(int n, Precision p) { return cpu::state_bytes(2 * n, p); }
 
-bool runs_on_density_matrix(const Circuit& c, const AdjointOptions& options) {
+bool runs_on_density_matrix(const Circuit& c, const EngineOptions& options) {
   return options.method == Method::density_matrix ||
          (options.method == Method::automatic && c.has_channels());
 }
 
 template <class R>
 SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double> theta,
-                                       const SimulateRequest& req, const AdjointOptions& options) {
+                                       const SimulateRequest& req, const EngineOptions& options) {
   require_cpu(options);
   const int n = c.num_qubits();
   const std::vector<BoundGate> gates = density_gates(c, theta, options);
@@ -304,7 +304,7 @@ SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double>
 template <class R>
 AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta,
                                  const std::vector<PauliSum>& observables,
-                                 std::span<const double> weights, const AdjointOptions& options) {
+                                 std::span<const double> weights, const EngineOptions& options) {
   require_cpu(options);
   const int n = c.num_qubits();
   const Cut cut = cut_at_channels(c);
@@ -391,12 +391,12 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
   return result;
 }
 
-#define QMLSIM_INSTANTIATE(R)                                                                  \
-  template SimulateResult simulate_density_matrix<R>(                                          \
-      const Circuit&, std::span<const double>, const SimulateRequest&, const AdjointOptions&); \
-  template AdjointResult density_matrix_vjp<R>(const Circuit&, std::span<const double>,        \
-                                               const std::vector<PauliSum>&,                   \
-                                               std::span<const double>, const AdjointOptions&);
+#define QMLSIM_INSTANTIATE(R)                                                                 \
+  template SimulateResult simulate_density_matrix<R>(                                         \
+      const Circuit&, std::span<const double>, const SimulateRequest&, const EngineOptions&); \
+  template AdjointResult density_matrix_vjp<R>(const Circuit&, std::span<const double>,       \
+                                               const std::vector<PauliSum>&,                  \
+                                               std::span<const double>, const EngineOptions&);
 QMLSIM_INSTANTIATE(float)
 QMLSIM_INSTANTIATE(double)
 #undef QMLSIM_INSTANTIATE

@@ -12,7 +12,7 @@
 // the dual channel at each channel. Channels are undone by their inverse
 // superoperators when all are invertible and rounding errors stay small
 // through them; otherwise the states before channels are kept from the
-// forward pass, within AdjointOptions::checkpoint_bytes, beyond which every
+// forward pass, within EngineOptions::checkpoint_bytes, beyond which every
 // k-th one is kept and a block's others recomputed from it once (about one
 // more forward pass).
 // A gate parameter's gradient is 2 Re <vec(lambda)| dU (x) conj(U) |vec(rho)>
@@ -34,7 +34,7 @@ namespace qmlsim {
 std::uint64_t density_matrix_bytes(int n, Precision p);
 
 // Whether these options run c on a density matrix (Method, adjoint.h).
-bool runs_on_density_matrix(const Circuit& c, const AdjointOptions& options);
+bool runs_on_density_matrix(const Circuit& c, const EngineOptions& options);
 
 // The final density matrix of c read out as requested: Tr(H rho) per
 // observable, the diagonal as probabilities, samples and the most probable
@@ -43,7 +43,7 @@ bool runs_on_density_matrix(const Circuit& c, const AdjointOptions& options);
 // CPU only (an Error on the cuda backend).
 template <class R>
 SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double> theta,
-                                       const SimulateRequest& req, const AdjointOptions& options);
+                                       const SimulateRequest& req, const EngineOptions& options);
 
 // L = sum_k weights[k] Tr(H_k rho(theta)) and dL/dtheta for every slot that
 // gates' parameters use. A channel's trainable parameter is refused (an
@@ -51,6 +51,6 @@ SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double>
 template <class R>
 AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta,
                                  const std::vector<PauliSum>& observables,
-                                 std::span<const double> weights, const AdjointOptions& options);
+                                 std::span<const double> weights, const EngineOptions& options);
 
 }  // namespace qmlsim

@@ -89,7 +89,7 @@ TEST(DensityMatrix, EqualsTheDenseOracleOnRandomNoisyCircuits) {
     req.state = true;
     req.probabilities = true;
     for (int fusion : {0, 3}) {
-      AdjointOptions o;
+      EngineOptions o;
       o.fusion = fusion;
       o.threads = 1 + trial % 2;
       const SimulateResult got = simulate<double>(c, theta, req, o);
@@ -119,7 +119,7 @@ TEST(DensityMatrix, NoiselessCircuitsEqualTheStateVector) {
     req.probabilities = true;
     req.shots = 2000;
     req.most_probable = true;
-    AdjointOptions dm;
+    EngineOptions dm;
     dm.method = Method::density_matrix;
     const SimulateResult sv = simulate<double>(c, theta, req, {});
     const SimulateResult rho = simulate<double>(c, theta, req, dm);
@@ -131,7 +131,7 @@ TEST(DensityMatrix, NoiselessCircuitsEqualTheStateVector) {
     // From a given pure state, too.
     const std::vector<cplx> psi = testing::random_state(n, rng);
     dm.initial_state = psi;
-    AdjointOptions from;
+    EngineOptions from;
     from.initial_state = psi;
     EXPECT_NEAR(simulate<double>(c, theta, req, dm).expvals[0],
                 simulate<double>(c, theta, req, from).expvals[0], 1e-12);
@@ -172,7 +172,7 @@ TEST(DensityMatrix, GradientsEqualFiniteDifferences) {
     const double w[] = {0.8, -1.1};
     const std::vector<double> want = finite_differences(c, theta, obs, w);
     for (int fusion : {0, 3}) {
-      AdjointOptions o;
+      EngineOptions o;
       o.fusion = fusion;
       o.threads = 1 + trial % 2;
       const AdjointResult g = adjoint_vjp<double>(c, theta, obs, w, o);
@@ -239,10 +239,10 @@ TEST(DensityMatrix, RefusesWhatItCannotDo) {
   SimulateRequest req;
   req.observables = {z};
   EXPECT_NEAR(simulate<double>(c, theta, req, {}).expvals[0], 0.8, 1e-15);
-  AdjointOptions gpu;
+  EngineOptions gpu;
   gpu.backend = Backend::cuda;
   EXPECT_THROW(simulate<double>(c, theta, req, gpu), Error);
-  AdjointOptions sv;
+  EngineOptions sv;
   sv.method = Method::statevector;
   EXPECT_THROW(simulate<double>(c, theta, req, sv), Error);
 }

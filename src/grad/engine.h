@@ -18,14 +18,14 @@ namespace qmlsim::detail {
 
 // The options with the fusion width capped where the backend's kernels stop
 // (the GPU's dense kernels take at most cuda::kMaxDenseTargets targets).
-inline AdjointOptions for_backend(AdjointOptions o) {
+inline EngineOptions for_backend(EngineOptions o) {
   if (o.backend == Backend::cuda) o.fusion = std::min(o.fusion, cuda::kMaxDenseTargets);
   return o;
 }
 
 // Starts sv from options.initial_state when one is given (its size checked).
 template <class SV>
-void set_initial_state(SV& sv, const AdjointOptions& options) {
+void set_initial_state(SV& sv, const EngineOptions& options) {
   if (options.initial_state.empty()) return;
   if (options.initial_state.size() != static_cast<std::size_t>(sv.size())) {
     throw Error("initial state: " + std::to_string(options.initial_state.size()) +
@@ -35,9 +35,9 @@ void set_initial_state(SV& sv, const AdjointOptions& options) {
 }
 
 template <class R>
-bool serial_sweep(int n, const AdjointOptions& o);
+bool serial_sweep(int n, const EngineOptions& o);
 template <class R>
-bool sweeps_one_per_thread(std::size_t count, int n, const AdjointOptions& o);
+bool sweeps_one_per_thread(std::size_t count, int n, const EngineOptions& o);
 
 // What grad knows of a backend beyond the state vectors' common interface:
 // its capabilities and policies, so that grad's code names no backend. The
@@ -53,14 +53,14 @@ struct BackendTraits {
   // apply_from_zero(gates): the forward pass writes the state from |0...0>.
   static constexpr bool kForwardFromZero = false;
   // A new state; where the backend allows, its amplitudes left unset.
-  static SV make_state(int n, const AdjointOptions&) { return SV(n); }
+  static SV make_state(int n, const EngineOptions&) { return SV(n); }
   // The sweeps of n qubits run on one thread (serial_sweep below).
-  static bool serial_sweep(int, const AdjointOptions&) { return false; }
+  static bool serial_sweep(int, const EngineOptions&) { return false; }
   // `count` sweeps run one per thread (sweeps_one_per_thread below).
-  static bool sweeps_one_per_thread(std::size_t, int, const AdjointOptions&) { return false; }
+  static bool sweeps_one_per_thread(std::size_t, int, const EngineOptions&) { return false; }
   // The sweep cut gathers one-qubit phase steps (the sweep runs in segments
   // whose diagonal-run kernel takes them).
-  static bool gather_phases(int, const AdjointOptions&) { return false; }
+  static bool gather_phases(int, const EngineOptions&) { return false; }
 };
 
 template <class R>
@@ -71,30 +71,30 @@ struct BackendTraits<cpu::StateVector<R>> {
   static constexpr int kDiagonalBlockQubits = 6;
   static constexpr bool kSweepFromObservable = true;
   static constexpr bool kForwardFromZero = true;
-  static SV make_state(int n, const AdjointOptions& o) {
+  static SV make_state(int n, const EngineOptions& o) {
     SV s(n, o.threads, typename SV::Unset{});
     if (o.chunk_qubits >= 0) s.set_chunk_qubits(o.chunk_qubits);
     return s;
   }
-  static bool serial_sweep(int n, const AdjointOptions& o) { return detail::serial_sweep<R>(n, o); }
-  static bool sweeps_one_per_thread(std::size_t count, int n, const AdjointOptions& o) {
+  static bool serial_sweep(int n, const EngineOptions& o) { return detail::serial_sweep<R>(n, o); }
+  static bool sweeps_one_per_thread(std::size_t count, int n, const EngineOptions& o) {
     return detail::sweeps_one_per_thread<R>(count, n, o);
   }
-  static bool gather_phases(int n, const AdjointOptions& o) {
+  static bool gather_phases(int n, const EngineOptions& o) {
     return SV::sweep_in_segments(n, o.chunk_qubits, o.threads == 1);
   }
 };
 
 // A state of the options' backend (threads and chunks apply to the CPU's).
 template <class SV>
-SV make_state(int n, const AdjointOptions& o) {
+SV make_state(int n, const EngineOptions& o) {
   return BackendTraits<SV>::make_state(n, o);
 }
 
 // The state after `gates` from the options' initial state, else from |0...0>
 // (on the CPU written by the forward pass itself: StateVector::apply_from_zero).
 template <class SV>
-SV forward_state(int n, const AdjointOptions& o, const std::vector<BoundGate>& gates) {
+SV forward_state(int n, const EngineOptions& o, const std::vector<BoundGate>& gates) {
   SV sv = make_state<SV>(n, o);
   if constexpr (BackendTraits<SV>::kForwardFromZero) {
     if (o.initial_state.empty()) {
@@ -113,16 +113,16 @@ SV forward_state(int n, const AdjointOptions& o, const std::vector<BoundGate>& g
 // which holds the device).
 // An item's exception is rethrown after the loop (parallel_items).
 template <class Fn>
-void run_items(std::size_t count, bool one_per_thread, const AdjointOptions& options, Fn&& fn) {
+void run_items(std::size_t count, bool one_per_thread, const EngineOptions& options, Fn&& fn) {
   parallel_items(count, one_per_thread, options.threads, [&](std::size_t i, int threads) {
-    AdjointOptions inner = options;
+    EngineOptions inner = options;
     inner.threads = threads;
     fn(i, inner);
   });
 }
 
 template <class Fn>
-void for_each_item(std::size_t count, int n, const AdjointOptions& options, Fn&& fn) {
+void for_each_item(std::size_t count, int n, const EngineOptions& options, Fn&& fn) {
   run_items(count, options.backend == Backend::cpu && (std::int64_t{1} << n) < kMinParallelWork,
             options, fn);
 }
@@ -135,7 +135,7 @@ void for_each_item(std::size_t count, int n, const AdjointOptions& options, Fn&&
 // c128 on a 2 MiB L2: docs/performance.md). Such a sweep runs on one thread,
 // and a batch of them one item per thread (for_each_sweep).
 template <class R>
-bool serial_sweep(int n, const AdjointOptions& o) {
+bool serial_sweep(int n, const EngineOptions& o) {
   if (o.backend != Backend::cpu) return false;
   if ((std::int64_t{1} << n) < kMinParallelWork) return true;
   const int chunk =
@@ -150,7 +150,7 @@ bool serial_sweep(int n, const AdjointOptions& o) {
 // segment (16 readouts of the 16-wire transfer-learning circuit, c128, 2 MiB
 // L2, 15-qubit chunks: 47 -> 42 ms; no gain at 17 qubits).
 template <class R>
-bool sweeps_one_per_thread(std::size_t count, int n, const AdjointOptions& o) {
+bool sweeps_one_per_thread(std::size_t count, int n, const EngineOptions& o) {
   if (serial_sweep<R>(n, o)) return true;
   if (o.backend != Backend::cpu || o.threads < 2 || count < static_cast<std::size_t>(o.threads))
     return false;
@@ -161,7 +161,7 @@ bool sweeps_one_per_thread(std::size_t count, int n, const AdjointOptions& o) {
 
 // for_each_item for items that are adjoint sweeps (see sweeps_one_per_thread).
 template <class R, class Fn>
-void for_each_sweep(std::size_t count, int n, const AdjointOptions& options, Fn&& fn) {
+void for_each_sweep(std::size_t count, int n, const EngineOptions& options, Fn&& fn) {
   run_items(count, sweeps_one_per_thread<R>(count, n, options), options, fn);
 }
 

@@ -51,7 +51,7 @@ index_t argmax_probability(index_t size, Amp amp) {
 
 // c at theta, bound and fused as far as the backend's kernels take.
 std::vector<BoundGate> forward_gates(const Circuit& c, std::span<const double> theta,
-                                     const AdjointOptions& options) {
+                                     const EngineOptions& options) {
   const std::vector<BoundGate> gates = bind_params(c, theta);
   const int fusion = detail::for_backend(options).fusion;
   return fusion > 0 ? fuse(gates, {fusion, std::max(10, fusion)}) : gates;
@@ -61,7 +61,7 @@ std::vector<BoundGate> forward_gates(const Circuit& c, std::span<const double> t
 
 template <class R>
 SimulateResult simulate(const Circuit& c, std::span<const double> theta, const SimulateRequest& req,
-                        const AdjointOptions& options) {
+                        const EngineOptions& options) {
   if (runs_on_density_matrix(c, options)) return simulate_density_matrix<R>(c, theta, req, options);
   const std::vector<BoundGate> gates = forward_gates(c, theta, options);
   SimulateResult out;
@@ -91,7 +91,7 @@ template <class R>
 std::vector<std::vector<double>> expvals_many(const std::vector<const Circuit*>& circuits,
                                               const std::vector<std::vector<double>>& thetas,
                                               const std::vector<PauliSum>& observables,
-                                              const AdjointOptions& options) {
+                                              const EngineOptions& options) {
   if (circuits.empty()) return {};
   const int n = detail::common_qubits(circuits, "expvals_many");
   const Precision p = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
@@ -106,7 +106,7 @@ std::vector<std::vector<double>> expvals_many(const std::vector<const Circuit*>&
   SimulateRequest req;
   req.observables = observables;
   detail::for_each_item(circuits.size(), n, options,
-                        [&](std::size_t i, const AdjointOptions& inner) {
+                        [&](std::size_t i, const EngineOptions& inner) {
                           out[i] = simulate<R>(*circuits[i], thetas[i], req, inner).expvals;
                         });
   return out;
@@ -114,14 +114,14 @@ std::vector<std::vector<double>> expvals_many(const std::vector<const Circuit*>&
 
 template std::vector<std::vector<double>> expvals_many<float>(
     const std::vector<const Circuit*>&, const std::vector<std::vector<double>>&,
-    const std::vector<PauliSum>&, const AdjointOptions&);
+    const std::vector<PauliSum>&, const EngineOptions&);
 template std::vector<std::vector<double>> expvals_many<double>(
     const std::vector<const Circuit*>&, const std::vector<std::vector<double>>&,
-    const std::vector<PauliSum>&, const AdjointOptions&);
+    const std::vector<PauliSum>&, const EngineOptions&);
 
 template SimulateResult simulate<float>(const Circuit&, std::span<const double>,
-                                        const SimulateRequest&, const AdjointOptions&);
+                                        const SimulateRequest&, const EngineOptions&);
 template SimulateResult simulate<double>(const Circuit&, std::span<const double>,
-                                         const SimulateRequest&, const AdjointOptions&);
+                                         const SimulateRequest&, const EngineOptions&);
 
 }  // namespace qmlsim

@@ -37,7 +37,7 @@ struct SimulateResult {
 // as for adjoint_vjp), read out as requested.
 template <class R>
 SimulateResult simulate(const Circuit& c, std::span<const double> theta, const SimulateRequest& req,
-                        const AdjointOptions& options);
+                        const EngineOptions& options);
 
 // <H_k> of many circuits on n qubits, each with its own parameters: out[i][k].
 // On the cuda backend, states of at most cuda::small_batch_max_qubits qubits run
@@ -46,6 +46,6 @@ template <class R>
 std::vector<std::vector<double>> expvals_many(const std::vector<const Circuit*>& circuits,
                                               const std::vector<std::vector<double>>& thetas,
                                               const std::vector<PauliSum>& observables,
-                                              const AdjointOptions& options);
+                                              const EngineOptions& options);
 
 }  // namespace qmlsim

@@ -49,8 +49,8 @@ inline distributed::Options dist_engine(const EvalOptions& o) {
 }
 
 // The engine options (grad/adjoint.h) these evaluation options stand for.
-inline AdjointOptions engine(const EvalOptions& o) {
-  AdjointOptions a;
+inline EngineOptions engine(const EvalOptions& o) {
+  EngineOptions a;
   a.threads = o.threads;
   a.fusion = o.fusion;
   a.backend = o.backend;

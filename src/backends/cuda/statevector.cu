@@ -252,7 +252,7 @@ StateVector<R>::StateVector(int n) : impl_(std::make_unique<Impl>()) {
                   "cuda: a %d-qubit %s state needs %.2f GiB; the GPU has %.2f GiB free of %.2f", n,
                   sizeof(R) == 4 ? "complex64" : "complex128", bytes / double(1 << 30),
                   free_b / double(1 << 30), total_b / double(1 << 30));
-    throw Error(msg);
+    throw OutOfMemory(msg);
   }
   set_basis_state(0);
 }

@@ -1,0 +1,196 @@
+#include "grad/batch.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "backends/cpu/statevector.h"
+#include "core/error.h"
+#include "core/memory.h"
+#include "grad/density_matrix.h"
+#include "grad/engine.h"
+
+namespace qmlsim {
+namespace {
+
+// Whether every item runs as the batch's first would: no starting state or
+// observables of its own (the *_many entry points' batches).
+bool uniform(const std::vector<BatchItem>& items) {
+  return std::none_of(items.begin(), items.end(), [](const BatchItem& it) {
+    return !it.initial_state.empty() || it.observables != nullptr;
+  });
+}
+
+const std::vector<PauliSum>& observables_of(const BatchItem& item,
+                                            const std::vector<PauliSum>& batch) {
+  return item.observables ? *item.observables : batch;
+}
+
+std::vector<const Circuit*> circuits_of(const std::vector<BatchItem>& items) {
+  std::vector<const Circuit*> out;
+  for (const BatchItem& it : items) out.push_back(it.circuit);
+  return out;
+}
+
+std::vector<std::vector<double>> thetas_of(const std::vector<BatchItem>& items) {
+  std::vector<std::vector<double>> out;
+  for (const BatchItem& it : items) out.emplace_back(it.theta.begin(), it.theta.end());
+  return out;
+}
+
+// `states` states of every item's circuit fit (the largest item decides).
+void check_batch_fits(const std::vector<BatchItem>& items, int states, Precision precision,
+                      const EngineOptions& options) {
+  const Circuit* largest = items[0].circuit;
+  for (const BatchItem& it : items)
+    if (runs_on_density_matrix(*it.circuit, options)) largest = it.circuit;
+  check_states_fit(*largest, states, precision, options);
+}
+
+// Runs fn(i, item_options) for every item (its starting state in
+// item_options), as detail::for_each_sweep for adjoint sweeps, else as
+// detail::for_each_item.
+template <class R, class Fn>
+void for_each_batch_item(const std::vector<BatchItem>& items, bool sweeps,
+                         const EngineOptions& options, Fn&& fn) {
+  const int n = detail::common_qubits(circuits_of(items), "batch");
+  auto item = [&](std::size_t i, const EngineOptions& inner) {
+    EngineOptions o = inner;
+    if (!items[i].initial_state.empty()) o.initial_state = items[i].initial_state;
+    fn(i, o);
+  };
+  if (sweeps)
+    detail::for_each_sweep<R>(items.size(), n, options, item);
+  else
+    detail::for_each_item(items.size(), n, options, item);
+}
+
+template <class R>
+std::vector<SimulateResult> simulate_items(const std::vector<BatchItem>& items,
+                                           const SimulateRequest& request,
+                                           const EngineOptions& options) {
+  std::vector<SimulateResult> out(items.size());
+  const bool expvals_only =
+      request.shots == 0 && !request.most_probable && !request.state && !request.probabilities;
+  if (expvals_only && uniform(items)) {
+    const std::vector<std::vector<double>> e =
+        expvals_many<R>(circuits_of(items), thetas_of(items), request.observables, options);
+    for (std::size_t i = 0; i < items.size(); ++i) out[i].expvals = e[i];
+    return out;
+  }
+  for_each_batch_item<R>(items, false, options, [&](std::size_t i, const EngineOptions& o) {
+    out[i] = simulate<R>(*items[i].circuit, items[i].theta, request, o);
+  });
+  return out;
+}
+
+template <class R>
+std::vector<AdjointResult> vjp_items(const std::vector<BatchItem>& items,
+                                     const std::vector<PauliSum>& observables,
+                                     const std::vector<std::vector<double>>& weights,
+                                     const EngineOptions& options) {
+  if (uniform(items)) {
+    std::vector<WeightsFn> fns;
+    for (const std::vector<double>& w : weights)
+      fns.emplace_back([&w](std::span<const double>) { return w; });
+    return adjoint_vjp_many<R>(circuits_of(items), thetas_of(items), observables, fns, options);
+  }
+  std::vector<AdjointResult> out(items.size());
+  for_each_batch_item<R>(items, true, options, [&](std::size_t i, const EngineOptions& o) {
+    out[i] = adjoint_vjp<R>(*items[i].circuit, items[i].theta,
+                            observables_of(items[i], observables), weights[i], o);
+  });
+  return out;
+}
+
+// One VJP per observable (a forward and a backward pass each): two states.
+template <class R>
+JacobianResult jacobian_by_vjp(const BatchItem& item, const std::vector<PauliSum>& observables,
+                               const EngineOptions& options) {
+  JacobianResult out;
+  std::vector<double> w(observables.size(), 0.0);
+  for (std::size_t k = 0; k < observables.size(); ++k) {
+    w[k] = 1;
+    AdjointResult r = adjoint_vjp<R>(*item.circuit, item.theta, observables, w, options);
+    w[k] = 0;
+    if (k == 0) out.expvals = std::move(r.expvals);
+    out.rows.push_back(std::move(r.gradient));
+  }
+  return out;
+}
+
+template <class R>
+std::vector<JacobianResult> jacobian_items(const std::vector<BatchItem>& items,
+                                           const std::vector<PauliSum>& observables,
+                                           bool keep_forward, const EngineOptions& options) {
+  std::vector<JacobianResult> out(items.size());
+  for_each_batch_item<R>(items, true, options, [&](std::size_t i, const EngineOptions& o) {
+    if (!keep_forward) {
+      out[i] = jacobian_by_vjp<R>(items[i], observables, o);
+      return;
+    }
+    out[i].rows =
+        adjoint_jacobian<R>(*items[i].circuit, items[i].theta, observables, o, &out[i].expvals);
+  });
+  return out;
+}
+
+}  // namespace
+
+void check_states_fit(const Circuit& c, int states, Precision precision,
+                      const EngineOptions& options) {
+  if (options.backend != Backend::cpu) return;
+  const int n = c.num_qubits();
+  const bool dm = runs_on_density_matrix(c, options);
+  const std::uint64_t bytes =
+      dm ? density_matrix_bytes(n, precision) : cpu::state_bytes(n, precision);
+  check_fits_in_memory(static_cast<std::uint64_t>(states) * bytes,
+                       std::to_string(states) + " " + std::to_string(n) + "-qubit " +
+                           (dm ? "density matri(ces)" : "state(s)"));
+}
+
+std::vector<SimulateResult> simulate_batch(const std::vector<BatchItem>& items,
+                                           const SimulateRequest& request, Precision precision,
+                                           const EngineOptions& options) {
+  if (items.empty()) return {};
+  check_batch_fits(items, 1, precision, options);
+  return precision == Precision::c64 ? simulate_items<float>(items, request, options)
+                                     : simulate_items<double>(items, request, options);
+}
+
+std::vector<AdjointResult> vjp_batch(const std::vector<BatchItem>& items,
+                                     const std::vector<PauliSum>& observables,
+                                     const std::vector<std::vector<double>>& weights,
+                                     Precision precision, const EngineOptions& options) {
+  if (weights.size() != items.size())
+    throw Error("vjp: " + std::to_string(weights.size()) + " rows of weights for " +
+                std::to_string(items.size()) + " circuit(s)");
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::size_t k = observables_of(items[i], observables).size();
+    if (weights[i].size() != k)
+      throw Error("vjp: " + std::to_string(weights[i].size()) + " cotangent(s) for " +
+                  std::to_string(k) + " observable(s)");
+  }
+  if (items.empty()) return {};
+  check_batch_fits(items, 2, precision, options);
+  return precision == Precision::c64 ? vjp_items<float>(items, observables, weights, options)
+                                     : vjp_items<double>(items, observables, weights, options);
+}
+
+std::vector<JacobianResult> jacobian_batch(const std::vector<BatchItem>& items,
+                                           const std::vector<PauliSum>& observables,
+                                           Precision precision, const EngineOptions& options) {
+  if (items.empty()) return {};
+  check_batch_fits(items, 2, precision, options);
+  bool keep_forward = true;
+  try {
+    check_batch_fits(items, 3, precision, options);
+  } catch (const OutOfMemory&) {
+    keep_forward = false;
+  }
+  return precision == Precision::c64
+             ? jacobian_items<float>(items, observables, keep_forward, options)
+             : jacobian_items<double>(items, observables, keep_forward, options);
+}
+
+}  // namespace qmlsim

@@ -1,0 +1,32 @@
+// The one options type of the engine's entry points (grad/adjoint.h,
+// grad/simulate.h, grad/batch.h): where and how circuits run.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "core/types.h"
+
+namespace qmlsim {
+
+// What a circuit's state is: a state vector, or a density matrix (the only
+// one that runs noise channels: grad/density_matrix.h). automatic: the
+// density matrix when the circuit has channels, else the state vector.
+enum class Method { automatic, statevector, density_matrix };
+
+// How circuits run, for adjoint gradients and plain simulation (grad/simulate.h).
+struct EngineOptions {
+  int threads = 1;
+  int fusion = 3;                  // fuse the fixed gates between parametric ones (0: off)
+  int chunk_qubits = -1;           // cache-blocking chunk (see StateVector); -1: the default
+  Backend backend = Backend::cpu;  // cuda: the current device (cuda::select_device)
+  // The state the circuit starts from (2^n amplitudes, bit q of an index =
+  // qubit q, normalised by the caller); empty: |0...0>. Not owned.
+  std::span<const cplx> initial_state = {};
+  Method method = Method::automatic;
+  // Density-matrix gradients: bytes of forward states the backward pass may
+  // keep (beyond that, segments are recomputed from fewer checkpoints).
+  std::uint64_t checkpoint_bytes = std::uint64_t{1} << 30;
+};
+
+}  // namespace qmlsim
