@@ -31,96 +31,15 @@ Cirq is an optional dependency: ``pip install cirq-core``.
 from __future__ import annotations
 
 import collections
-import math
 
 import cirq
 import numpy as np
 
 from . import _qmlsim
-from ._program import Op, Program, engine_options, options, pauli_terms
+from ._cirq_ops import evaluate, observable_terms, steps
+from ._program import Program, engine_options, options
 
-_MAX_MATRIX_QUBITS = 10
-
-
-# The gate families that become engine gates: (class, engine name, global
-# phase of exponent 1 without shift). U(t, s) = e^{i pi t (s + phase)} * the
-# engine gate at angle pi t: X**t = e^{i pi t/2} RX(pi t), Z**t = diag(1,
-# e^{i pi t}) = PhaseShift(pi t), CZ**t = ControlledPhaseShift(pi t), XX**t =
-# e^{i pi t/2} exp(-i pi t/2 XX) = e^{i pi t/2} IsingXX(pi t).
-_ROTATIONS = ((cirq.XPowGate, "RX", 0.5), (cirq.YPowGate, "RY", 0.5),
-              (cirq.ZPowGate, "PhaseShift", 0.0), (cirq.CZPowGate, "ControlledPhaseShift", 0.0),
-              (cirq.XXPowGate, "IsingXX", 0.5), (cirq.YYPowGate, "IsingYY", 0.5),
-              (cirq.ZZPowGate, "IsingZZ", 0.5))
-# Fixed gates at exponent 1: U = e^{i pi s} G.
-_FIXED = ((cirq.HPowGate, "H"), (cirq.CXPowGate, "CNOT"), (cirq.SwapPowGate, "SWAP"))
-
-
-def _family(gate):
-    """(engine name, phase, fixed) of a gate whose class is one of the
-    families above, else None."""
-    for cls, name, phase in _ROTATIONS:
-        if isinstance(gate, cls):
-            return name, phase, False
-    for cls, name in _FIXED:
-        if isinstance(gate, cls):
-            return name, 0.0, True
-    return None
-
-
-def _native(gate, family, resolver):
-    """(engine name, angles, global phase in radians) of a family gate at the
-    resolver's values, or None (a fixed gate at another exponent)."""
-    name, phase, fixed = family
-    t, s = _number(gate.exponent, resolver), _number(gate.global_shift, resolver)
-    if fixed:
-        return (name, [], math.pi * s) if t == 1 else None
-    return name, [math.pi * t], math.pi * t * (s + phase)
-
-
-def _number(value, resolver) -> float:
-    """A gate's parameter at the resolver's values, or a ValueError naming the
-    symbols left unresolved."""
-    v = resolver.value_of(value)
-    if cirq.is_parameterized(v):
-        raise ValueError(f"qmlsim.cirq: unresolved parameters {sorted(cirq.parameter_names(v))}")
-    return float(np.real(complex(v)))
-
-
-def _keeps(op) -> bool:
-    """An operation the translation takes as it is (no decomposition): a
-    measurement, a global phase, a family gate, or any gate with a unitary on
-    at most 10 qubits (once its parameters are resolved)."""
-    if cirq.is_measurement(op) or isinstance(op.gate, cirq.GlobalPhaseGate):
-        return True
-    if op.gate is not None and _family(op.gate) is not None:
-        return True
-    if len(op.qubits) > _MAX_MATRIX_QUBITS:
-        return False
-    if cirq.is_parameterized(op):
-        return isinstance(op, cirq.GateOperation) and not isinstance(op.gate, cirq.MeasurementGate)
-    return cirq.has_unitary(op)
-
-
-_MATRICES = {}  # gate -> its unitary as a flat list (gates are immutable values)
-
-
-def _matrix(op):
-    """op's unitary as a flat list (first qubit most significant), per gate once."""
-    gate = op.gate
-    if type(op) is not cirq.GateOperation:
-        return np.asarray(cirq.unitary(op), dtype=np.complex128).reshape(-1).tolist()
-    try:
-        return _MATRICES[gate]
-    except (KeyError, TypeError):  # TypeError: an unhashable gate
-        pass
-    m = np.asarray(cirq.unitary(gate), dtype=np.complex128).reshape(-1).tolist()
-    try:
-        if len(_MATRICES) > 4096:
-            _MATRICES.clear()
-        _MATRICES[gate] = m
-    except TypeError:
-        pass
-    return m
+_WHO = "qmlsim.cirq: "
 
 
 class _Program:
@@ -143,52 +62,21 @@ class _Program:
         if not circuit.are_all_measurements_terminal():
             raise ValueError("qmlsim.cirq: mid-circuit measurements are not supported "
                              "(measurements must be terminal)")
-        stuck = lambda op: ValueError(  # noqa: E731
-            f"qmlsim.cirq: operation {op!r} has no unitary or decomposition qmlsim can run")
-        for op in cirq.decompose(circuit, keep=_keeps, on_stuck_raise=stuck):
-            self._add(op, index)
+        for step in steps(circuit, qubits, _WHO, resolve_later=True):
+            self._add(step, index)
 
-    def _add(self, op, index):
-        wires = [self.n - 1 - index[q] for q in op.qubits]
-        gate = op.gate
-        if cirq.is_measurement(op):
+    def _add(self, step, index):
+        if step.kind == "measure":
+            gate = step.op.gate
             if not isinstance(gate, cirq.MeasurementGate) or gate.confusion_map:
-                raise ValueError(f"qmlsim.cirq: measurement {op!r} is not supported")
-            self.measurements.append((gate.key, [index[q] for q in op.qubits],
+                raise ValueError(f"qmlsim.cirq: measurement {step.op!r} is not supported")
+            self.measurements.append((gate.key, [index[q] for q in step.op.qubits],
                                       gate.full_invert_mask()))
-            return
-        family = _family(gate) if gate is not None else None
-        parameterized = cirq.is_parameterized(op)
-        if not parameterized:
-            step = self._evaluate(op, family, wires, cirq.ParamResolver())
-            self.steps.append(lambda resolver, fixed=step: fixed)
+        elif not cirq.is_parameterized(step.op):
+            fixed = evaluate(step, cirq.ParamResolver(), _WHO)
+            self.steps.append(lambda resolver, fixed=fixed: fixed)
         else:
-            self.steps.append(lambda resolver, op=op, family=family, wires=wires:
-                              self._evaluate(op, family, wires, resolver))
-
-    @staticmethod
-    def _evaluate(op, family, wires, resolver):
-        """(engine operation or None, global phase) of op at the resolver's values."""
-        gate = op.gate
-        if isinstance(gate, cirq.GlobalPhaseGate):
-            coefficient = resolver.value_of(gate.coefficient)
-            if cirq.is_parameterized(coefficient):
-                names = sorted(cirq.parameter_names(coefficient))
-                raise ValueError(f"qmlsim.cirq: unresolved parameters {names}")
-            return None, float(np.angle(complex(coefficient)))
-        if family is not None:
-            native = _native(gate, family, resolver)
-            if native is not None:
-                name, angles, phase = native
-                return Op(name, wires, angles), phase
-        if cirq.is_parameterized(op):
-            op = cirq.resolve_parameters(op, resolver)
-            if cirq.is_parameterized(op):
-                names = sorted(cirq.parameter_names(op))
-                raise ValueError(f"qmlsim.cirq: unresolved parameters {names}")
-        if not cirq.has_unitary(op):
-            raise ValueError(f"qmlsim.cirq: operation {op!r} has no unitary qmlsim can run")
-        return Op("QubitUnitary", wires, [], [], [], _matrix(op)), 0.0
+            self.steps.append(lambda resolver, step=step: evaluate(step, resolver, _WHO))
 
     def at(self, resolver):
         """The engine's program at one parameter point (angles as literals)."""
@@ -199,19 +87,6 @@ class _Program:
                 ops.append(op)
             phase += p
         return Program(self.n, ops, 0, self.initial, phase)
-
-
-def _pauli_terms(observable, index, n):
-    """A Pauli sum over Cirq qubits (`index`: qubit -> position, the first the
-    most significant) as the engine's terms."""
-    terms = []
-    for ps in cirq.PauliSum.wrap(observable):
-        c = complex(ps.coefficient)
-        if abs(c.imag) > 1e-12:
-            raise ValueError(f"qmlsim.cirq: observable {observable} has a complex "
-                             "coefficient (not Hermitian)")
-        terms.append((c.real, [(index[q], str(pauli)) for q, pauli in ps.items()]))
-    return pauli_terms(terms, n)
 
 
 class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
@@ -296,7 +171,7 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
         qubits, _, _, points = self._programs(no_measure, params, qubit_order, initial_state,
                                               extra)
         index = {q: i for i, q in enumerate(qubits)}
-        terms = [_pauli_terms(o, index, len(qubits)) for o in wrapped]
+        terms = [observable_terms(o, index, len(qubits), _WHO) for o in wrapped]
         values = _qmlsim.expvals_batch(points, [[]] * len(points), terms,
                                        options(self._options))
         for v in values:

@@ -55,12 +55,12 @@ import sympy
 import tensorflow as tf
 
 from . import _qmlsim
+from ._cirq_ops import evaluate, observable_terms, steps
 from ._program import Op, Param, Program, engine_options, options
-from .cirq import _ROTATIONS, _matrix, _pauli_terms
 
 __all__ = ["convert_to_tensor", "from_tensor", "layers", "get_expectation_op"]
 
-_MAX_MATRIX_QUBITS = 10
+_WHO = "qmlsim.tfq: "
 _lock = threading.Lock()
 _gc_state = {"depth": 0, "was_enabled": False}  # see _no_gc
 
@@ -163,26 +163,6 @@ def from_tensor(tensor_to_convert):
 
 # -- translation of a circuit with symbols into engine operations
 
-_FAMILIES = tuple(cls for cls, _, _ in _ROTATIONS)
-
-
-def _family_rotation(gate):
-    for cls, name, _ in _ROTATIONS:
-        if isinstance(gate, cls):
-            return name
-    return None
-
-
-def _keep(op) -> bool:
-    """What the translation takes as it is: a rotation family gate (any
-    exponent), or a gate without symbols that has a unitary."""
-    if op.gate is not None and isinstance(op.gate, _FAMILIES):
-        return True
-    if cirq.is_parameterized(op) or len(op.qubits) > _MAX_MATRIX_QUBITS:
-        return False
-    return cirq.has_unitary(op)
-
-
 _kinds = {}  # sympy expression -> its kind (see _kind)
 
 
@@ -225,30 +205,24 @@ class _Translation:
             raise ValueError("qmlsim.tfq: circuits with measurements are not supported here "
                              "(TFQ's expectation layers take circuits without them)")
         self.qubits = sorted(set(circuit.all_qubits()) | set(extra_qubits))
-        index = {q: i for i, q in enumerate(self.qubits)}
         n = len(self.qubits)
         template = []  # engine operations; angle slot s is the program's parameter s
         exprs = []  # angle of slot s as a sympy expression
         phase = sympy.Integer(0)  # Cirq's unitary = e^{i phase} x the engine's gates
-        phases = {cls: ph for cls, _, ph in _ROTATIONS}
-        stuck = lambda op: ValueError(  # noqa: E731
-            f"qmlsim.tfq: operation {op!r} has no unitary or decomposition qmlsim can run")
-        for op in cirq.decompose(circuit, keep=_keep, on_stuck_raise=stuck):
-            wires = [n - 1 - index[q] for q in op.qubits]
-            name = _family_rotation(op.gate) if op.gate is not None else None
-            if name is not None:
-                t = sympy.sympify(op.gate.exponent)
+        for step in steps(circuit, self.qubits, _WHO, resolve_later=False):
+            if step.kind == "rotation" and cirq.is_parameterized(step.op):
+                t = sympy.sympify(step.op.gate.exponent)
                 exprs.append(sympy.pi * t)
-                template.append(Op(name, wires, [Param(len(exprs) - 1)]))
-                ph = next(v for c, v in phases.items() if isinstance(op.gate, c))
-                phase += sympy.pi * t * (sympy.sympify(op.gate.global_shift) + ph)
-            elif isinstance(op.gate, cirq.GlobalPhaseGate):
-                if cirq.is_parameterized(op.gate):
-                    raise ValueError(f"qmlsim.tfq: a global phase with symbols ({op!r}) is "
-                                     "not supported")
-                phase += float(np.angle(complex(op.gate.coefficient)))
-            else:
-                template.append(Op("QubitUnitary", wires, [], [], [], _matrix(op)))
+                template.append(Op(step.name, step.wires, [Param(len(exprs) - 1)]))
+                phase += sympy.pi * t * (sympy.sympify(step.op.gate.global_shift) + step.phase)
+                continue
+            if step.kind == "phase" and cirq.is_parameterized(step.op.gate):
+                raise ValueError(f"qmlsim.tfq: a global phase with symbols ({step.op!r}) is "
+                                 "not supported")
+            op, ph = evaluate(step, cirq.ParamResolver(), _WHO)
+            if op is not None:
+                template.append(op)
+            phase += ph
         self.num_slots = len(exprs)
         self._template = template
         self.program = Program(n, template, self.num_slots) if n else None
@@ -392,7 +366,8 @@ def _terms(ops_row, t):
     hit = _term_cache.get(key)
     if hit is None:
         index = {q: i for i, q in enumerate(t.qubits)}
-        hit = tuple(tuple(_pauli_terms(_parse(o), index, len(t.qubits))) for o in ops_row)
+        hit = tuple(tuple(observable_terms(_parse(o), index, len(t.qubits), _WHO))
+                    for o in ops_row)
         if len(_term_cache) > 8192:
             _term_cache.clear()
         _term_cache[key] = hit

@@ -1,0 +1,158 @@
+"""The one Cirq visitor of the Cirq and TensorFlow Quantum doors: a Cirq
+circuit decomposed into what the engine runs, as ``Step``s each door turns
+into engine operations (the Cirq simulator at each parameter point, TFQ with
+symbols kept as program parameters).
+
+Gate families become the engine's gates: U(t, s) = e^{i pi t (s + phase)} x
+the engine gate at angle pi t (X**t = e^{i pi t/2} RX(pi t), Z**t = diag(1,
+e^{i pi t}) = PhaseShift(pi t), CZ**t = ControlledPhaseShift(pi t), XX**t =
+e^{i pi t/2} IsingXX(pi t)); H, CNOT and SWAP at exponent 1 are the engine's
+fixed gates (U = e^{i pi s} G). Every other gate with a unitary on at most 10
+qubits runs as its matrix; anything else through ``cirq.decompose``. Cirq
+qubit i (the first the most significant) is engine qubit n-1-i, so the
+engine's state index is Cirq's.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import cirq
+import numpy as np
+
+from ._program import Op, pauli_terms
+
+MAX_MATRIX_QUBITS = 10
+
+# (class, engine gate, global phase of exponent 1 without shift)
+_ROTATIONS = ((cirq.XPowGate, "RX", 0.5), (cirq.YPowGate, "RY", 0.5),
+              (cirq.ZPowGate, "PhaseShift", 0.0), (cirq.CZPowGate, "ControlledPhaseShift", 0.0),
+              (cirq.XXPowGate, "IsingXX", 0.5), (cirq.YYPowGate, "IsingYY", 0.5),
+              (cirq.ZZPowGate, "IsingZZ", 0.5))
+_FIXED = ((cirq.HPowGate, "H"), (cirq.CXPowGate, "CNOT"), (cirq.SwapPowGate, "SWAP"))
+
+
+class Step(NamedTuple):
+    """One operation as the engine takes it. kind: "measure", "phase" (a
+    cirq.GlobalPhaseGate), "rotation" (a rotation family: engine gate `name`,
+    `phase` of exponent 1), "fixed" (H, CNOT, SWAP families) or "matrix"."""
+    kind: str
+    op: cirq.Operation
+    wires: list
+    name: str | None = None
+    phase: float = 0.0
+
+
+def _family(gate):
+    """(kind, engine gate, phase) of a family gate, else None."""
+    for cls, name, phase in _ROTATIONS:
+        if isinstance(gate, cls):
+            return "rotation", name, phase
+    for cls, name in _FIXED:
+        if isinstance(gate, cls):
+            return "fixed", name, 0.0
+    return None
+
+
+def steps(circuit, qubits, who: str, resolve_later: bool):
+    """The circuit's Steps over `qubits` (their order: the first the most
+    significant). resolve_later: gates with symbols are kept whole, to be
+    resolved at each parameter point (``evaluate``); otherwise symbols must
+    end up in rotation exponents (other gates with symbols are decomposed)."""
+    index = {q: i for i, q in enumerate(qubits)}
+    n = len(qubits)
+
+    def keep(op) -> bool:
+        if cirq.is_measurement(op) or isinstance(op.gate, cirq.GlobalPhaseGate):
+            return True
+        family = _family(op.gate) if op.gate is not None else None
+        if family is not None and (resolve_later or family[0] == "rotation"
+                                   or not cirq.is_parameterized(op)):
+            return True
+        if len(op.qubits) > MAX_MATRIX_QUBITS:
+            return False
+        if cirq.is_parameterized(op):
+            return resolve_later and isinstance(op, cirq.GateOperation)
+        return cirq.has_unitary(op)
+
+    def stuck(op):
+        return ValueError(f"{who}operation {op!r} has no unitary or decomposition qmlsim can run")
+
+    for op in cirq.decompose(circuit, keep=keep, on_stuck_raise=stuck):
+        wires = [n - 1 - index[q] for q in op.qubits]
+        if cirq.is_measurement(op):
+            yield Step("measure", op, wires)
+        elif isinstance(op.gate, cirq.GlobalPhaseGate):
+            yield Step("phase", op, wires)
+        else:
+            family = _family(op.gate) if op.gate is not None else None
+            kind, name, phase = family if family else ("matrix", None, 0.0)
+            yield Step(kind, op, wires, name, phase)
+
+
+def _resolved(value, resolver, who: str):
+    """A parameter at the resolver's values, or a ValueError naming the symbols left unresolved."""
+    v = resolver.value_of(value)
+    if cirq.is_parameterized(v):
+        raise ValueError(f"{who}unresolved parameters {sorted(cirq.parameter_names(v))}")
+    return v
+
+
+def _number(value, resolver, who: str) -> float:
+    return float(np.real(complex(_resolved(value, resolver, who))))
+
+
+def evaluate(step: Step, resolver, who: str):
+    """(engine operation or None, global phase in radians) of a step other
+    than a measurement at the resolver's values."""
+    op, gate = step.op, step.op.gate
+    if step.kind == "phase":
+        return None, float(np.angle(complex(_resolved(gate.coefficient, resolver, who))))
+    if step.kind in ("rotation", "fixed"):
+        t, s = _number(gate.exponent, resolver, who), _number(gate.global_shift, resolver, who)
+        if step.kind == "rotation":
+            return Op(step.name, step.wires, [math.pi * t]), math.pi * t * (s + step.phase)
+        if t == 1:
+            return Op(step.name, step.wires), math.pi * s
+    if cirq.is_parameterized(op):
+        op = cirq.resolve_parameters(op, resolver)
+        if cirq.is_parameterized(op):
+            raise ValueError(f"{who}unresolved parameters {sorted(cirq.parameter_names(op))}")
+    if not cirq.has_unitary(op):
+        raise ValueError(f"{who}operation {op!r} has no unitary qmlsim can run")
+    return Op("QubitUnitary", step.wires, [], [], [], matrix(op)), 0.0
+
+
+_MATRICES = {}  # gate -> its unitary as a flat list (gates are immutable values)
+
+
+def matrix(op):
+    """op's unitary as a flat list (first qubit most significant), per gate once."""
+    gate = op.gate
+    if type(op) is not cirq.GateOperation:
+        return np.asarray(cirq.unitary(op), dtype=np.complex128).reshape(-1).tolist()
+    try:
+        return _MATRICES[gate]
+    except (KeyError, TypeError):  # TypeError: an unhashable gate
+        pass
+    m = np.asarray(cirq.unitary(gate), dtype=np.complex128).reshape(-1).tolist()
+    try:
+        if len(_MATRICES) > 4096:
+            _MATRICES.clear()
+        _MATRICES[gate] = m
+    except TypeError:
+        pass
+    return m
+
+
+def observable_terms(observable, index, n, who: str):
+    """A Pauli sum over Cirq qubits (`index`: qubit -> position, the first the
+    most significant) as the engine's terms."""
+    terms = []
+    for ps in cirq.PauliSum.wrap(observable):
+        c = complex(ps.coefficient)
+        if abs(c.imag) > 1e-12:
+            raise ValueError(f"{who}observable {observable} has a complex coefficient "
+                             "(not Hermitian)")
+        terms.append((c.real, [(index[q], str(pauli)) for q, pauli in ps.items()]))
+    return pauli_terms(terms, n)
