@@ -103,7 +103,7 @@ BoundGate column_half(const BoundGate& g, int n) {
   return c;
 }
 
-BoundGate bind_channel(const Operation& op, std::span<const double> theta, int n, bool dual) {
+std::vector<BoundGate> bind_kraus(const Operation& op, std::span<const double> theta) {
   std::vector<double> params;
   for (const ParamExpr& p : op.params) params.push_back(p.value(theta));
   std::vector<Matrix> kraus;
@@ -113,14 +113,24 @@ BoundGate bind_channel(const Operation& op, std::span<const double> theta, int n
     check_channel_params(op.channel, params);  // trainable values are checked here
     kraus = kraus_operators(op.channel, params);
   }
-  std::vector<int> wires;
+  std::vector<BoundGate> out;
   for (Matrix& k : kraus) {
-    wires = op.wires;
-    k = to_canonical(std::move(k), false, wires);
+    BoundGate b;
+    b.targets = op.wires;
+    b.matrix = to_canonical(std::move(k), false, b.targets);
+    out.push_back(std::move(b));
   }
+  return out;
+}
+
+BoundGate bind_channel(const Operation& op, std::span<const double> theta, int n, bool dual) {
+  std::vector<Matrix> kraus;
   BoundGate b;
-  b.targets = wires;  // ascending and below n: the rows' wires, then the columns'
-  for (int q : wires) b.targets.push_back(q + n);
+  for (BoundGate& k : bind_kraus(op, theta)) {
+    b.targets = k.targets;
+    kraus.push_back(std::move(k.matrix));
+  }
+  for (int q : std::vector<int>(b.targets)) b.targets.push_back(q + n);  // the columns' wires
   b.matrix = superoperator(kraus);
   if (dual) b = adjoint(b);  // the dual map's superoperator is the conjugate transpose
   return b;

@@ -60,5 +60,8 @@ BoundGate column_half(const BoundGate& g, int n);
 // Error for trainable parameters whose values are out of range.
 BoundGate bind_channel(const Operation& op, std::span<const double> theta, int n,
                        bool dual = false);
+// A channel operation's Kraus operators at theta, each a (non-unitary) bound
+// gate on the channel's wires. Throws as bind_channel.
+std::vector<BoundGate> bind_kraus(const Operation& op, std::span<const double> theta);
 
 }  // namespace qmlsim

@@ -73,9 +73,11 @@ TEST(Cli, NoisyCircuitsRunOnADensityMatrix) {
   EXPECT_NEAR(std::strtod(r.out.c_str() + at + 10, nullptr), 0.5, 1e-12) << r.out;
   EXPECT_NE(r.out.find("\"method\":\"density_matrix\""), std::string::npos) << r.out;
   for (const auto& [flags, says] : std::vector<std::pair<std::string, std::string>>{
-           {"--method trajectories", "--method trajectories: not implemented yet"},
            {"--method statevector", "--method statevector: " + noisy + " has noise channels"},
            {"--method dm", "--method"},
+           {"--trajectories 10", "--trajectories: " + noisy + " does not run by trajectories"},
+           {"--method trajectories --trajectories 0", "--trajectories: 0 is out of range"},
+           {"--method trajectories --distributed", "--distributed: trajectories run in one"},
            {"--state-out " + (temp_dir() / "s.h5").string(),
             "--state-out: writes a state vector"}}) {
     const Result bad = run("run " + noisy + " --observable Z1 " + flags);
@@ -84,9 +86,38 @@ TEST(Cli, NoisyCircuitsRunOnADensityMatrix) {
   }
   const std::string big = write(
       "big_noisy.qasm", "OPENQASM 3.0;\nqubit[30] q;\n#pragma braket noise bit_flip(0.1) q[0]\n");
-  const Result huge = run("run " + big + " --observable Z0");
+  const Result huge = run("run " + big + " --observable Z0 --method density_matrix");
   EXPECT_EQ(huge.status, 2);
   EXPECT_NE(huge.err.find("a density matrix of 30 qubits"), std::string::npos) << huge.err;
+  // auto: beyond memory, trajectories of state vectors (here too large as well).
+  const std::string bigger =
+      write("bigger_noisy.qasm",
+            "OPENQASM 3.0;\nqubit[36] q;\n#pragma braket noise bit_flip(0.1) q[0]\n");
+  const Result auto_huge = run("run " + bigger + " --observable Z0");
+  EXPECT_EQ(auto_huge.status, 2);
+  EXPECT_NE(auto_huge.err.find("36-qubit c128 state"), std::string::npos) << auto_huge.err;
+}
+
+TEST(Cli, NoisyCircuitsRunByTrajectories) {
+  const std::string noisy =
+      write("noisy_t.qasm", std::string(kBell) + "#pragma braket noise bit_flip(0.25) q[1]\n" +
+                                "#pragma braket noise amplitude_damping(0.3) q[0]\n");
+  const Result dm = run("run " + noisy + " --observable \"Z0 Z1\" --json");
+  const Result t = run("run " + noisy +
+                       " --observable \"Z0 Z1\" --method trajectories --trajectories 4000 "
+                       "--seed 5 --shots 100 --json");
+  ASSERT_EQ(t.status, 0) << t.err;
+  EXPECT_NE(t.out.find("\"method\":\"trajectories\",\"trajectories\":4000"), std::string::npos)
+      << t.out;
+  const double exact = std::strtod(dm.out.c_str() + dm.out.find("\"expval\":[") + 10, nullptr);
+  const double mean = std::strtod(t.out.c_str() + t.out.find("\"expval\":[") + 10, nullptr);
+  const double error = std::strtod(t.out.c_str() + t.out.find("\"expval_error\":[") + 16, nullptr);
+  EXPECT_GT(error, 0);
+  EXPECT_LT(std::abs(mean - exact), 5 * error) << t.out;
+  const Result grad = run("run " + noisy + " --observable Z0 --method trajectories --gradient");
+  EXPECT_EQ(grad.status, 2);
+  EXPECT_NE(grad.err.find("need every channel to be a mixture of unitaries"), std::string::npos)
+      << grad.err;
 }
 
 TEST(Cli, RunPrintsOneJsonObject) {

@@ -18,6 +18,7 @@
 #include "grad/adjoint.h"
 #include "grad/density_matrix.h"
 #include "grad/simulate.h"
+#include "grad/trajectories.h"
 #include "io/state_file.h"
 #include "passes/fusion.h"
 
@@ -30,11 +31,13 @@ const std::vector<OptionSpec> kSpecs = {
     {"--threads", "N", "threads (default: all cores, or OMP_NUM_THREADS)"},
     {"--fusion", "K", "fuse gates into blocks of up to K qubits; 0 = off (default 3)"},
     {"--backend", "cpu|cuda", "where the state vector lives (default cpu; cuda: an NVIDIA GPU)"},
-    {"--method", "auto|statevector|density_matrix",
-     "the state: a density matrix runs noise channels (Braket's '#pragma braket noise' lines); "
-     "auto (default) picks it when the circuit has them"},
+    {"--method", "auto|statevector|density_matrix|trajectories",
+     "how noise channels (Braket's '#pragma braket noise' lines) run: exactly on a density "
+     "matrix, or as the mean of --trajectories state-vector trajectories; auto (default) picks "
+     "the density matrix while it fits in memory, trajectories beyond"},
+    {"--trajectories", "R", "trajectories of a noisy circuit (default 1000)"},
     {"--shots", "N", "draw N samples of all qubits"},
-    {"--seed", "S", "seed for sampling (default 1)"},
+    {"--seed", "S", "seed for sampling and trajectories (default 1)"},
     {"--input", "NAME=V[,V...]", "value of an OpenQASM 3 input (an array: its elements)", true},
     {"--gradient", "",
      "also d<obs>/d(angle) for every gate angle (and d/d(input) for every "
@@ -58,6 +61,7 @@ const std::vector<OptionSpec> kSpecs = {
 constexpr const char* kUsage =
     "qmlsim run CIRCUIT.qasm --observable \"PAULI SUM\" [--observable ...] "
     "[--precision c64|c128] [--threads N] [--fusion K] [--backend cpu|cuda] [--method M] "
+    "[--trajectories R] "
     "[--shots N --seed S] [--input NAME=V[,V...] ...] [--gradient] [--distributed [--exchange-mib "
     "N]] "
     "[--plan-processes P] [--state-out FILE.h5] [--json] "
@@ -75,6 +79,7 @@ double seconds_since(Clock::time_point t) {
 
 struct Outcome {
   std::vector<double> expvals;
+  std::vector<double> expval_errors;          // trajectories: standard errors
   std::vector<std::vector<double>> gradient;  // [observable][angle], with --gradient
   std::map<index_t, std::int64_t> counts;
   std::size_t gates_after_fusion = 0;
@@ -163,6 +168,7 @@ Outcome simulate_program(const QasmProgram& prog, const std::vector<PauliSum>& o
   {  // freed before the gradient, which needs three states of its own
     SimulateResult r = simulate<R>(prog.circuit, prog.angles, req, engine);
     out.expvals = std::move(r.expvals);
+    out.expval_errors = std::move(r.expval_errors);
     out.counts = std::move(r.counts);
     out.gates_after_fusion = r.gates_after_fusion;
   }
@@ -254,7 +260,8 @@ struct Report {
   std::uint64_t seed;
   bool gradient, distributed;
   double parse_s, sim_s, total_s;
-  bool density_matrix;
+  std::string method;         // statevector, density_matrix or trajectories
+  std::int64_t trajectories;  // when method is trajectories
 };
 
 // --plan-processes: the distributed plan's exchanges and memory, as JSON.
@@ -325,9 +332,14 @@ void print_json(const Report& r) {
   }
   w.key("num_qubits").value(n).key("precision").value(precision);
   w.key("num_gates").value(static_cast<long long>(prog.circuit.ops().size()));
-  if (!distributed) w.key("num_gates_fused").value(static_cast<long long>(out.gates_after_fusion));
+  if (!distributed && r.method != "trajectories")  // trajectories fuse between channels
+    w.key("num_gates_fused").value(static_cast<long long>(out.gates_after_fusion));
   w.key("threads").value(r.threads).key("backend").value(backend_name(r.backend));
-  w.key("method").value(r.density_matrix ? "density_matrix" : "statevector");
+  w.key("method").value(r.method);
+  if (r.method == "trajectories") {
+    w.key("trajectories").value(static_cast<long long>(r.trajectories));
+    w.key("expval_error").value(out.expval_errors);
+  }
   if (distributed) {
     w.key("distributed").begin_object();
     w.key("processes").value(out.processes).key("slice_qubits").value(out.slice_qubits);
@@ -360,15 +372,22 @@ void print_text(const Report& r) {
   const bool gradient = r.gradient, distributed = r.distributed;
   const std::int64_t shots = r.shots;
   const std::uint64_t seed = r.seed;
-  std::cout << r.path << ": " << n << " qubits, " << prog.circuit.ops().size() << " operations ("
-            << out.gates_after_fusion << " after fusion), "
-            << (r.density_matrix ? "density matrix, " : "") << precision << ", " << r.threads
-            << " thread(s), " << (r.backend == Backend::cpu ? cpu::best_kernels().name : "cuda")
-            << " kernels\n";
+  std::cout << r.path << ": " << n << " qubits, " << prog.circuit.ops().size() << " operations"
+            << (r.method == "trajectories"
+                    ? std::string(", ")
+                    : " (" + std::to_string(out.gates_after_fusion) + " after fusion), ")
+            << (r.method == "density_matrix" ? "density matrix, "
+                : r.method == "trajectories"
+                    ? std::to_string(r.trajectories) + " trajectories (seed " +
+                          std::to_string(r.seed) + "), "
+                    : std::string())
+            << precision << ", " << r.threads << " thread(s), "
+            << (r.backend == Backend::cpu ? cpu::best_kernels().name : "cuda") << " kernels\n";
   for (std::size_t i = 0; i < r.observable_texts.size(); ++i) {
     std::ostringstream v;
     v.precision(12);
     v << out.expvals[i];
+    if (r.method == "trajectories") v << " +- " << out.expval_errors[i] << " (standard error)";
     std::string text = r.observable_texts[i];
     if (text.size() > 40) text = text.substr(0, 37) + "...";
     std::cout << "<" << text << "> = " << v.str() << "\n";
@@ -419,7 +438,8 @@ int run_command(const std::vector<std::string>& argv) {
   limits.max_gates = args.get_int("--max-gates", limits.max_gates, 1, std::int64_t{1} << 40);
   limits.max_file_bytes =
       args.get_int("--max-file-mib", limits.max_file_bytes >> 20, 1, std::int64_t{1} << 20) << 20;
-  if (args.has("--seed") && !args.has("--shots")) throw Error("--seed: needs --shots");
+  if (args.has("--seed") && !args.has("--shots") && args.get("--method") != "trajectories")
+    throw Error("--seed: needs --shots or --method trajectories");
   const std::uint64_t seed = args.get_u64("--seed", 1);
   const bool gradient = args.has("--gradient");
   if (gradient && !args.has("--observable")) throw Error("--gradient: needs an --observable");
@@ -451,15 +471,22 @@ int run_command(const std::vector<std::string>& argv) {
   engine.backend = select_backend(args);
   const std::string method = args.get_choice(
       "--method", "auto", {"auto", "statevector", "density_matrix", "trajectories"});
-  if (method == "trajectories")
-    throw Error("--method trajectories: not implemented yet; density_matrix runs noise exactly");
   engine.method = method == "statevector"      ? Method::statevector
                   : method == "density_matrix" ? Method::density_matrix
+                  : method == "trajectories"   ? Method::trajectories
                                                : Method::automatic;
+  engine.trajectories = args.get_int("--trajectories", 1000, 1, std::int64_t{1} << 40);
+  engine.seed = seed;
   if (engine.method == Method::statevector && prog.circuit.has_channels())
     throw Error("--method statevector: " + path +
-                " has noise channels, which run on a density matrix (--method density_matrix)");
+                " has noise channels, which run on a density matrix or trajectories (--method "
+                "density_matrix|trajectories)");
   const bool density = runs_on_density_matrix(prog.circuit, engine);
+  const bool by_trajectories = runs_on_trajectories(prog.circuit, engine);
+  if (args.has("--trajectories") && !by_trajectories)
+    throw Error("--trajectories: " + path + " does not run by trajectories here (" +
+                (prog.circuit.has_channels() ? "its density matrix runs" : "it has no channels") +
+                "; --method trajectories runs them)");
   if (density) check_density_matrix_fits(prog.circuit, prec, precision, gradient, path);
   const int states = gradient ? 3 : 1;  // the adjoint Jacobian keeps three
   const bool distributed = args.has("--distributed");
@@ -476,6 +503,10 @@ int run_command(const std::vector<std::string>& argv) {
     throw Error("--distributed: a density matrix runs in one process (not yet over MPI)");
   if (density && !state_out.empty())
     throw Error("--state-out: writes a state vector; a density matrix is not written yet");
+  if (by_trajectories && distributed)
+    throw Error("--distributed: trajectories run in one process (not yet over MPI)");
+  if (by_trajectories && !state_out.empty())
+    throw Error("--state-out: a noisy circuit run by trajectories has no single final state");
   if (args.has("--plan-processes")) {
     print_plan(prog, args.get_int("--plan-processes", 1, 1, 1 << 30), prec, precision, states,
                dopts);
@@ -536,7 +567,10 @@ int run_command(const std::vector<std::string>& argv) {
                       parse_s,
                       sim_s,
                       total_s,
-                      density};
+                      density           ? "density_matrix"
+                      : by_trajectories ? "trajectories"
+                                        : "statevector",
+                      engine.trajectories};
   if (args.has("--json"))
     print_json(report);
   else

@@ -15,6 +15,7 @@
 #include "grad/density_matrix.h"
 #include "grad/engine.h"
 #include "grad/tape.h"
+#include "grad/trajectories.h"
 #include "passes/fusion.h"
 
 namespace qmlsim {
@@ -618,13 +619,30 @@ bool adjoint_sweeps_one_per_thread(std::size_t count, int n, Precision precision
                                      : detail::sweeps_one_per_thread<double>(count, n, options);
 }
 
+namespace {
+
+// Whether c runs noisy (a density matrix or trajectories), and its VJP then.
+bool runs_noisy(const Circuit& c, const EngineOptions& options) {
+  return runs_on_trajectories(c, options) || runs_on_density_matrix(c, options);
+}
+
+template <class R>
+AdjointResult noisy_vjp(const Circuit& c, std::span<const double> theta,
+                        const std::vector<PauliSum>& observables, std::span<const double> weights,
+                        const EngineOptions& options) {
+  return runs_on_trajectories(c, options)
+             ? trajectories_vjp<R>(c, theta, observables, weights, options)
+             : density_matrix_vjp<R>(c, theta, observables, weights, options);
+}
+
+}  // namespace
+
 template <class R>
 AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, std::span<const double> weights,
                           const EngineOptions& options) {
   assert(weights.size() == observables.size());
-  if (runs_on_density_matrix(c, options))
-    return density_matrix_vjp<R>(c, theta, observables, weights, options);
+  if (runs_noisy(c, options)) return noisy_vjp<R>(c, theta, observables, weights, options);
   const std::vector<double> w(weights.begin(), weights.end());
   const WeightsFn fn = [&w](std::span<const double>) { return w; };
   if (options.backend == Backend::cuda)
@@ -636,14 +654,14 @@ template <class R>
 AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, const WeightsFn& weights,
                           const EngineOptions& options) {
-  if (runs_on_density_matrix(c, options)) {  // the readouts first: a forward pass more
+  if (runs_noisy(c, options)) {  // the readouts first: a forward pass more
     SimulateRequest req;
     req.observables = observables;
     const std::vector<double> w = weights(simulate<R>(c, theta, req, options).expvals);
     if (w.size() != observables.size())
       throw Error("adjoint_vjp: " + std::to_string(w.size()) + " weights for " +
                   std::to_string(observables.size()) + " observables");
-    return density_matrix_vjp<R>(c, theta, observables, w, options);
+    return noisy_vjp<R>(c, theta, observables, w, options);
   }
   if (options.backend == Backend::cuda)
     return vjp_on<cuda::StateVector<R>>(c, theta, observables, weights,
@@ -656,12 +674,12 @@ std::vector<std::vector<double>> adjoint_jacobian(const Circuit& c, std::span<co
                                                   const std::vector<PauliSum>& observables,
                                                   const EngineOptions& options,
                                                   std::vector<double>* expvals) {
-  if (runs_on_density_matrix(c, options)) {  // one backward pass per observable
+  if (runs_noisy(c, options)) {  // one backward pass per observable
     std::vector<std::vector<double>> rows;
     std::vector<double> w(observables.size(), 0.0);
     for (std::size_t k = 0; k < observables.size(); ++k) {
       w[k] = 1;
-      AdjointResult r = density_matrix_vjp<R>(c, theta, observables, w, options);
+      AdjointResult r = noisy_vjp<R>(c, theta, observables, w, options);
       w[k] = 0;
       if (expvals) *expvals = r.expvals;
       rows.push_back(std::move(r.gradient));

@@ -10,6 +10,7 @@
 
 #include "backends/cpu/statevector.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "grad/adjoint_parts.h"
 #include "grad/tape.h"
 #include "passes/fusion.h"
@@ -281,9 +282,16 @@ std::vector<std::vector<BoundGate>> undo_maps(const std::vector<std::vector<Boun
 
 std::uint64_t density_matrix_bytes(int n, Precision p) { return cpu::state_bytes(2 * n, p); }
 
+bool density_matrix_fits(int n) {
+  const std::uint64_t have = physical_memory_bytes();
+  return 2 * n <= 62 &&
+         (have == 0 ? n <= 13 : density_matrix_bytes(n, Precision::c128) <= have / 10 * 9);
+}
+
 bool runs_on_density_matrix(const Circuit& c, const EngineOptions& options) {
   return options.method == Method::density_matrix ||
-         (options.method == Method::automatic && c.has_channels());
+         (options.method == Method::automatic && c.has_channels() &&
+          density_matrix_fits(c.num_qubits()));
 }
 
 template <class R>

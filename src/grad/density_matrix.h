@@ -33,7 +33,11 @@ namespace qmlsim {
 // Bytes of a density matrix on n qubits (the 2n-qubit vector).
 std::uint64_t density_matrix_bytes(int n, Precision p);
 
-// Whether these options run c on a density matrix (Method, adjoint.h).
+// Whether an n-qubit complex128 density matrix fits in 90% of this machine's
+// memory (Method::automatic picks trajectories beyond).
+bool density_matrix_fits(int n);
+
+// Whether these options run c on a density matrix (Method, options.h).
 bool runs_on_density_matrix(const Circuit& c, const EngineOptions& options);
 
 // The final density matrix of c read out as requested: Tr(H rho) per

@@ -15,60 +15,10 @@
 namespace qmlsim {
 namespace {
 
+using testing::noisy_circuit;
+using testing::random_channel;
 using testing::random_observable;
 using testing::random_parametric_circuit;
-
-// A random channel of the table (or a Kraus set) on random wires of n.
-Operation random_channel(int n, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> u(0, 1);
-  const ChannelId ids[] = {ChannelId::depolarizing,
-                           ChannelId::two_qubit_depolarizing,
-                           ChannelId::bit_flip,
-                           ChannelId::phase_flip,
-                           ChannelId::pauli_channel,
-                           ChannelId::two_qubit_dephasing,
-                           ChannelId::amplitude_damping,
-                           ChannelId::generalized_amplitude_damping,
-                           ChannelId::phase_damping,
-                           ChannelId::thermal_relaxation,
-                           ChannelId::kraus};
-  Operation op;
-  op.channel = ids[rng() % std::size(ids)];
-  const ChannelInfo& info = channel_info(op.channel);
-  int wires = info.num_wires;
-  if (op.channel == ChannelId::kraus) {  // a reset towards |1> mixed with the identity
-    const double q = u(rng);
-    op.kraus = std::make_shared<const std::vector<Matrix>>(
-        std::vector<Matrix>{Matrix{std::sqrt(1 - q), 0, 0, std::sqrt(1 - q)},
-                            Matrix{0, 0, std::sqrt(q), 0}, Matrix{0, 0, 0, std::sqrt(q)}});
-    wires = 1;
-  } else if (op.channel == ChannelId::thermal_relaxation) {
-    op.params = {ParamExpr::literal(2.0), ParamExpr::literal(3.0), ParamExpr::literal(u(rng)),
-                 ParamExpr::literal(0.1)};
-  } else {
-    for (int p = 0; p < info.num_params; ++p)
-      op.params.push_back(ParamExpr::literal(u(rng) / info.num_params));
-  }
-  if (wires > n) return random_channel(n, rng);
-  op.wires.push_back(static_cast<int>(rng() % n));
-  while (static_cast<int>(op.wires.size()) < wires) {
-    const int w = static_cast<int>(rng() % n);
-    if (w != op.wires[0]) op.wires.push_back(w);
-  }
-  return op;
-}
-
-// A random parametric circuit with a random channel after about every third gate.
-Circuit noisy_circuit(int n, int gates, int slots, std::mt19937_64& rng) {
-  const Circuit clean = random_parametric_circuit(n, gates, slots, rng);
-  Circuit c(n);
-  for (const Operation& op : clean.ops()) {
-    c.add(op);
-    if (rng() % 3 == 0) c.add(random_channel(n, rng));
-  }
-  c.add(random_channel(n, rng));
-  return c;
-}
 
 std::vector<double> random_theta(int slots, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(-3, 3);

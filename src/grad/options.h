@@ -9,10 +9,12 @@
 
 namespace qmlsim {
 
-// What a circuit's state is: a state vector, or a density matrix (the only
-// one that runs noise channels: grad/density_matrix.h). automatic: the
-// density matrix when the circuit has channels, else the state vector.
-enum class Method { automatic, statevector, density_matrix };
+// How a circuit runs: on a state vector (no channels), a density matrix
+// (grad/density_matrix.h) or trajectories (grad/trajectories.h). automatic:
+// the state vector without channels; with channels the density matrix where
+// it fits in this machine's memory, else trajectories. A circuit without
+// channels runs on the state vector under every method but density_matrix.
+enum class Method { automatic, statevector, density_matrix, trajectories };
 
 // How circuits run, for adjoint gradients and plain simulation (grad/simulate.h).
 struct EngineOptions {
@@ -27,6 +29,9 @@ struct EngineOptions {
   // Density-matrix gradients: bytes of forward states the backward pass may
   // keep (beyond that, segments are recomputed from fewer checkpoints).
   std::uint64_t checkpoint_bytes = std::uint64_t{1} << 30;
+  // Trajectories: how many, and the seed of their random streams.
+  std::int64_t trajectories = 1000;
+  std::uint64_t seed = 1;
 };
 
 }  // namespace qmlsim

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "grad/density_matrix.h"
 #include "grad/engine.h"
+#include "grad/trajectories.h"
 #include "passes/fusion.h"
 
 namespace qmlsim {
@@ -62,6 +63,7 @@ std::vector<BoundGate> forward_gates(const Circuit& c, std::span<const double> t
 template <class R>
 SimulateResult simulate(const Circuit& c, std::span<const double> theta, const SimulateRequest& req,
                         const EngineOptions& options) {
+  if (runs_on_trajectories(c, options)) return simulate_trajectories<R>(c, theta, req, options);
   if (runs_on_density_matrix(c, options)) return simulate_density_matrix<R>(c, theta, req, options);
   const std::vector<BoundGate> gates = forward_gates(c, theta, options);
   SimulateResult out;

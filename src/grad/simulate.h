@@ -31,6 +31,7 @@ struct SimulateResult {
   std::size_t gates_after_fusion = 0;
   std::vector<cplx> state;            // when requested
   std::vector<double> probabilities;  // when requested
+  std::vector<double> expval_errors;  // trajectories: the standard error of each <H_k>
 };
 
 // The final state of c at theta on options.backend (threads, fusion and chunks

@@ -53,5 +53,11 @@ Circuit random_circuit(int n, int num_gates, std::mt19937_64& rng, bool with_ext
 Circuit random_parametric_circuit(int n, int gates, int slots, std::mt19937_64& rng);
 // Three random Pauli words on n qubits with random coefficients.
 PauliSum random_observable(int n, std::mt19937_64& rng);
+// A random channel of the table (or a Kraus set) on random wires of n, its
+// parameters literals.
+Operation random_channel(int n, std::mt19937_64& rng);
+// random_parametric_circuit with a random channel after about every third
+// gate and one at the end.
+Circuit noisy_circuit(int n, int gates, int slots, std::mt19937_64& rng);
 
 }  // namespace qmlsim::testing

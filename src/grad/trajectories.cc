@@ -1,0 +1,405 @@
+#include "grad/trajectories.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "backends/cpu/statevector.h"
+#include "core/error.h"
+#include "core/memory.h"
+#include "core/rng.h"
+#include "grad/density_matrix.h"
+#include "grad/engine.h"
+#include "passes/fusion.h"
+
+namespace qmlsim {
+namespace {
+
+// One channel's branches at theta.
+struct Branches {
+  std::vector<BoundGate> kraus;  // K_i on the channel's wires (canonical)
+  std::vector<double> lower;     // lb_i <= ||K_i psi||^2 for every psi
+  std::vector<char> unitary;     // K_i = sqrt(lb_i) U_i
+  std::vector<char> identity;    // ... and U_i is a phase times the identity
+  std::vector<BoundGate> gate;   // U_i where unitary, else K_i
+  std::vector<PauliSum> weight;  // K_i^dagger K_i as a Pauli sum (p_i = <psi|it|psi>)
+  bool mixture() const {
+    return std::all_of(unitary.begin(), unitary.end(), [](char u) { return u; });
+  }
+};
+
+// M^dagger M of a square row-major matrix of dimension d.
+Matrix gram(const Matrix& m, std::size_t d) {
+  Matrix out(d * d, 0);
+  for (std::size_t r = 0; r < d; ++r)
+    for (std::size_t c = 0; c < d; ++c)
+      for (std::size_t k = 0; k < d; ++k) out[r * d + c] += std::conj(m[k * d + r]) * m[k * d + c];
+  return out;
+}
+
+// A Hermitian matrix on canonical targets as a Pauli sum: coefficient
+// Tr(P M) / d of every Pauli word P on the targets (Y where both masks are set).
+PauliSum pauli_sum_of(const Matrix& m, const std::vector<int>& targets) {
+  const std::size_t k = targets.size(), d = std::size_t{1} << k;
+  PauliSum h;
+  for (std::size_t x = 0; x < d; ++x) {
+    for (std::size_t z = 0; z < d; ++z) {
+      cplx trace = 0;
+      for (std::size_t b = 0; b < d; ++b) {  // Tr(P M) = sum_b P[b^x][b] M[b][b^x]
+        cplx entry = 1;
+        for (std::size_t j = 0; j < k; ++j) {
+          const bool xj = x >> j & 1, zj = z >> j & 1, bj = b >> j & 1;
+          if (zj && bj) entry = -entry;
+          if (xj && zj) entry *= cplx{0, 1};
+        }
+        trace += entry * m[b * d + (b ^ x)];
+      }
+      const double coeff = trace.real() / static_cast<double>(d);
+      if (std::abs(coeff) < 1e-15) continue;
+      index_t xmask = 0, zmask = 0;
+      for (std::size_t j = 0; j < k; ++j) {
+        if (x >> j & 1) xmask |= index_t{1} << targets[j];
+        if (z >> j & 1) zmask |= index_t{1} << targets[j];
+      }
+      h.add(coeff, xmask, zmask);
+    }
+  }
+  return h;
+}
+
+// The least eigenvalue of a Hermitian Gram matrix where it is cheap to know
+// (one qubit, or diagonal), else 0: a lower bound either way.
+double least_eigenvalue(const Matrix& g, std::size_t d) {
+  if (d == 2) {
+    const double a = g[0].real(), c = g[3].real();
+    return std::max(0.0, (a + c) / 2 - std::hypot((a - c) / 2, std::abs(g[1])));
+  }
+  double least = g[0].real();
+  for (std::size_t r = 0; r < d; ++r)
+    for (std::size_t c = 0; c < d; ++c) {
+      if (r != c && std::abs(g[r * d + c]) > 1e-14) return 0;
+      if (r == c) least = std::min(least, g[r * d + c].real());
+    }
+  return std::max(0.0, least);
+}
+
+Branches branches_of(const Operation& op, std::span<const double> theta) {
+  Branches b;
+  if (op.channel == ChannelId::phase_damping) {  // the same map as a Z mixture
+    const double gamma = op.params[0].value(theta);
+    check_channel_params(op.channel, std::span<const double>(&gamma, 1));
+    const double q = (1 - std::sqrt(1 - gamma)) / 2;
+    BoundGate keep, flip;
+    keep.targets = flip.targets = op.wires;
+    keep.matrix = {std::sqrt(1 - q), 0, 0, std::sqrt(1 - q)};
+    flip.matrix = {std::sqrt(q), 0, 0, -std::sqrt(q)};
+    b.kraus = {keep, flip};
+  } else {
+    b.kraus = bind_kraus(op, theta);
+  }
+  for (const BoundGate& k : b.kraus) {
+    const std::size_t d = k.dim();
+    const Matrix g = gram(k.matrix, d);
+    const double scale = g[0].real();
+    bool unitary = true;
+    for (std::size_t r = 0; r < d; ++r)
+      for (std::size_t c = 0; c < d; ++c)
+        unitary = unitary && std::abs(g[r * d + c] - (r == c ? scale : 0.0)) < 1e-12;
+    BoundGate gate = k;
+    bool identity = false;
+    if (unitary && scale > 0) {
+      for (cplx& a : gate.matrix) a /= std::sqrt(scale);
+      identity = true;
+      for (std::size_t r = 0; r < d; ++r)
+        for (std::size_t c = 0; c < d; ++c)
+          identity = identity &&
+                     std::abs(gate.matrix[r * d + c] - (r == c ? gate.matrix[0] : cplx{0})) < 1e-12;
+    }
+    b.lower.push_back(unitary ? scale : least_eigenvalue(g, d));
+    b.unitary.push_back(unitary);
+    b.identity.push_back(identity);
+    b.gate.push_back(std::move(gate));
+    b.weight.push_back(pauli_sum_of(g, k.targets));
+  }
+  return b;
+}
+
+// The circuit at theta: per operation a bound gate or a channel's branches.
+struct Plan {
+  int n = 0;
+  std::vector<std::optional<BoundGate>> gates;  // nullopt: channels[j] in order
+  std::vector<Branches> channels;
+};
+
+Plan plan_of(const Circuit& c, std::span<const double> theta) {
+  Plan p;
+  p.n = c.num_qubits();
+  for (const Operation& op : c.ops()) {
+    if (op.is_channel()) {
+      p.channels.push_back(branches_of(op, theta));
+      p.gates.emplace_back();
+    } else {
+      p.gates.emplace_back(bind_params(op, theta));
+    }
+  }
+  return p;
+}
+
+// Trajectory t's own stream.
+Rng stream(std::uint64_t seed, std::uint64_t t) {
+  return Rng(seed * 0x9e3779b97f4a7c15ULL ^ (t + 1) * 0xbf58476d1ce4e5b9ULL);
+}
+
+// The branch of `b` that the uniform r picks; probability(i) measures p_i.
+template <class Probability>
+std::size_t pick(const Branches& b, double r, Probability&& probability) {
+  double sum = 0;
+  for (std::size_t i = 0; i < b.kraus.size(); ++i) {
+    sum += b.lower[i];
+    if (r < sum) return i;
+  }
+  double rest = r - sum, acc = 0;
+  std::size_t last = 0;
+  for (std::size_t i = 0; i < b.kraus.size(); ++i) {
+    const double p = b.unitary[i] ? b.lower[i] : probability(i);
+    if (p > 0) last = i;
+    acc += std::max(0.0, p - b.lower[i]);
+    if (rest < acc) return i;
+  }
+  return last;  // r beyond the measured sum by rounding
+}
+
+struct TrajectoryOut {
+  std::vector<double> expvals, probabilities;
+  std::map<index_t, std::int64_t> counts;
+};
+
+// The state is kept unnormalised: a Kraus operator drawn by its lower bound
+// is applied as it is (no pass), and the norm is measured only where a
+// branch's probability is (rarely: with probability 1 - sum lb) or a readout
+// needs it; a measured branch renormalises the state.
+template <class R>
+TrajectoryOut run_one(const Plan& plan, std::uint64_t t, const SimulateRequest& req,
+                      std::int64_t shots, const EngineOptions& o) {
+  Rng rng = stream(o.seed, t);
+  cpu::StateVector<R> sv = detail::make_state<cpu::StateVector<R>>(plan.n, o);
+  sv.set_basis_state(0);
+  detail::set_initial_state(sv, o);
+  std::vector<BoundGate> queue;
+  auto flush = [&] {
+    if (queue.empty()) return;
+    sv.apply(o.fusion > 0 ? fuse(queue, {o.fusion, std::max(10, o.fusion)}) : queue);
+    queue.clear();
+  };
+  auto push_scaled = [&](BoundGate g, double scale) {
+    if (scale != 1)
+      for (cplx& a : g.matrix) a *= scale;
+    queue.push_back(std::move(g));
+  };
+  bool normalised = true;
+  std::size_t next_channel = 0;
+  for (const std::optional<BoundGate>& g : plan.gates) {
+    if (g) {
+      queue.push_back(*g);
+      continue;
+    }
+    const Branches& b = plan.channels[next_channel++];
+    double norm2 = -1;                               // ||psi||^2, once measured
+    std::vector<double> weight(b.kraus.size(), -1);  // ||K_i psi||^2, once measured
+    auto probability = [&](std::size_t i) {
+      if (norm2 < 0) {
+        flush();
+        norm2 = normalised ? 1.0 : sv.norm_squared();
+      }
+      if (weight[i] < 0) weight[i] = sv.expval(b.weight[i]);
+      return weight[i] / norm2;
+    };
+    const std::size_t i = pick(b, rng.uniform(), probability);
+    if (norm2 < 0) {  // drawn by its lower bound: no pass
+      if (!b.identity[i]) queue.push_back(b.gate[i]);
+      normalised = normalised && b.unitary[i];
+      continue;
+    }
+    if (b.unitary[i]) {
+      if (!b.identity[i] || norm2 != 1) push_scaled(b.gate[i], 1 / std::sqrt(norm2));
+    } else {
+      probability(i);
+      if (!(weight[i] > 0)) throw Error("trajectories: a branch of probability 0 was drawn");
+      push_scaled(b.gate[i], 1 / std::sqrt(weight[i]));
+    }
+    normalised = true;
+  }
+  flush();
+  const double norm2 = normalised ? 1.0 : sv.norm_squared();
+  if (norm2 != 1 && shots > 0) {  // the sampler draws from a normalised state
+    BoundGate scale;
+    scale.targets = {0};
+    scale.diagonal = true;
+    scale.matrix = {1 / std::sqrt(norm2), 1 / std::sqrt(norm2)};
+    sv.apply(scale);
+  }
+  const double unscale = shots > 0 ? 1.0 : 1 / norm2;
+  TrajectoryOut out;
+  for (const PauliSum& h : req.observables) out.expvals.push_back(sv.expval(h) * unscale);
+  if (req.probabilities) {
+    out.probabilities = sv.probabilities();
+    for (double& p : out.probabilities) p *= unscale;
+  }
+  if (shots > 0) out.counts = sv.sample(shots, rng.next());
+  return out;
+}
+
+void require_cpu(const EngineOptions& options) {
+  if (options.backend != Backend::cpu)
+    throw Error("the trajectory method runs on the CPU backend only (not yet on the GPU)");
+  if (options.trajectories < 1)
+    throw Error("trajectories: " + std::to_string(options.trajectories) +
+                " is not a positive number of trajectories");
+}
+
+// Runs fn(t, item options) for trajectories [0, count) in blocks, then
+// add(t, result) in trajectory order: a block runs one trajectory per thread
+// for small states, else one at a time with the threads inside.
+template <class Out, class Fn, class Add>
+void for_each_trajectory(std::int64_t count, int n, const EngineOptions& options, Fn&& fn,
+                         Add&& add) {
+  const bool small = (std::int64_t{1} << n) < kMinParallelWork;
+  const std::int64_t block = small ? 8 * std::max(1, options.threads) : 1;
+  for (std::int64_t first = 0; first < count; first += block) {
+    const auto size = static_cast<std::size_t>(std::min(block, count - first));
+    std::vector<Out> outs(size);
+    detail::for_each_item(size, n, options, [&](std::size_t i, const EngineOptions& inner) {
+      outs[i] = fn(static_cast<std::uint64_t>(first) + i, inner);
+    });
+    for (std::size_t i = 0; i < size; ++i) add(static_cast<std::uint64_t>(first) + i, outs[i]);
+  }
+}
+
+// Mean and standard error of each column of rows [t][k].
+void mean_and_error(const std::vector<std::vector<double>>& rows, std::vector<double>& mean,
+                    std::vector<double>& error) {
+  const std::size_t k = rows.empty() ? 0 : rows[0].size();
+  const double count = static_cast<double>(rows.size());
+  mean.assign(k, 0);
+  error.assign(k, 0);
+  for (const auto& row : rows)
+    for (std::size_t j = 0; j < k; ++j) mean[j] += row[j];
+  for (double& m : mean) m /= count;
+  if (rows.size() < 2) return;
+  for (const auto& row : rows)
+    for (std::size_t j = 0; j < k; ++j) error[j] += (row[j] - mean[j]) * (row[j] - mean[j]);
+  for (double& e : error) e = std::sqrt(e / (count - 1) / count);
+}
+
+}  // namespace
+
+bool runs_on_trajectories(const Circuit& c, const EngineOptions& options) {
+  if (!c.has_channels()) return false;
+  if (options.method == Method::trajectories) return true;
+  return options.method == Method::automatic && !density_matrix_fits(c.num_qubits());
+}
+
+template <class R>
+SimulateResult simulate_trajectories(const Circuit& c, std::span<const double> theta,
+                                     const SimulateRequest& req, const EngineOptions& options) {
+  require_cpu(options);
+  if (req.state || req.most_probable)
+    throw Error(
+        "trajectories: a noisy circuit has no single final state (use the density "
+        "matrix for the state, probabilities or samples)");
+  const Plan plan = plan_of(c, theta);
+  const std::int64_t count = options.trajectories;
+  SimulateResult out;
+  std::vector<std::vector<double>> values;
+  if (req.probabilities) out.probabilities.assign(std::size_t{1} << plan.n, 0.0);
+  for_each_trajectory<TrajectoryOut>(
+      count, plan.n, options,
+      [&](std::uint64_t t, const EngineOptions& o) {
+        const std::int64_t shots =
+            req.shots / count + (static_cast<std::int64_t>(t) < req.shots % count);
+        return run_one<R>(plan, t, req, shots, o);
+      },
+      [&](std::uint64_t, const TrajectoryOut& r) {
+        values.push_back(r.expvals);
+        for (std::size_t i = 0; i < r.probabilities.size(); ++i)
+          out.probabilities[i] += r.probabilities[i];
+        for (const auto& [outcome, hits] : r.counts) out.counts[outcome] += hits;
+      });
+  mean_and_error(values, out.expvals, out.expval_errors);
+  for (double& p : out.probabilities) p /= static_cast<double>(count);
+  return out;
+}
+
+template <class R>
+AdjointResult trajectories_vjp(const Circuit& c, std::span<const double> theta,
+                               const std::vector<PauliSum>& observables,
+                               std::span<const double> weights, const EngineOptions& options) {
+  require_cpu(options);
+  std::vector<const Operation*> channels;
+  std::vector<Branches> branches;
+  for (const Operation& op : c.ops()) {
+    if (!op.is_channel()) continue;
+    for (const ParamExpr& p : op.params)
+      if (p.slot >= 0)
+        throw Error(describe(op) +
+                    ": the gradient of a channel's trainable parameter is not implemented yet");
+    branches.push_back(branches_of(op, theta));
+    if (!branches.back().mixture())
+      throw Error(describe(op) +
+                  ": gradients by trajectories need every channel to be a mixture of unitaries "
+                  "(Pauli channels, depolarizing, dephasing); use the density matrix "
+                  "(--method density_matrix) for this one");
+    channels.push_back(&op);
+  }
+  EngineOptions plain = options;
+  plain.method = Method::statevector;
+  std::vector<AdjointResult> results;
+  for_each_trajectory<AdjointResult>(
+      options.trajectories, c.num_qubits(), plain,
+      [&](std::uint64_t t, const EngineOptions& o) {
+        Rng rng = stream(options.seed, t);
+        Circuit fixed(c.num_qubits());  // the trajectory's unitary circuit
+        std::size_t j = 0;
+        for (const Operation& op : c.ops()) {
+          if (!op.is_channel()) {
+            fixed.add(op);
+            continue;
+          }
+          const Branches& b = branches[j++];
+          const std::size_t i = pick(b, rng.uniform(), [](std::size_t) { return 0.0; });
+          if (b.identity[i]) continue;
+          Operation u;  // canonical targets ascending: the first wire the least significant
+          u.gate = GateId::QubitUnitary;
+          u.wires.assign(b.gate[i].targets.rbegin(), b.gate[i].targets.rend());
+          u.unitary = std::make_shared<Matrix>(b.gate[i].matrix);
+          fixed.add(std::move(u));
+        }
+        return adjoint_vjp<R>(fixed, theta, observables, weights, o);
+      },
+      [&](std::uint64_t, const AdjointResult& r) { results.push_back(r); });
+  AdjointResult out;
+  std::vector<std::vector<double>> values, grads;
+  for (const AdjointResult& r : results) {
+    values.push_back(r.expvals);
+    grads.push_back(r.gradient);
+  }
+  std::vector<double> unused;
+  mean_and_error(values, out.expvals, unused);
+  mean_and_error(grads, out.gradient, unused);
+  return out;
+}
+
+#define QMLSIM_INSTANTIATE(R)                                                                     \
+  template SimulateResult simulate_trajectories<R>(const Circuit&, std::span<const double>,       \
+                                                   const SimulateRequest&, const EngineOptions&); \
+  template AdjointResult trajectories_vjp<R>(const Circuit&, std::span<const double>,             \
+                                             const std::vector<PauliSum>&,                        \
+                                             std::span<const double>, const EngineOptions&);
+QMLSIM_INSTANTIATE(float)
+QMLSIM_INSTANTIATE(double)
+#undef QMLSIM_INSTANTIATE
+
+}  // namespace qmlsim

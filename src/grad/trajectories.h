@@ -1,0 +1,59 @@
+// Noisy circuits by quantum trajectories (Monte Carlo wave functions): each
+// trajectory is one state vector through which every channel applies one of
+// its Kraus operators K_i, drawn with probability p_i = ||K_i psi||^2 and
+// normalised, so the mean of a trajectory readout is the density matrix's.
+// Memory is one state per concurrent trajectory, so circuits whose density
+// matrix does not fit still run.
+//
+// Branches are drawn as qsim draws them: each K_i has a lower bound lb_i <=
+// p_i whatever the state (the least eigenvalue of K_i^dagger K_i); one uniform
+// r picks branch i outright where r falls in the lower bounds' cumulative
+// intervals, and only otherwise are the p_i measured (one expectation-value
+// pass of K_i^dagger K_i as a Pauli sum) and r's remainder placed among the
+// p_i - lb_i. A Kraus operator proportional to a unitary (every Pauli
+// channel's) has lb_i = p_i: its branch costs no pass and joins the fused
+// gate queue as a unitary. Phase damping runs as the equivalent Z mixture.
+//
+// Trajectory t draws from its own seeded stream (options.seed, t), and means
+// are summed in trajectory order, so results are the same for any thread
+// count. Gradients: where every channel is a mixture of unitaries, each
+// trajectory is a fixed unitary circuit whose branches do not depend on the
+// parameters, and the mean of their adjoint gradients is an unbiased
+// estimate; other channels (damping, thermal relaxation, general Kraus sets)
+// are refused, pointing to the density matrix.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "circuit/circuit.h"
+#include "circuit/observable.h"
+#include "grad/adjoint.h"
+#include "grad/options.h"
+#include "grad/simulate.h"
+
+namespace qmlsim {
+
+// Whether these options run c by trajectories (Method, options.h): asked for
+// and c has channels, or automatic and c's density matrix does not fit in
+// this machine's memory.
+bool runs_on_trajectories(const Circuit& c, const EngineOptions& options);
+
+// The mean over options.trajectories trajectories of each readout: <H_k> (with
+// their standard errors in expval_errors), probabilities, and req.shots
+// samples shared out over the trajectories (trajectory t draws its share from
+// its own state). No final state or most probable state: those belong to one
+// trajectory, not to the mixture (an Error).
+template <class R>
+SimulateResult simulate_trajectories(const Circuit& c, std::span<const double> theta,
+                                     const SimulateRequest& req, const EngineOptions& options);
+
+// The mean over trajectories of each trajectory's adjoint VJP (an unbiased
+// estimate of the noisy circuit's), with the mean <H_k>. Throws Error unless
+// every channel of c is a mixture of unitaries.
+template <class R>
+AdjointResult trajectories_vjp(const Circuit& c, std::span<const double> theta,
+                               const std::vector<PauliSum>& observables,
+                               std::span<const double> weights, const EngineOptions& options);
+
+}  // namespace qmlsim
