@@ -34,6 +34,7 @@
 #include "circuit/qasm.h"
 #include "core/error.h"
 #include "grad/batch.h"
+#include "grad/density_matrix.h"
 
 namespace nb = nanobind;
 using namespace qmlsim;
@@ -47,6 +48,9 @@ struct Options {
   int threads = 1;
   int fusion = 3;
   std::string backend = "cpu";  // or "cuda": this process's GPU (a clear error without one)
+  std::string method = "auto";  // statevector, density_matrix, trajectories (options.h)
+  std::int64_t trajectories = 1000;
+  std::uint64_t seed = 1;
 };
 
 Backend backend_of(const Options& o) {
@@ -80,7 +84,9 @@ using ParamArg = std::variant<double, Param>;
 
 // One gate of the table on `targets` (its own wires, intrinsic controls first),
 // under extra `controls` (on |1>, or on |0> where control_values says false);
-// `matrix` (first target most significant) for QubitUnitary only.
+// `matrix` (first target most significant) for QubitUnitary only. Or a noise
+// channel of the channel table (circuit/channels.h) on `targets`, without
+// controls; `kraus` (each first target most significant) for "kraus" only.
 struct Op {
   std::string gate;
   std::vector<int> targets;
@@ -88,6 +94,7 @@ struct Op {
   std::vector<int> controls;
   std::vector<bool> control_values;
   std::vector<cplx> matrix;
+  std::vector<std::vector<cplx>> kraus;
 };
 
 // A circuit on num_qubits qubits over num_params parameters, checked and
@@ -129,9 +136,40 @@ struct Program {
     return n;
   }
 
+  ParamExpr param(const ParamArg& arg, const std::string& name) const {
+    if (const double* v = std::get_if<double>(&arg)) {
+      if (!std::isfinite(*v)) throw Error(name + ": parameter is not a finite number");
+      return ParamExpr::literal(*v);
+    }
+    const Param& p = std::get<Param>(arg);
+    if (p.slot < 0 || p.slot >= num_params)
+      throw Error(name + ": parameter slot " + std::to_string(p.slot) + " is out of range (" +
+                  std::to_string(num_params) + " parameters)");
+    if (!std::isfinite(p.scale) || !std::isfinite(p.shift))
+      throw Error(name + ": parameter scale or shift is not a finite number");
+    return ParamExpr::ref(p.slot, p.scale, p.shift);
+  }
+
+  void add_channel(ChannelId id, const Op& spec) {
+    if (!spec.controls.empty()) throw Error("channel " + spec.gate + ": takes no controls");
+    Operation op;
+    op.channel = id;
+    op.wires = spec.targets;
+    for (const ParamArg& arg : spec.params) op.params.push_back(param(arg, "channel " + spec.gate));
+    if (id == ChannelId::kraus) {
+      std::vector<Matrix> kraus(spec.kraus.begin(), spec.kraus.end());
+      op.kraus = std::make_shared<const std::vector<Matrix>>(std::move(kraus));
+    } else if (!spec.kraus.empty()) {
+      throw Error("channel " + spec.gate + ": Kraus matrices are for the channel 'kraus' only");
+    }
+    circuit.add(std::move(op));
+  }
+
   void add(const Op& spec) {
+    if (const std::optional<ChannelId> ch = channel_by_name(spec.gate))
+      return add_channel(*ch, spec);
     const std::optional<GateId> g = gate_by_name(spec.gate);
-    if (!g) throw Error("unknown gate '" + spec.gate + "'");
+    if (!g) throw Error("unknown gate or channel '" + spec.gate + "'");
     if (!spec.control_values.empty() && spec.control_values.size() != spec.controls.size())
       throw Error("gate " + spec.gate + ": " + std::to_string(spec.control_values.size()) +
                   " control value(s) for " + std::to_string(spec.controls.size()) + " control(s)");
@@ -143,21 +181,7 @@ struct Program {
     op.gate = *g;
     op.wires = spec.targets;
     op.controls = spec.controls;
-    for (const ParamArg& arg : spec.params) {
-      if (const double* v = std::get_if<double>(&arg)) {
-        if (!std::isfinite(*v))
-          throw Error("gate " + spec.gate + ": parameter is not a finite number");
-        op.params.push_back(ParamExpr::literal(*v));
-        continue;
-      }
-      const Param& p = std::get<Param>(arg);
-      if (p.slot < 0 || p.slot >= num_params)
-        throw Error("gate " + spec.gate + ": parameter slot " + std::to_string(p.slot) +
-                    " is out of range (" + std::to_string(num_params) + " parameters)");
-      if (!std::isfinite(p.scale) || !std::isfinite(p.shift))
-        throw Error("gate " + spec.gate + ": parameter scale or shift is not a finite number");
-      op.params.push_back(ParamExpr::ref(p.slot, p.scale, p.shift));
-    }
+    for (const ParamArg& arg : spec.params) op.params.push_back(param(arg, "gate " + spec.gate));
     if (*g == GateId::QubitUnitary) op.unitary = std::make_shared<Matrix>(spec.matrix);
     circuit.add(std::move(op));
     for (int q : flips) circuit.add(GateId::X, {q});
@@ -182,6 +206,19 @@ EngineOptions engine(const Options& o) {
   e.threads = o.threads < 1 ? 1 : o.threads;
   e.fusion = o.fusion;
   e.backend = backend_of(o);
+  const std::map<std::string, Method> methods = {{"auto", Method::automatic},
+                                                 {"statevector", Method::statevector},
+                                                 {"density_matrix", Method::density_matrix},
+                                                 {"trajectories", Method::trajectories}};
+  const auto m = methods.find(o.method);
+  if (m == methods.end())
+    throw Error("method: '" + o.method +
+                "' is not one of auto, statevector, density_matrix, trajectories");
+  e.method = m->second;
+  if (o.trajectories < 1)
+    throw Error("trajectories: " + std::to_string(o.trajectories) + " is not a positive number");
+  e.trajectories = o.trajectories;
+  e.seed = o.seed;
   return e;
 }
 
@@ -223,7 +260,8 @@ SimulateRequest expvals_request(const std::vector<std::vector<TermSpec>>& obs) {
   return req;
 }
 
-// The final state of one item times e^{i phase} as complex128.
+// The final state of one item times e^{i phase} as complex128 (a density
+// matrix, which no phase changes, as vec(rho)[r + 2^n c] = rho[r][c]).
 nb::ndarray<nb::numpy, std::complex<double>> final_state(const BatchItem& item, double phase,
                                                          const Options& o) {
   SimulateRequest req;
@@ -234,7 +272,7 @@ nb::ndarray<nb::numpy, std::complex<double>> final_state(const BatchItem& item, 
     const EngineOptions e = engine(o);
     nb::gil_scoped_release release;
     out = std::move(simulate_batch({item}, req, precision, e)[0].state);
-    if (phase != 0) {
+    if (phase != 0 && !runs_on_density_matrix(*item.circuit, e)) {
       const std::complex<double> turn = std::polar(1.0, phase);
       for (std::complex<double>& amp : out) amp *= turn;
     }
@@ -535,7 +573,10 @@ NB_MODULE(_qmlsim, m) {
       .def_rw("precision", &Options::precision)
       .def_rw("threads", &Options::threads)
       .def_rw("fusion", &Options::fusion)
-      .def_rw("backend", &Options::backend);
+      .def_rw("backend", &Options::backend)
+      .def_rw("method", &Options::method)
+      .def_rw("trajectories", &Options::trajectories)
+      .def_rw("seed", &Options::seed);
   m.def(
       "check_backend",
       [](const std::string& backend) {
@@ -559,13 +600,16 @@ NB_MODULE(_qmlsim, m) {
       });
   nb::class_<Op>(m, "Op")
       .def(nb::init<std::string, std::vector<int>, std::vector<ParamArg>, std::vector<int>,
-                    std::vector<bool>, std::vector<cplx>>(),
+                    std::vector<bool>, std::vector<cplx>, std::vector<std::vector<cplx>>>(),
            nb::arg("gate"), nb::arg("targets"), nb::arg("params") = std::vector<ParamArg>{},
            nb::arg("controls") = std::vector<int>{},
            nb::arg("control_values") = std::vector<bool>{}, nb::arg("matrix") = std::vector<cplx>{},
+           nb::arg("kraus") = std::vector<std::vector<cplx>>{},
            "A gate of the table on its targets (intrinsic controls first), under extra controls "
            "(on |1>, or |0> where control_values is False); parameters are literals or Param; "
-           "matrix (first target most significant) for QubitUnitary only.")
+           "matrix (first target most significant) for QubitUnitary only. Or a noise channel "
+           "of the channel table (Braket's names: 'depolarizing', 'amplitude_damping', ...) on "
+           "its targets; kraus (flat matrices, first target most significant) for 'kraus'.")
       .def_ro("gate", &Op::gate)
       .def_ro("targets", &Op::targets)
       .def_ro("controls", &Op::controls);

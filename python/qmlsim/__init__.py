@@ -54,6 +54,19 @@ class Circuit:
                            controls, (), flat)
         return self
 
+    def channel(self, name: str, wires: Sequence[int], params: Sequence[float] = (), kraus=None):
+        """Appends a noise channel (Braket's names and argument orders:
+        "depolarizing", "bit_flip", "phase_flip", "pauli_channel",
+        "two_qubit_depolarizing", "two_qubit_dephasing", "amplitude_damping",
+        "generalized_amplitude_damping", "phase_damping", "thermal_relaxation";
+        "kraus" with `kraus`, a list of 2^k x 2^k matrices, first wire most
+        significant). Channel parameters are literals, not circuit parameters.
+        A circuit with channels runs on a density matrix or by trajectories
+        (the ``method`` option). Returns self."""
+        flat = [np.asarray(k, dtype=np.complex128).reshape(-1).tolist() for k in (kraus or [])]
+        self._builder.channel(str(name), wires, [float(p) for p in params], flat)
+        return self
+
     @property
     def num_params(self) -> int:
         return len(self._values)
@@ -62,8 +75,10 @@ class Circuit:
         return self._builder.program(len(self._values)), self._values
 
 
-def _options(precision: str, threads: int | None, fusion: int, backend: str = "cpu"):
-    return options(engine_options(precision, threads, fusion, backend))
+def _options(precision: str, threads: int | None, fusion: int, backend: str = "cpu",
+             method: str = "auto", trajectories: int = 1000, seed: int = 1):
+    return options(engine_options(precision, threads, fusion, backend, method=method,
+                                  trajectories=trajectories, seed=seed))
 
 
 def pauli_terms(observable) -> list:
@@ -83,21 +98,32 @@ def _observables(observables) -> list:
 
 
 def state(circuit: Circuit, *, precision: str = "c128", threads: int | None = None,
-          fusion: int = 3, backend: str = "cpu") -> np.ndarray:
-    """The final state from |0...0> as a complex128 array of 2^n amplitudes."""
-    return _qmlsim.state(*circuit._program(), _options(precision, threads, fusion, backend))
+          fusion: int = 3, backend: str = "cpu", method: str = "auto") -> np.ndarray:
+    """The final state from |0...0> as a complex128 array of 2^n amplitudes; for
+    a circuit with channels (or method="density_matrix") the density matrix,
+    shape (2^n, 2^n), rho[r, c] with qubit q bit q of r and c."""
+    out = _qmlsim.state(*circuit._program(),
+                        _options(precision, threads, fusion, backend, method=method))
+    d = 1 << circuit.num_qubits
+    return out.reshape((d, d), order="F") if out.size == d * d and d > 1 else out
 
 
 def probs(circuit: Circuit, **options) -> np.ndarray:
     """Probabilities of the computational basis states (qubit 0 least significant)."""
-    return np.abs(state(circuit, **options)) ** 2
+    s = state(circuit, **options)
+    return np.real(np.diag(s)).copy() if s.ndim == 2 else np.abs(s) ** 2
 
 
 def expval(circuit: Circuit, observables, *, precision: str = "c128", threads: int | None = None,
-           fusion: int = 3, backend: str = "cpu") -> np.ndarray:
-    """<H_k> for each Pauli sum H_k (strings like "0.5*Z0*Z1 - X2", or term lists)."""
+           fusion: int = 3, backend: str = "cpu", method: str = "auto", trajectories: int = 1000,
+           seed: int = 1) -> np.ndarray:
+    """<H_k> for each Pauli sum H_k (strings like "0.5*Z0*Z1 - X2", or term lists).
+    A circuit with channels runs on a density matrix (exact) or, with
+    method="trajectories" (auto beyond memory), as the mean of `trajectories`
+    seeded trajectories."""
     return np.array(_qmlsim.expvals(*circuit._program(), _observables(observables),
-                                    _options(precision, threads, fusion, backend)))
+                                    _options(precision, threads, fusion, backend, method,
+                                             trajectories, seed)))
 
 
 def expval_qasm(text: str, observables, *, precision: str = "c128", threads: int | None = None,
@@ -121,20 +147,24 @@ def state_qasm(text: str, inputs: dict | None = None, *, precision: str = "c128"
 
 
 def jacobian(circuit: Circuit, observables, *, precision: str = "c128",
-             threads: int | None = None, fusion: int = 3, backend: str = "cpu") -> np.ndarray:
-    """d<H_k>/d(parameter) by the adjoint method: shape (observables, parameters).
-    Memory stays at two states whatever the number of observables."""
+             threads: int | None = None, fusion: int = 3, backend: str = "cpu",
+             method: str = "auto", trajectories: int = 1000, seed: int = 1) -> np.ndarray:
+    """d<H_k>/d(parameter) by the adjoint method: shape (observables, parameters);
+    exact on a density matrix for a circuit with channels (see expval)."""
     _, rows = _qmlsim.jacobian(*circuit._program(), _observables(observables),
-                               _options(precision, threads, fusion, backend))
+                               _options(precision, threads, fusion, backend, method,
+                                        trajectories, seed))
     return np.array(rows).reshape(len(rows), circuit.num_params)
 
 
 def vjp(circuit: Circuit, observables, cotangent, *, precision: str = "c128",
-        threads: int | None = None, fusion: int = 3, backend: str = "cpu") -> np.ndarray:
+        threads: int | None = None, fusion: int = 3, backend: str = "cpu",
+        method: str = "auto", trajectories: int = 1000, seed: int = 1) -> np.ndarray:
     """sum_k cotangent[k] d<H_k>/d(parameter): one adjoint backward pass."""
     _, grad = _qmlsim.vjp(*circuit._program(), _observables(observables),
                           [float(c) for c in np.ravel(cotangent)],
-                          _options(precision, threads, fusion, backend))
+                          _options(precision, threads, fusion, backend, method, trajectories,
+                                   seed))
     return np.array(grad)
 
 

@@ -37,26 +37,37 @@ def _whole(value, name: str, low: int, high: int, who: str) -> int:
     return int(value)
 
 
+METHODS = ("auto", "statevector", "density_matrix", "trajectories")
+
+
 def engine_options(precision: str = "c128", threads=None, fusion=3, backend: str = "cpu",
-                   who: str = "") -> tuple:
+                   who: str = "", method: str = "auto", trajectories=1000, seed=1) -> tuple:
     """The engine's options, checked, as a tuple for ``options``: a ValueError
-    names the option (``who``, e.g. "qmlsim.cirq: ", starts the message)."""
+    names the option (``who``, e.g. "qmlsim.cirq: ", starts the message).
+    method: how noise channels run (a density matrix or trajectories; auto:
+    the density matrix while it fits in memory); trajectories and seed: for
+    the trajectory method."""
     if precision not in ("c64", "c128"):
         raise ValueError(f"{who}precision must be 'c64' or 'c128', got {precision!r}")
     threads = default_threads() if threads is None else _whole(threads, "threads", 1, 1 << 16, who)
     fusion = _whole(fusion, "fusion", 0, 10, who)
+    if method not in METHODS:
+        raise ValueError(f"{who}method must be one of {', '.join(METHODS)}, got {method!r}")
+    trajectories = _whole(trajectories, "trajectories", 1, 1 << 40, who)
+    seed = _whole(seed, "seed", 0, (1 << 64) - 1, who)
     try:
         _qmlsim.check_backend(backend)
     except ValueError as e:
         raise ValueError(f"{who}backend {backend!r}: {e}") from None
-    return precision, threads, fusion, backend
+    return precision, threads, fusion, backend, method, trajectories, seed
 
 
 def options(checked: tuple) -> "_qmlsim.Options":
     """The engine's Options object for a call, from engine_options' tuple (held
     for no longer than the call: the doors keep the tuple)."""
     o = _qmlsim.Options()
-    o.precision, o.threads, o.fusion, o.backend = checked
+    (o.precision, o.threads, o.fusion, o.backend, o.method, o.trajectories,
+     o.seed) = checked
     return o
 
 
@@ -101,6 +112,14 @@ class Builder:
         extra door-wire controls (on |1>, or |0> where control_values is False)."""
         self.ops.append(Op(name, self.qubits(wires), list(params), self.qubits(controls),
                            [bool(v) for v in control_values], matrix))
+        return self
+
+    def channel(self, name: str, wires, params=(), kraus=()):
+        """Appends a noise channel of the channel table (Braket's names:
+        "depolarizing", "amplitude_damping", ..., "kraus" with its flat
+        matrices, the first wire most significant) on door wires."""
+        self.ops.append(Op(name, self.qubits(wires), list(params), [], [], [],
+                           [list(k) for k in kraus]))
         return self
 
     def engine_gate(self, name: str, qubits, params=(), matrix=()):

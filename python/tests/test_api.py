@@ -77,7 +77,7 @@ def test_errors_are_python_exceptions_with_the_engine_message():
         qmlsim.expval(build(), "Q0")
     with pytest.raises(ValueError, match="RX: wire 5 is out of range for 3 qubit"):
         qmlsim.state(qmlsim.Circuit(3).add("RX", [5], [0.1]))
-    with pytest.raises(ValueError, match="unknown gate 'FOO'"):
+    with pytest.raises(ValueError, match="unknown gate or channel 'FOO'"):
         qmlsim.state(qmlsim.Circuit(1).add("FOO", [0]))
     with pytest.raises(ValueError, match="not a finite number"):
         qmlsim.state(qmlsim.Circuit(1).add("RX", [0], [float("nan")]))

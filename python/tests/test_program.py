@@ -70,7 +70,7 @@ def test_initial_state_and_batches():
 
 
 @pytest.mark.parametrize("make,message", [
-    (lambda: Builder(2).gate("NOPE", [0]).program(), "unknown gate 'NOPE'"),
+    (lambda: Builder(2).gate("NOPE", [0]).program(), "unknown gate or channel 'NOPE'"),
     (lambda: Builder(2).gate("RX", [0], [Param(1)]).program(1), "slot 1 is out of range"),
     (lambda: Builder(2).gate("RX", [0], [float("nan")]).program(), "not a finite number"),
     (lambda: Builder(2).gate("X", [0], controls=[1], control_values=[True, False]).program(),
@@ -95,8 +95,11 @@ def test_values_must_match_the_program():
 
 
 def test_engine_options_one_validation():
-    assert engine_options("c64", 2, 0) == ("c64", 2, 0, "cpu")
+    assert engine_options("c64", 2, 0) == ("c64", 2, 0, "cpu", "auto", 1000, 1)
     for kwargs, message in [({"precision": "c32"}, "precision must be"),
+                            ({"method": "mixed"}, "method must be one of"),
+                            ({"trajectories": 0}, "trajectories must be a whole number"),
+                            ({"seed": -1}, "seed must be a whole number"),
                             ({"threads": 0}, "threads must be a whole number"),
                             ({"threads": True}, "threads must be a whole number"),
                             ({"fusion": 11}, "fusion must be a whole number"),
