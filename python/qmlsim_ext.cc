@@ -261,7 +261,7 @@ SimulateRequest expvals_request(const std::vector<std::vector<TermSpec>>& obs) {
 }
 
 // The final state of one item times e^{i phase} as complex128 (a density
-// matrix, which no phase changes, as vec(rho)[r + 2^n c] = rho[r][c]).
+// matrix, which no phase changes, row-major: rho[r][c] at r 2^n + c).
 nb::ndarray<nb::numpy, std::complex<double>> final_state(const BatchItem& item, double phase,
                                                          const Options& o) {
   SimulateRequest req;

@@ -22,11 +22,13 @@ echo "== python: package tests"
 (cd build && "../$venv/bin/python" -m pytest -q -p no:cacheprovider ../python/tests)
 echo "== python: the Qiskit QAOA example (qmlsim.qiskit, one step)"
 "$venv/bin/python" examples/qiskit/qaoa_maxcut.py --graph examples/data/graphs/gnm_n18_m24_seed1967.edges --steps 1
-for shots in None 10000; do
-  echo "== python: PennyLane device tests (shots=$shots)"
-  # pl-device-test runs pytest from PATH: the environment's.
-  (cd build && PATH="$PWD/../$venv/bin:$PATH" "../$venv/bin/pl-device-test" --device qmlsim.qubit \
-    --skip-ops --shots=$shots -q --no-header --disable-warnings -p no:cacheprovider)
+for device in qmlsim.qubit qmlsim.mixed; do
+  for shots in None 10000; do
+    echo "== python: PennyLane device tests ($device, shots=$shots)"
+    # pl-device-test runs pytest from PATH: the environment's.
+    (cd build && PATH="$PWD/../$venv/bin:$PATH" "../$venv/bin/pl-device-test" --device $device \
+      --skip-ops --shots=$shots -q --no-header --disable-warnings -p no:cacheprovider)
+  done
 done
 echo "== python: pip wheel . into a second fresh environment"
 "$venv/bin/pip" wheel "${pip_q[@]}" --no-deps -w build/python-wheel .

@@ -105,7 +105,7 @@ def state(circuit: Circuit, *, precision: str = "c128", threads: int | None = No
     out = _qmlsim.state(*circuit._program(),
                         _options(precision, threads, fusion, backend, method=method))
     d = 1 << circuit.num_qubits
-    return out.reshape((d, d), order="F") if out.size == d * d and d > 1 else out
+    return out.reshape((d, d)) if out.size == d * d and d > 1 else out
 
 
 def probs(circuit: Circuit, **options) -> np.ndarray:

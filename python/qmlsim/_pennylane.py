@@ -393,10 +393,46 @@ def _program(operations, n: int):
     return b.program(len(values), initial), values
 
 
+# PennyLane's channels with a row in the engine's channel table (same
+# parameters, same order; GeneralizedAmplitudeDamping's p is the weight of
+# excitation, the table's 1 - p); others run as their Kraus matrices.
+_CHANNELS = {"DepolarizingChannel": "depolarizing", "BitFlip": "bit_flip",
+             "PhaseFlip": "phase_flip", "AmplitudeDamping": "amplitude_damping",
+             "GeneralizedAmplitudeDamping": "generalized_amplitude_damping",
+             "PhaseDamping": "phase_damping"}
+
+
+def _is_channel(op) -> bool:
+    return isinstance(op, qml.operation.Channel)
+
+
+def _add_channel(b, op, values):
+    """A noise channel, appended to b; its tape parameters (literals: channel
+    parameters are not differentiated) appended to values as zeros."""
+    params = [_value(p) for p in op.parameters] if op.name in _CHANNELS or \
+        op.name == "ThermalRelaxationError" else []
+    values.extend([0.0] * op.num_params)
+    wires = op.wires.labels
+    if op.name == "GeneralizedAmplitudeDamping":
+        b.channel("generalized_amplitude_damping", wires, [params[0], 1 - params[1]])
+    elif op.name in _CHANNELS:
+        b.channel(_CHANNELS[op.name], wires, params)
+    elif op.name == "ThermalRelaxationError":  # PennyLane (pe, t1, t2, tq); the table Aer's order
+        pe, t1, t2, tq = params
+        b.channel("thermal_relaxation", wires, [t1, t2, tq, pe])
+    else:
+        kraus = [np.asarray(qml.math.unwrap(k), dtype=np.complex128).reshape(-1).tolist()
+                 for k in op.kraus_matrices()]
+        b.channel("kraus", wires, (), kraus)
+
+
 def _add_operation(b, op, values):
     """The engine gates of any other native operation, appended to b; its tape
     parameters appended to values."""
     t = len(values)
+    if _is_channel(op):
+        _add_channel(b, op, values)
+        return
     if op.name in _PYTHON_OPS:  # GlobalPhase(x) = e^{-i x}
         values.append(_value(op.parameters[0]))
         b.phase -= values[t]

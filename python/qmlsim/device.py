@@ -104,6 +104,9 @@ class QmlsimQubit(Device):
 
     name = "qmlsim.qubit"
     short_name = "qmlsim.qubit"
+    # What runs without PennyLane's decomposition, and what the adjoint takes.
+    _stops = staticmethod(_native)
+    _adjoint_stops = staticmethod(_adjoint_native)
 
     def __init__(self, wires=None, shots=None, seed="global", c_dtype=np.complex128,
                  threads=None, fusion=3, backend="cpu"):
@@ -162,7 +165,7 @@ class QmlsimQubit(Device):
         config = execution_config or ExecutionConfig()
         program = CompilePipeline()
         program.add_transform(defer_measurements, allow_postselect=False)
-        program.add_transform(decompose, stopping_condition=_native, device_wires=self.wires,
+        program.add_transform(decompose, stopping_condition=self._stops, device_wires=self.wires,
                               skip_initial_state_prep=True, name=self.name)
         program.add_transform(device_resolve_dynamic_wires, wires=self.wires, allow_resets=False)
         program.add_transform(validate_device_wires, self.wires, name=self.name)
@@ -171,7 +174,7 @@ class QmlsimQubit(Device):
         if config.gradient_method == "adjoint":
             name = "adjoint + qmlsim.qubit"
             program.add_transform(no_sampling, name=name)
-            program.add_transform(decompose, stopping_condition=_adjoint_native,
+            program.add_transform(decompose, stopping_condition=self._adjoint_stops,
                                   device_wires=self.wires, skip_initial_state_prep=False,
                                   name=name)
             program.add_transform(validate_observables, _real_pauli_sum, name=name)
@@ -215,7 +218,7 @@ class QmlsimQubit(Device):
         if any(isinstance(op, MidMeasureMP) for op in circuit.operations):
             program = self.preprocess_transforms(self.setup_execution_config(execution_config))
         else:  # the adjoint's own checks (the rest of the preprocessing cannot fail here)
-            program.add_transform(decompose, stopping_condition=_adjoint_native,
+            program.add_transform(decompose, stopping_condition=self._adjoint_stops,
                                   device_wires=self.wires, skip_initial_state_prep=False,
                                   name=self.name)
             program.add_transform(validate_adjoint_trainable_params)

@@ -56,6 +56,8 @@ def build(theta, n=3):
         for q in range(n):
             c.add("RY", [q], [theta[layer * n + q]])
             steps.append(("U", on(ry(theta[layer * n + q]), q, n)))
+            c.add("S", [q])  # complex entries: a transposed rho would differ
+            steps.append(("U", on(np.diag([1, 1j]), q, n)))
             name, p = channels[(layer * n + q) % 4]
             c.channel(name, [q], [p])
             steps.append(("K", [on(k, q, n) for k in kraus(name, p)]))

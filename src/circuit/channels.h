@@ -1,13 +1,15 @@
 // The channel table: the one place a noise channel is defined (its name, wires,
 // parameters with their ranges, and Kraus operators), as gates.h is for gates.
 //
-// Parameter conventions are Braket's, PennyLane's and Cirq's (they agree):
+// Parameter conventions are Braket's (PennyLane's and Cirq's p agree, but for
+// generalized amplitude damping):
 // depolarizing(p) = (1-p) rho + p/3 (X rho X + Y rho Y + Z rho Z), so p = 3/4 is
 // the fully depolarizing channel (Qiskit Aer's depolarizing_error(lambda) is p =
 // 3 lambda / 4); two_qubit_depolarizing(p) spreads p over the 15 non-identity
 // Pauli words; generalized_amplitude_damping(gamma, p) takes the decay rate
 // first and p, the weight of the decay towards |0>, second (Cirq's
-// generalized_amplitude_damp(p, gamma) names them the other way round);
+// generalized_amplitude_damp(p, gamma) names them the other way round, and
+// PennyLane's GeneralizedAmplitudeDamping(gamma, p) weighs excitation: 1 - p);
 // thermal_relaxation(t1, t2, time, excited) follows Aer's
 // thermal_relaxation_error(t1, t2, time, excited_state_population)
 // (PennyLane's ThermalRelaxationError(pe, t1, t2, tq) puts the population first).
