@@ -190,7 +190,6 @@ def test_one_openmp_runtime_beside_torch():
     """The engine links the system's libgomp.so.1; torch ships a libgomp.so.1 of
     its own. Loaded in either order they resolve to one runtime (two runtimes
     side by side made training steps many times slower). Skipped without torch."""
-    import re
     import subprocess
     import sys
 
