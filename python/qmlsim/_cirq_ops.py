@@ -35,7 +35,8 @@ _FIXED = ((cirq.HPowGate, "H"), (cirq.CXPowGate, "CNOT"), (cirq.SwapPowGate, "SW
 class Step(NamedTuple):
     """One operation as the engine takes it. kind: "measure", "phase" (a
     cirq.GlobalPhaseGate), "rotation" (a rotation family: engine gate `name`,
-    `phase` of exponent 1), "fixed" (H, CNOT, SWAP families) or "matrix"."""
+    `phase` of exponent 1), "fixed" (H, CNOT, SWAP families), "matrix", or
+    "channel" (a noise channel on at most 2 qubits, run as its Kraus set)."""
     kind: str
     op: cirq.Operation
     wires: list
@@ -73,7 +74,7 @@ def steps(circuit, qubits, who: str, resolve_later: bool):
             return False
         if cirq.is_parameterized(op):
             return resolve_later and isinstance(op, cirq.GateOperation)
-        return cirq.has_unitary(op)
+        return cirq.has_unitary(op) or _is_channel(op)
 
     def stuck(op):
         return ValueError(f"{who}operation {op!r} has no unitary or decomposition qmlsim can run")
@@ -84,10 +85,18 @@ def steps(circuit, qubits, who: str, resolve_later: bool):
             yield Step("measure", op, wires)
         elif isinstance(op.gate, cirq.GlobalPhaseGate):
             yield Step("phase", op, wires)
+        elif _is_channel(op):
+            yield Step("channel", op, wires)
         else:
             family = _family(op.gate) if op.gate is not None else None
             kind, name, phase = family if family else ("matrix", None, 0.0)
             yield Step(kind, op, wires, name, phase)
+
+
+def _is_channel(op) -> bool:
+    """A noise channel the engine runs as its Kraus set (one or two qubits)."""
+    return (len(op.qubits) <= 2 and not cirq.is_parameterized(op) and not cirq.is_measurement(op)
+            and not cirq.has_unitary(op) and cirq.has_kraus(op))
 
 
 def _resolved(value, resolver, who: str):
@@ -106,6 +115,10 @@ def evaluate(step: Step, resolver, who: str):
     """(engine operation or None, global phase in radians) of a step other
     than a measurement at the resolver's values."""
     op, gate = step.op, step.op.gate
+    if step.kind == "channel":
+        kraus = [np.asarray(k, dtype=np.complex128).reshape(-1).tolist()
+                 for k in cirq.kraus(cirq.resolve_parameters(op, resolver))]
+        return Op("kraus", step.wires, [], [], [], [], kraus), 0.0
     if step.kind == "phase":
         return None, float(np.angle(complex(_resolved(gate.coefficient, resolver, who))))
     if step.kind in ("rotation", "fixed"):

@@ -23,8 +23,13 @@
   controlled operations) runs as its matrix; anything else through
   ``cirq.decompose``. Symbols in exponents and ``sympy`` expressions of them are
   resolved by Cirq per parameter point. ``LineQubit``, ``GridQubit`` and any
-  other qubit type; mid-circuit measurements, classical control and noise are a
+  other qubit type; mid-circuit measurements and classical control are a
   ``ValueError`` naming the operation.
+- Noise (``cirq.depolarize``, ``amplitude_damp``, ``circuit.with_noise(...)``,
+  any channel with Kraus operators on one or two qubits): expectation values
+  and ``run`` on the engine's density matrix, exactly, as
+  ``cirq.DensityMatrixSimulator`` gives them; ``simulate`` returns state
+  vectors and refuses a noisy circuit.
 
 Cirq is an optional dependency: ``pip install cirq-core``.
 """
@@ -52,6 +57,7 @@ class _Program:
         self.n = len(qubits)
         index = {q: i for i, q in enumerate(qubits)}
         self.initial, self.steps, self.measurements = [], [], []
+        self.noisy = False
         if initial_state is not None and not (isinstance(initial_state, (int, np.integer))
                                               and int(initial_state) == 0):
             try:
@@ -72,6 +78,10 @@ class _Program:
                 raise ValueError(f"qmlsim.cirq: measurement {step.op!r} is not supported")
             self.measurements.append((gate.key, [index[q] for q in step.op.qubits],
                                       gate.full_invert_mask()))
+        elif step.kind == "channel" and not cirq.is_parameterized(step.op):
+            self.noisy = True
+            fixed = evaluate(step, cirq.ParamResolver(), _WHO)
+            self.steps.append(lambda resolver, fixed=fixed: fixed)
         elif not cirq.is_parameterized(step.op):
             fixed = evaluate(step, cirq.ParamResolver(), _WHO)
             self.steps.append(lambda resolver, fixed=fixed: fixed)
@@ -140,11 +150,19 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
     def _state(self, point):
         return _qmlsim.state(point, [], options(self._options))
 
+    def _probabilities(self, point, n):
+        """|amplitude|^2, or a noisy circuit's density-matrix diagonal."""
+        out = self._state(point)
+        d = 1 << n
+        if out.size == d * d:
+            return np.real(np.diag(out.reshape(d, d))).copy()
+        return np.abs(out) ** 2
+
     # -- cirq.SimulatesSamples
     def _run(self, circuit, param_resolver, repetitions):
         _, _, prog, (point,) = self._programs(circuit, param_resolver, cirq.QubitOrder.DEFAULT,
                                                None)
-        probs = np.abs(self._state(point)) ** 2
+        probs = self._probabilities(point, prog.n)
         probs /= probs.sum()
         outcomes = self._prng.choice(len(probs), size=repetitions, p=probs)
         records = {}
@@ -182,6 +200,9 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
                             initial_state=None):
         qubits, resolvers, prog, points = self._programs(program, params, qubit_order,
                                                          initial_state)
+        if prog.noisy:
+            raise ValueError("qmlsim.cirq: a noisy circuit has a density matrix, not a state "
+                             "vector: use simulate_expectation_values or run")
         for resolver, point in zip(resolvers, points):
             state = self._state(point)
             measurements = {}

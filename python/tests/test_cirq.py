@@ -151,9 +151,47 @@ def test_bad_input_is_a_value_error():
             cirq.Circuit(cirq.H(q[0]), cirq.measure(q[0], key="x")), cirq.Z(q[0]))
     with pytest.raises(ValueError, match="complex coefficient"):
         Simulator().simulate_expectation_values(cirq.Circuit(cirq.H(q[0])), 1j * cirq.Z(q[0]))
-    with pytest.raises(ValueError, match="no unitary"):
+    with pytest.raises(ValueError, match="a noisy circuit has a density matrix"):
         Simulator().simulate(cirq.Circuit(cirq.depolarize(0.1).on(q[0])))
     with pytest.raises(ValueError, match="precision"):
         Simulator(precision="c32")
     with pytest.raises(ValueError, match="threads"):
         Simulator(threads=0)
+
+
+def noisy_circuit(rng, qubits, depth):
+    """random_circuit with one of Cirq's channels after every few operations."""
+    channels = [lambda: cirq.depolarize(rng.uniform(0, 0.3)),
+                lambda: cirq.amplitude_damp(rng.uniform(0, 1)),
+                lambda: cirq.phase_damp(rng.uniform(0, 1)),
+                lambda: cirq.generalized_amplitude_damp(rng.uniform(0, 1), rng.uniform(0, 1)),
+                lambda: cirq.asymmetric_depolarize(0.1, 0.05, rng.uniform(0, 0.2)),
+                lambda: cirq.bit_flip(rng.uniform(0, 1)), lambda: cirq.ResetChannel()]
+    c = cirq.Circuit()
+    for op in random_circuit(rng, qubits, depth).all_operations():
+        if isinstance(op.gate, cirq.GlobalPhaseGate):
+            continue  # cirq.DensityMatrixSimulator fails on it (its buffers' ValueError)
+        c.append(op)
+        if rng.uniform() < 0.4:
+            channel = channels[rng.integers(len(channels))]()
+            c.append(channel.on(qubits[rng.integers(len(qubits))]))
+    return c
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_noisy_circuits_match_the_density_matrix_simulator(seed):
+    rng = np.random.default_rng(seed)
+    q = cirq.LineQubit.range(1 + seed % 4)
+    c = noisy_circuit(rng, q, 14).with_noise(cirq.depolarize(0.02))
+    obs = [cirq.Z(q[0]), cirq.X(q[-1]) * cirq.Z(q[0]) + 0.5 * cirq.Y(q[-1])] if len(q) > 1 \
+        else [cirq.Z(q[0]), cirq.X(q[0]) - 0.5 * cirq.Y(q[0])]
+    r = cirq.ParamResolver({"a": 0.3, "b": -0.7})
+    dm = cirq.DensityMatrixSimulator(dtype=np.complex128)
+    want = dm.simulate_expectation_values(c, obs, param_resolver=r)
+    got = Simulator().simulate_expectation_values(c, obs, param_resolver=r)
+    assert np.allclose(got, np.real(want), atol=1e-10)
+    m = c + cirq.Circuit(cirq.measure(*q, key="m"))
+    probs = np.real(np.diag(dm.simulate(c, param_resolver=r, qubit_order=q).final_density_matrix))
+    counts = Simulator(seed=seed).run(m, param_resolver=r, repetitions=20000).histogram(key="m")
+    for outcome, p in enumerate(probs):
+        assert abs(counts.get(outcome, 0) / 20000 - p) < 0.03

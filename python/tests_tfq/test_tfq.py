@@ -163,9 +163,14 @@ def test_refusals_are_clear():
         qtfq.layers.Expectation()(qtfq.convert_to_tensor([cirq.Circuit(cirq.X(q) ** s)]),
                                   symbol_names=["t"], symbol_values=[[0.1]],
                                   operators=[cirq.Z(q)])
+    # A channel runs on the density matrix (exactly), not refused: <Z> = 1 - 4p/3.
+    noisy = qtfq.layers.Expectation()(
+        qtfq.convert_to_tensor([cirq.Circuit(cirq.depolarize(0.1)(q))]), operators=[cirq.Z(q)])
+    assert np.allclose(noisy.numpy(), [[1 - 0.4 / 3]])
     with pytest.raises(Exception, match="has no unitary or decomposition"):
-        qtfq.layers.Expectation()(qtfq.convert_to_tensor([cirq.Circuit(cirq.depolarize(0.1)(q))]),
-                                  operators=[cirq.Z(q)])
+        qtfq.layers.Expectation()(qtfq.convert_to_tensor([cirq.Circuit(
+            cirq.MatrixGate(np.eye(2 ** 11)).on(*cirq.LineQubit.range(11)))]),
+            operators=[cirq.Z(cirq.LineQubit(0))])
     with pytest.raises(Exception, match=r"symbol_values has shape \[3, 1\]: expected \[2, 1\]"):
         qtfq.layers.Expectation()(qtfq.convert_to_tensor([cirq.Circuit(cirq.X(q) ** s)] * 2),
                                   symbol_names=["s"], symbol_values=[[0.1], [0.2], [0.3]],
