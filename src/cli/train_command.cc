@@ -10,6 +10,7 @@
 #include "io/object_store.h"
 #include "train/jobs.h"
 #include "train/plan.h"
+#include "train/stop_signals.h"
 #include "train/trainer.h"
 
 namespace qmlsim::cli {
@@ -147,6 +148,7 @@ int train_command(const std::vector<std::string>& argv) {
   options.max_steps = args.get_int("--max-steps", -1, 0, INT64_MAX);
   options.quiet = args.has("--quiet");
   options.trace = args.has("--trace");
+  const train::StopSignals preemption;  // SIGTERM/SIGINT: a checkpoint, then exit 143/130
   return train::train(config, options, std::cout);
 }
 

@@ -118,13 +118,20 @@ std::string RunDir::checkpoint_path(std::int64_t step) const {
 }
 
 std::vector<std::string> RunDir::checkpoints() const {
-  std::vector<std::string> out;
+  std::vector<std::pair<long long, std::string>> found;  // (step, path)
   for (const auto& e : fs::directory_iterator(fs::path(path_) / "checkpoints")) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("ckpt-", 0) == 0 && name.size() > 8 && name.substr(name.size() - 3) == ".h5")
-      out.push_back(e.path().string());
+    if (name.rfind("ckpt-", 0) != 0 || name.size() <= 8 || name.substr(name.size() - 3) != ".h5")
+      continue;
+    const std::string digits = name.substr(5, name.size() - 8);
+    if (digits.empty() || digits.size() > 18 ||
+        !std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+      continue;
+    found.emplace_back(std::stoll(digits), e.path().string());
   }
-  std::sort(out.rbegin(), out.rend());  // zero-padded steps: newest first
+  std::sort(found.rbegin(), found.rend());  // by step, not as text (past 10^8 steps too)
+  std::vector<std::string> out;
+  for (auto& [step, path] : found) out.push_back(std::move(path));
   return out;
 }
 

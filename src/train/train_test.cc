@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <csignal>
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <numeric>
 #include <sstream>
+#include <thread>
 
 #include "backends/cuda/statevector.h"
 #include "core/error.h"
@@ -22,6 +24,7 @@
 #include "train/jobs.h"
 #include "train/progress.h"
 #include "train/run_dir.h"
+#include "train/stop_signals.h"
 #include "train/trainer.h"
 
 namespace qmlsim::train {
@@ -404,6 +407,62 @@ TEST_F(Training, ResumeGivesTheWeightsOfAnUninterruptedRun) {
     EXPECT_EQ(l1, l2) << cs.example;
     EXPECT_EQ(metric(whole, "epoch", "loss"), metric(parts, "epoch", "loss")) << cs.example;
   }
+}
+
+// Preemption: a SIGTERM stops the run at its next step boundary with a
+// checkpoint and status 143; the resumed run ends where an unbroken one does.
+TEST_F(Training, SigtermStopsAtAStepWithACheckpointAndResumeEndsAsAnUnbrokenRun) {
+  const io::Config c = config("qcnn.toml", {"data.qubits=4", "data.rounds=10", "train.epochs=3",
+                                            "train.batch_size=8", "train.checkpoint_every=100"});
+  const std::string whole = dir("whole"), parts = dir("parts");
+  ASSERT_EQ(run(c, whole), 0);
+  ASSERT_EQ(run(c, parts, false, 2), 0);
+  {
+    const StopSignals preemption;
+    std::raise(SIGTERM);  // arrives before the resumed run's first step
+    EXPECT_EQ(StopSignals::received(), SIGTERM);
+    EXPECT_EQ(run(c, parts, true), 128 + SIGTERM);
+  }
+  EXPECT_FALSE(fs::exists(parts + "/weights.h5"));
+  EXPECT_EQ(metric(parts, "step", "loss").size(), 2u);  // it stopped before a third
+  ASSERT_EQ(run(c, parts, true), 0);
+  EXPECT_EQ(weights(c, whole), weights(c, parts));
+  EXPECT_EQ(metric(whole, "step", "loss"), metric(parts, "step", "loss"));
+}
+
+// The same with the signal sent from another thread while steps run.
+TEST_F(Training, SigtermDuringARunStopsItAtTheNextStep) {
+  const io::Config c = config("qcnn.toml", {"data.qubits=4", "data.rounds=10",
+                                            "train.epochs=100000", "train.batch_size=8"});
+  const std::string d = dir("run");
+  const StopSignals preemption;
+  std::atomic<bool> done = false;
+  std::thread sender([&] {  // after three steps have been logged
+    while (!done && metric(d, "step", "loss").size() < 3)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!done) ::kill(::getpid(), SIGTERM);
+  });
+  const int status = run(c, d);
+  done = true;
+  sender.join();
+  EXPECT_EQ(status, 128 + SIGTERM);
+  const std::size_t steps = metric(d, "step", "loss").size();
+  EXPECT_GE(steps, 3u);
+  const std::vector<std::string> kept = RunDir(d).checkpoints();
+  ASSERT_FALSE(kept.empty());
+  EXPECT_EQ(kept.front(), RunDir(d).checkpoint_path(static_cast<std::int64_t>(steps)));
+}
+
+TEST_F(Training, CheckpointsAreOrderedByStepNotAsText) {
+  const RunDir d(dir("order"));
+  fs::create_directories(dir("order") + "/checkpoints");
+  for (std::int64_t step : {99999999, 100000000, 7}) std::ofstream(d.checkpoint_path(step)) << "x";
+  std::ofstream(dir("order") + "/checkpoints/ckpt-notes.h5") << "x";
+  const std::vector<std::string> kept = d.checkpoints();
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept[0], d.checkpoint_path(100000000));
+  EXPECT_EQ(kept[1], d.checkpoint_path(99999999));
+  EXPECT_EQ(kept[2], d.checkpoint_path(7));
 }
 
 TEST_F(Training, DamagedNewestCheckpointFallsBackToThePreviousOne) {

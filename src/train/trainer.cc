@@ -24,6 +24,7 @@
 #include "train/outputs.h"
 #include "train/progress.h"
 #include "train/run_dir.h"
+#include "train/stop_signals.h"
 
 namespace qmlsim::train {
 namespace {
@@ -193,6 +194,26 @@ std::pair<std::size_t, std::size_t> my_share(const Groups& groups, std::size_t n
 std::vector<double> gather_groups(const comm::Comm& world, const Groups& groups,
                                   const std::vector<double>& mine) {
   return world.allgather(groups.leader ? std::span<const double>(mine) : std::span<const double>());
+}
+
+// The stop signal every rank agrees on (the largest any received; 0: none),
+// so that all stop at the same step.
+int agreed_stop_signal(const comm::Comm& world) {
+  const int mine = StopSignals::received();
+  if (world.size() == 1) return mine;
+  const std::vector<double> all = world.allgather(std::vector<double>{static_cast<double>(mine)});
+  return static_cast<int>(*std::max_element(all.begin(), all.end()));
+}
+
+// The line a run stopped early prints, and its exit status.
+int stopped(int signal, std::int64_t steps_here, std::int64_t step, bool quiet, std::ostream& out) {
+  if (quiet) return signal ? 128 + signal : 0;
+  if (signal)
+    out << "\nStopped by " << StopSignals::name(signal) << " before step " << step + 1
+        << ": checkpoint written; continue with --resume\n";
+  else
+    out << "\nStopped after " << steps_here << " steps (--max-steps); continue with --resume\n";
+  return signal ? 128 + signal : 0;
 }
 
 void save(const RunDir& dir, const io::Config& config, const ml::ParamLayout& layout,
@@ -383,13 +404,11 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     progress.begin_epoch(static_cast<int>(s.epoch) + 1, epochs, steps_per_epoch);
     const auto t_epoch = Clock::now();
     for (; s.step_in_epoch < steps_per_epoch; ++s.step_in_epoch) {
-      if (options.max_steps >= 0 && steps_here >= options.max_steps) {
+      const int signal = agreed_stop_signal(world);
+      if (signal != 0 || (options.max_steps >= 0 && steps_here >= options.max_steps)) {
         if (root) save(*dir, config, layout, s, opt, keep);
         outputs.finish();
-        if (!quiet)
-          out << "\nStopped after " << steps_here << " steps (--max-steps); continue with "
-              << "--resume\n";
-        return 0;
+        return stopped(signal, steps_here, s.step, quiet, out);
       }
       // The global batch; this rank computes its contiguous share, and every
       // rank sums all rows in global order (bitwise the same for any rank count).
@@ -574,11 +593,11 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   std::int64_t steps_here = 0;
   const auto t_start = Clock::now();
   for (; s.step < steps; ++s.step, ++steps_here) {
-    if (options.max_steps >= 0 && steps_here >= options.max_steps) {
+    const int signal = agreed_stop_signal(world);
+    if (signal != 0 || (options.max_steps >= 0 && steps_here >= options.max_steps)) {
       if (writer) save(dir, config, layout, s, opt, keep);
       outputs.finish();
-      if (!quiet) out << "Stopped after " << steps_here << " steps (--max-steps)\n";
-      return 0;
+      return stopped(signal, steps_here, s.step, quiet, out);
     }
     const TraceSpan step_span("step");
     const auto t = Clock::now();

@@ -19,7 +19,9 @@ struct TrainOptions {
 };
 
 // Trains the job (or up to max_steps steps of it: result.json and weights.h5
-// appear when it is finished); returns the exit status, 0. Throws Error for bad input.
+// appear when it is finished); returns the exit status: 0, or 128 + the signal
+// when a StopSignals (stop_signals.h) recorded SIGTERM or SIGINT and the run
+// stopped at a step boundary with a checkpoint. Throws Error for bad input.
 int train(const io::Config& config, const TrainOptions& options, std::ostream& out);
 
 // Predictions of saved weights on the job's test split (QCNN, Sonar; the
