@@ -522,6 +522,15 @@ TEST(Cli, HybridTrainsAndInfersOnNewData) {
   const std::string csv = read_file(out);
   EXPECT_EQ(csv.rfind("prediction,class\n", 0), 0u) << csv;
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5) << csv;
+  // A write that fails (here: a file-size limit of 0) leaves nothing under the name.
+  const std::string failed = (temp_dir() / "failed_predictions.csv").string();
+  const std::string limited = "bash -c \"ulimit -f 0; trap '' XFSZ; exec " +
+                              std::string(QMLSIM_BINARY) + " infer " + dir + " --data " + in +
+                              " --out " + failed + "\" >/dev/null 2>&1";
+  const int rc = std::system(limited.c_str());
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) != 0) << rc;
+  EXPECT_FALSE(std::filesystem::exists(failed));
+  EXPECT_FALSE(std::filesystem::exists(failed + ".tmp"));
   r = run("infer " + dir + " --out " + out);
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--out: needs --data"), std::string::npos) << r.err;

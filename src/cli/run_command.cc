@@ -19,6 +19,7 @@
 #include "grad/density_matrix.h"
 #include "grad/simulate.h"
 #include "grad/trajectories.h"
+#include "io/checkpoint.h"
 #include "io/state_file.h"
 #include "passes/fusion.h"
 
@@ -110,8 +111,10 @@ void write_state(const QasmProgram& prog, int threads, int fusion, const std::st
   const std::vector<BoundGate> gates = bind_params(prog.circuit, prog.angles);
   sv.apply(fusion > 0 ? fuse(gates, {fusion, std::max(10, fusion)}) : gates);
   rotate_phase(sv.data(), sv.size(), prog.global_phase);
-  io::create_state_file(path, n, std::is_same_v<R, float>);
-  io::write_state_rows(path, 0, sv.size(), sv.data());
+  io::write_atomically(path, [&](const std::string& tmp) {
+    io::create_state_file(tmp, n, std::is_same_v<R, float>);
+    io::write_state_rows(tmp, 0, sv.size(), sv.data());
+  });
 }
 
 // The same outcome from a state distributed over every process of the launch.
@@ -138,14 +141,15 @@ Outcome simulate_distributed(const QasmProgram& prog, const std::vector<PauliSum
     state.canonicalize();
     const std::uint64_t rows = state.local().size();
     rotate_phase(state.local().data(), rows, prog.global_phase);
+    const std::string tmp = state_out + ".tmp";  // renamed when every slice is in
     for (int r = 0; r < world.size(); ++r) {
       if (r == world.rank()) {
-        if (r == 0) io::create_state_file(state_out, state.num_qubits(), std::is_same_v<R, float>);
-        io::write_state_rows(state_out, rows * static_cast<std::uint64_t>(r), rows,
-                             state.local().data());
+        if (r == 0) io::create_state_file(tmp, state.num_qubits(), std::is_same_v<R, float>);
+        io::write_state_rows(tmp, rows * static_cast<std::uint64_t>(r), rows, state.local().data());
       }
       world.barrier();
     }
+    if (world.root()) io::commit_file(tmp, state_out);
   }
   out.processes = world.size();
   out.slice_qubits = state.slice_qubits();

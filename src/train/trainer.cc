@@ -1,8 +1,10 @@
 #include "train/trainer.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -724,18 +726,13 @@ void infer(const io::Config& config, const std::string& weights, std::ostream& o
     std::vector<std::size_t> all(data.size());
     std::iota(all.begin(), all.end(), std::size_t{0});
     const std::vector<double> p = job.model->predict(params, data, all, eval);
-    std::ofstream file;
-    if (!out_path.empty()) {
-      file.open(out_path);
-      if (!file) throw Error("--out " + out_path + ": cannot write the file");
-    }
-    std::ostream& sink = out_path.empty() ? out : file;
+    std::ostringstream csv;
     // One output: the prediction; several: each class's probability (softmax of the logits).
     if (k == 1) {
-      sink << "prediction,class\n";
+      csv << "prediction,class\n";
     } else {
-      for (const std::string& name : job.classes) sink << "p_" << name << ",";
-      sink << "class\n";
+      for (const std::string& name : job.classes) csv << "p_" << name << ",";
+      csv << "class\n";
     }
     std::vector<double> probs(k);
     for (std::size_t i = 0; i < data.size(); ++i) {
@@ -744,15 +741,25 @@ void infer(const io::Config& config, const std::string& weights, std::ostream& o
       for (const double v : k == 1 ? pi : std::span<const double>(probs)) {
         char field[32];
         std::snprintf(field, sizeof field, "%.9g,", v);
-        sink << field;
+        csv << field;
       }
-      sink << class_of(pi) << "\n";
+      csv << class_of(pi) << "\n";
     }
-    if (!out_path.empty()) {
+    if (out_path.empty()) {
+      out << csv.str();
+      return;
+    }
+    // Atomically: a failed write leaves no partial file under the final name.
+    io::write_atomically(out_path, [&](const std::string& tmp) {
+      std::ofstream file(tmp, std::ios::binary);
+      file << csv.str();
       file.close();
-      if (!file) throw Error("--out " + out_path + ": cannot write the file");
-      out << data.size() << " predictions written to " << out_path << "\n";
-    }
+      if (!file) {
+        std::remove(tmp.c_str());
+        throw Error("--out " + out_path + ": cannot write the file (" + std::strerror(errno) + ")");
+      }
+    });
+    out << data.size() << " predictions written to " << out_path << "\n";
     return;
   }
   const bool has_test = job.test.size() > 0;
