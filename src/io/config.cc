@@ -108,12 +108,22 @@ Config::~Config() = default;
 
 Config Config::load(const std::string& path, const std::vector<std::string>& sets,
                     const Defaults& defaults, const std::vector<std::string>& path_keys) {
-  std::ifstream in(path);
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw Error(path + ": is a directory, not a config file");
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot open config file");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // Read in pieces up to the limit: a device or a pipe (/dev/zero) is refused,
+  // not read until memory runs out.
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxConfigBytes)
+      throw Error(path + ": larger than the limit of " + std::to_string(kMaxConfigBytes >> 20) +
+                  " MiB for a config file");
+  }
   const std::string dir = fs::absolute(fs::path(path)).parent_path().string();
-  return parse(ss.str(), path, dir, sets, defaults, path_keys);
+  return parse(text, path, dir, sets, defaults, path_keys);
 }
 
 Config Config::parse(const std::string& text, const std::string& source,

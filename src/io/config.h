@@ -5,6 +5,7 @@
 // file and line, or the --set argument, and the key.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -13,6 +14,9 @@
 #include <vector>
 
 namespace qmlsim::io {
+
+// Config files larger than this are refused (a job's config is a few KiB).
+inline constexpr std::size_t kMaxConfigBytes = std::size_t{16} << 20;
 
 class Config {
  public:

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "core/error.h"
 
 namespace qmlsim::io {
@@ -72,6 +74,22 @@ TEST(Config, ErrorsNameTheLineAndKey) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "job.toml:3: job.seed: must be in [0, 100], got 500");
   }
+}
+
+TEST(Config, LoadRefusesDirectoriesAndEndlessFiles) {
+  const Config::Defaults defaults = [](const std::string&) { return std::string("[job]\n"); };
+  auto load_error = [&](const std::string& path) {
+    try {
+      Config::load(path, {}, defaults, {});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  EXPECT_EQ(load_error(dir), dir + ": is a directory, not a config file");
+  EXPECT_EQ(load_error("/dev/zero"),
+            "/dev/zero: larger than the limit of 16 MiB for a config file");
 }
 
 }  // namespace
