@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <span>
 #include <string>
@@ -44,7 +45,7 @@ void save_weights(const std::string& path, const std::string& job, const ml::Par
 std::vector<double> load_weights(const std::string& path, const ml::ParamLayout& layout);
 
 // Writes `path` by way of a temporary file: write(tmp) creates it, then it is
-// synced and renamed over `path`.
+// synced and renamed over `path`; if write throws, the temporary file is removed.
 template <class Fn>
 void write_atomically(const std::string& path, Fn&& write);
 void commit_file(const std::string& tmp, const std::string& path);
@@ -52,7 +53,12 @@ void commit_file(const std::string& tmp, const std::string& path);
 template <class Fn>
 void write_atomically(const std::string& path, Fn&& write) {
   const std::string tmp = path + ".tmp";
-  write(tmp);
+  try {
+    write(tmp);
+  } catch (...) {
+    std::remove(tmp.c_str());  // a full disk gets its space back
+    throw;
+  }
   commit_file(tmp, path);
 }
 

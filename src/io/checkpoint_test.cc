@@ -1,8 +1,10 @@
 #include "io/checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -87,6 +89,28 @@ TEST_F(Fixture, WeightsRoundTrip) {
   const std::string path = (dir / "w.h5").string();
   save_weights(path, "qcnn", layout, state.params);
   EXPECT_EQ(load_weights(path, layout), state.params);
+}
+
+// A full disk (here a file-size limit): one Error, nothing left under either
+// name, and no crash when the process later exits (HDF5's exit-time close of
+// the file whose close failed crashed it: ctest sees that as a failure).
+TEST_F(Fixture, AFailedWriteIsAnErrorAndLeavesNothing) {
+  const std::string path = (dir / "full.h5").string();
+  state.params.assign(100000, 0.5);
+  layout = ml::ParamLayout();
+  layout.add("w", {100000});
+  state.optimizer.clear();
+  struct rlimit old {};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto previous = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old;
+  small.rlim_cur = 64 << 10;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  EXPECT_THROW(save_checkpoint(path, "qcnn", layout, state), Error);
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_FALSE(fs::exists(path));
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
 }
 
 }  // namespace

@@ -7,15 +7,6 @@
 namespace qmlsim::io {
 namespace {
 
-// HDF5 prints its own error stack by default; qmlsim reports one line instead.
-void silence_hdf5() {
-  static const bool done = [] {
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    return true;
-  }();
-  (void)done;
-}
-
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw Error(path + ": " + what);
 }
@@ -79,8 +70,17 @@ std::vector<T> read_dataset(hid_t file, const std::string& path, const std::stri
 
 }  // namespace
 
+void prepare_hdf5() {
+  static const bool done = [] {
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    return true;
+  }();
+  (void)done;
+}
+
 H5Writer::H5Writer(const std::string& path) : path_(path) {
-  silence_hdf5();
+  prepare_hdf5();
   file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (file_ < 0) fail(path, "cannot create HDF5 file");
 }
@@ -125,7 +125,7 @@ void H5Writer::close() {
 }
 
 H5Reader::H5Reader(const std::string& path) : path_(path) {
-  silence_hdf5();
+  prepare_hdf5();
   if (H5Fis_hdf5(path.c_str()) <= 0) fail(path, "missing, unreadable or not an HDF5 file");
   file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (file_ < 0) fail(path, "cannot open HDF5 file (damaged?)");

@@ -10,6 +10,14 @@
 
 namespace qmlsim::io {
 
+// Called before any other HDF5 call of the process (the classes below call it;
+// other users of HDF5 in io/ too): HDF5 prints no error stack of its own
+// (qmlsim reports one line), and does not close files at process exit. A file
+// whose close failed (a full disk) stays in HDF5's table, and the library's
+// exit-time close of it crashed the process after its error was reported;
+// every file qmlsim writes is closed explicitly and renamed only then.
+void prepare_hdf5();
+
 class H5Writer {
  public:
   // Creates (truncates) the file.

@@ -3,6 +3,7 @@
 #include <hdf5.h>
 
 #include "core/error.h"
+#include "io/hdf5_file.h"
 
 namespace qmlsim::io {
 namespace {
@@ -37,7 +38,7 @@ void attribute(hid_t file, const char* name, const std::string& value) {
 template <class T>
 void write_rows(const std::string& path, std::uint64_t offset, std::uint64_t count, const T* data,
                 hid_t mem_type) {
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  prepare_hdf5();
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   if (file < 0) fail(path, "cannot open the state file for writing");
   const hid_t ds = H5Dopen2(file, "state", H5P_DEFAULT);
@@ -56,7 +57,7 @@ void write_rows(const std::string& path, std::uint64_t offset, std::uint64_t cou
 }  // namespace
 
 void create_state_file(const std::string& path, int n, bool single) {
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  prepare_hdf5();
   const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (file < 0) fail(path, "cannot create the state file");
   const hsize_t dims[2] = {hsize_t{1} << n, 2};
