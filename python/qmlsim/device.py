@@ -269,13 +269,17 @@ class QmlsimQubit(Device):
         program, values = _program(circuit.operations, n)
         return n, program, values, tuple(tuple(t) for t in terms)
 
-    def _simulate(self, circuit):
+    def _final_state(self, circuit):
+        """(the tape on wires 0..n-1, n, the engine's final state as c_dtype)."""
         circuit, n = _standard_wires(circuit)
         if n == 0:
-            raise DeviceError("qmlsim.qubit: the circuit acts on no wire")
+            raise DeviceError(f"{self.name}: the circuit acts on no wire")
         program, values = _program(circuit.operations, n)
         state = _qmlsim.state(program, values, self._engine_options())
-        state = state.astype(self._c_dtype, copy=False)
+        return circuit, n, state.astype(self._c_dtype, copy=False)
+
+    def _simulate(self, circuit):
+        circuit, n, state = self._final_state(circuit)
         m = circuit.measurements
         if (not circuit.shots and len(m) == 1 and type(m[0]) is ProbabilityMP  # noqa: E721
                 and m[0].obs is None and m[0].mv is None

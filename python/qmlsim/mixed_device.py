@@ -32,9 +32,7 @@ import pennylane as qml
 from pennylane.devices import ExecutionConfig
 from pennylane.devices.qubit_mixed import measure_final_state
 
-from . import _qmlsim
-from ._pennylane import DeviceError, _adjoint_native, _is_channel, _native, _program, \
-    _standard_wires
+from ._pennylane import DeviceError, _adjoint_native, _is_channel, _native
 from ._program import engine_options
 from .device import QmlsimQubit
 
@@ -106,13 +104,9 @@ class QmlsimMixed(QmlsimQubit):
         return super().execute(circuits, execution_config)
 
     def _simulate(self, circuit):
-        circuit, n = _standard_wires(circuit)
-        if n == 0:
-            raise DeviceError("qmlsim.mixed: the circuit acts on no wire")
-        program, values = _program(circuit.operations, n)
-        flat = _qmlsim.state(program, values, self._engine_options())
+        circuit, n, flat = self._final_state(circuit)  # rho, row-major
         d = 1 << n
-        rho = flat.reshape((d, d)).astype(self._c_dtype, copy=False)
+        rho = flat.reshape((d, d))
         readout = None if self._readout is None else [
             lambda w, p=self._readout: qml.BitFlip(p, wires=w)]
         return measure_final_state(circuit, rho.reshape((2,) * (2 * n)), False, rng=self._rng,
