@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "grad/adjoint_parts.h"
+#include "grad/engine.h"
 #include "grad/tape.h"
 #include "passes/fusion.h"
 
@@ -321,10 +322,7 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
   std::vector<std::vector<BoundGate>> channel(m), dual(m);
   for (std::size_t j = 0; j < m; ++j) {
     for (const Operation* op : cut.groups[j]) {
-      for (const ParamExpr& p : op->params)
-        if (p.slot >= 0)
-          throw Error(describe(*op) +
-                      ": the gradient of a channel's trainable parameter is not implemented yet");
+      detail::require_literal_channel_params(*op);
       channel[j].push_back(bind_channel(*op, theta, n));
       dual[j].insert(dual[j].begin(), bind_channel(*op, theta, n, true));
     }

@@ -342,10 +342,7 @@ AdjointResult trajectories_vjp(const Circuit& c, std::span<const double> theta,
   std::vector<Branches> branches;
   for (const Operation& op : c.ops()) {
     if (!op.is_channel()) continue;
-    for (const ParamExpr& p : op.params)
-      if (p.slot >= 0)
-        throw Error(describe(op) +
-                    ": the gradient of a channel's trainable parameter is not implemented yet");
+    detail::require_literal_channel_params(op);
     branches.push_back(branches_of(op, theta));
     if (!branches.back().mixture())
       throw Error(describe(op) +
