@@ -9,7 +9,6 @@
 
 #include "backends/cpu/statevector.h"
 #include "core/error.h"
-#include "core/memory.h"
 #include "core/rng.h"
 #include "grad/density_matrix.h"
 #include "grad/engine.h"
@@ -338,7 +337,6 @@ AdjointResult trajectories_vjp(const Circuit& c, std::span<const double> theta,
                                const std::vector<PauliSum>& observables,
                                std::span<const double> weights, const EngineOptions& options) {
   require_cpu(options);
-  std::vector<const Operation*> channels;
   std::vector<Branches> branches;
   for (const Operation& op : c.ops()) {
     if (!op.is_channel()) continue;
@@ -349,7 +347,6 @@ AdjointResult trajectories_vjp(const Circuit& c, std::span<const double> theta,
                   ": gradients by trajectories need every channel to be a mixture of unitaries "
                   "(Pauli channels, depolarizing, dephasing); use the density matrix "
                   "(--method density_matrix) for this one");
-    channels.push_back(&op);
   }
   EngineOptions plain = options;
   plain.method = Method::statevector;
