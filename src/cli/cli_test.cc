@@ -120,6 +120,27 @@ TEST(Cli, NoisyCircuitsRunByTrajectories) {
       << grad.err;
 }
 
+// Settings from the environment that qmlsim does not take are one line, exit 2.
+TEST(Cli, BadEnvironmentSettingsAreErrors) {
+  const std::string bell = write("env_bell.qasm", kBell);
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{"QMLSIM_HUGEPAGES", "yes"},
+                                                        {"QMLSIM_BUFFER_CACHE", "2"},
+                                                        {"QMLSIM_STREAMING_STORES", "on"},
+                                                        {"QMLSIM_PROGRESS", "fancy"},
+                                                        {"QMLSIM_CHUNK_KIB", "1"}}) {
+    ::setenv(name.c_str(), value.c_str(), 1);
+    const Result r = run("run " + bell + " --observable Z0");
+    ::unsetenv(name.c_str());
+    EXPECT_EQ(r.status, 2) << name;
+    EXPECT_NE(r.err.find(name + ": expected"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  ::setenv("QMLSIM_HUGEPAGES", "0", 1);
+  EXPECT_EQ(run("run " + bell + " --observable Z0").status, 0);
+  ::unsetenv("QMLSIM_HUGEPAGES");
+}
+
 TEST(Cli, RunPrintsOneJsonObject) {
   const std::string f = write("bell.qasm", kBell);
   for (const char* prec : {"c64", "c128"}) {

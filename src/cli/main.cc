@@ -5,9 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/statevector.h"
 #include "cli/commands.h"
 #include "comm/comm.h"
+#include "core/env.h"
 #include "core/error.h"
+#include "train/progress.h"
 
 #ifdef QMLSIM_MIMALLOC
 #include <mimalloc.h>
@@ -53,6 +57,16 @@ int checked(const std::string& command, int status) {
   return status;
 }
 
+// The environment's QMLSIM_* settings, checked before any work: a value qmlsim
+// does not take is one line naming the variable (exit 2), not ignored.
+void check_environment() {
+  for (const char* name : {"QMLSIM_HUGEPAGES", "QMLSIM_BUFFER_CACHE", "QMLSIM_STREAMING_STORES"})
+    qmlsim::env_switch(name);
+  qmlsim::train::stdout_is_terminal();              // QMLSIM_PROGRESS
+  qmlsim::cpu::StateVector<double>::chunk_bytes();  // QMLSIM_CHUNK_KIB
+  qmlsim::cpu::best_kernels();                      // QMLSIM_KERNELS
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,6 +88,7 @@ int main(int argc, char** argv) {
   const std::string command = args[0];
   args.erase(args.begin());
   try {
+    check_environment();
     if (command == "run") return checked(command, qmlsim::cli::run_command(args));
     if (command == "bench") return checked(command, qmlsim::cli::bench_command(args));
     if (command == "train") return checked(command, qmlsim::cli::train_command(args));

@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/env.h"
 #include "core/error.h"
 
 #ifdef __linux__
@@ -79,10 +80,7 @@ inline BufferCache& buffer_cache(std::size_t bytes) {
 }
 inline bool cacheable(std::size_t bytes) { return bytes >= kSmallestCached; }
 inline bool cache_wanted() {
-  static const bool wanted = [] {
-    const char* v = std::getenv("QMLSIM_BUFFER_CACHE");
-    return !(v && v[0] == '0');
-  }();
+  static const bool wanted = env_switch("QMLSIM_BUFFER_CACHE") != 0;
   return wanted;
 }
 // A cached buffer of exactly `bytes`, or null.
@@ -119,10 +117,7 @@ inline void give_back(std::size_t bytes, void* p) {
 
 // QMLSIM_HUGEPAGES: "0" never, "1" always, else (unset) probed per buffer.
 inline int huge_pages_setting() {
-  static const int setting = [] {
-    const char* v = std::getenv("QMLSIM_HUGEPAGES");
-    return v && v[0] == '0' ? 0 : v && v[0] == '1' ? 1 : -1;
-  }();
+  static const int setting = env_switch("QMLSIM_HUGEPAGES");
   return setting;
 }
 inline bool huge_pages_wanted() { return huge_pages_setting() != 0; }

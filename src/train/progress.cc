@@ -5,13 +5,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+
+#include "core/error.h"
 
 namespace qmlsim::train {
 
 bool stdout_is_terminal() {
-  if (const char* forced = std::getenv("QMLSIM_PROGRESS")) {
+  if (const char* forced = std::getenv("QMLSIM_PROGRESS"); forced && *forced) {
     if (std::strcmp(forced, "bar") == 0) return true;
     if (std::strcmp(forced, "lines") == 0) return false;
+    throw Error(std::string("QMLSIM_PROGRESS: expected bar or lines, got '") + forced + "'");
   }
   // Open MPI (and srun --pty) give ranks a pseudo-terminal even when the
   // launcher's own output goes to a log, such as what kubectl logs shows.

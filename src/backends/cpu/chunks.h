@@ -23,6 +23,7 @@
 #include "core/aligned_buffer.h"
 #include "core/bits.h"
 #include "core/cpu_features.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "passes/cache_blocking.h"
 
@@ -76,12 +77,7 @@ inline bool streams_from_memory(std::size_t bytes) {
 // -1 = unset).
 inline bool streaming_stores_pay(int forced_here, std::size_t bytes) {
   if (forced_here >= 0) return forced_here == 1;
-  static const int forced = [] {
-    const char* v = std::getenv("QMLSIM_STREAMING_STORES");
-    if (v == nullptr || *v == '\0') return -1;
-    if (std::string(v) == "0" || std::string(v) == "1") return v[0] - '0';
-    throw Error("QMLSIM_STREAMING_STORES: expected 0 or 1, got '" + std::string(v) + "'");
-  }();
+  static const int forced = env_switch("QMLSIM_STREAMING_STORES");
   return forced >= 0 ? forced == 1 : streams_from_memory(bytes);
 }
 
