@@ -193,12 +193,13 @@ def _kind(e):
 
 
 class _Translation:
-    """A circuit's engine operations with their angles as functions of the
-    symbols: ``angles`` gives every item's angles, ``ops`` an item's engine
-    operations, ``chain`` maps the engine's per-slot gradient to the symbols.
-    Angles that are a multiple of one symbol (almost all: ``X**s``,
-    ``rx(s)``) are evaluated and differentiated as arrays; other expressions
-    through ``sympy.lambdify``, per expression."""
+    """A circuit's engine program with its parameters as functions of the
+    symbols. The program's parameters are the circuit's symbols that angles
+    are multiples of (almost all: ``X**s``, ``rx(s)``; each gate reads its
+    symbol as ``Param(symbol, pi * coefficient)``, so the engine's gradient is
+    already per symbol), then one per other expression, evaluated and chained
+    through ``sympy.lambdify``. ``angles`` gives every item's parameter values,
+    ``chain`` maps the engine's gradient to the layer's symbols."""
 
     def __init__(self, circuit, extra_qubits=()):
         if any(cirq.is_measurement(op) for op in circuit.all_operations()):
@@ -206,14 +207,14 @@ class _Translation:
                              "(TFQ's expectation layers take circuits without them)")
         self.qubits = sorted(set(circuit.all_qubits()) | set(extra_qubits))
         n = len(self.qubits)
-        template = []  # engine operations; angle slot s is the program's parameter s
-        exprs = []  # angle of slot s as a sympy expression
+        template = []  # engine operations (None: a rotation with symbols, filled below)
+        rotations = []  # (index in template, step, engine angle as a sympy expression)
         phase = sympy.Integer(0)  # Cirq's unitary = e^{i phase} x the engine's gates
         for step in steps(circuit, self.qubits, _WHO, resolve_later=False):
             if step.kind == "rotation" and cirq.is_parameterized(step.op):
                 t = sympy.sympify(step.op.gate.exponent)
-                exprs.append(sympy.pi * t)
-                template.append(Op(step.name, step.wires, [Param(len(exprs) - 1)]))
+                rotations.append((len(template), step, sympy.pi * t))
+                template.append(None)
                 phase += sympy.pi * t * (sympy.sympify(step.op.gate.global_shift) + step.phase)
                 continue
             if step.kind == "phase" and cirq.is_parameterized(step.op.gate):
@@ -223,26 +224,23 @@ class _Translation:
             if op is not None:
                 template.append(op)
             phase += ph
-        self.num_slots = len(exprs)
-        self._template = template
-        self.program = Program(n, template, self.num_slots) if n else None
-        self._phase_expr = phase
-        # Slots by kind: constants, multiples of one symbol, anything else.
-        self._const, self._const_values = [], []
-        self._linear, self._linear_names, self._linear_coef = [], [], []
-        self._general = []  # (slot, names, f, [(name, df)])
-        for slot, e in enumerate(exprs):
-            kind = _kind(e)
+        kinds = [_kind(e) for _, _, e in rotations]
+        self._symbols = list(dict.fromkeys(k[1] for k in kinds if k[0] == "linear"))
+        self._general = []  # (names, f, [(name, df)]), program parameter len(symbols) + i
+        where = {name: i for i, name in enumerate(self._symbols)}
+        for (at, step, _), kind in zip(rotations, kinds):
             if kind[0] == "const":
-                self._const.append(slot)
-                self._const_values.append(kind[1])
+                param = kind[1]
             elif kind[0] == "linear":
-                self._linear.append(slot)
-                self._linear_names.append(kind[1])
-                self._linear_coef.append(kind[2])
+                param = Param(where[kind[1]], kind[2])
             else:
-                self._general.append((slot,) + kind[1:])
-        self._linear_coef = np.array(self._linear_coef)
+                param = Param(len(self._symbols) + len(self._general))
+                self._general.append(kind[1:])
+            template[at] = Op(step.name, step.wires, [param])
+        self.num_params = len(self._symbols) + len(self._general)
+        self._template = template
+        self.program = Program(n, template, self.num_params) if n else None
+        self._phase_expr = phase
 
     @staticmethod
     def _where(names, wanted):
@@ -254,26 +252,25 @@ class _Translation:
         return np.array([where[n] for n in wanted], dtype=np.int64)
 
     def angles(self, names, values):
-        """[item][slot] angles for the layer's (names, values [batch, len(names)])."""
-        out = np.zeros((values.shape[0], self.num_slots))
-        out[:, self._const] = self._const_values
-        if self._linear:
-            cols = self._where(names, self._linear_names)
-            out[:, self._linear] = values[:, cols] * self._linear_coef
-        for slot, free, f, _ in self._general:
-            out[:, slot] = f(*(values[:, i] for i in self._where(names, free)))
+        """[item][program parameter] for the layer's (names, values [batch, len(names)])."""
+        out = np.zeros((values.shape[0], self.num_params))
+        k = len(self._symbols)
+        if k:
+            out[:, :k] = values[:, self._where(names, self._symbols)]
+        for g, (free, f, _) in enumerate(self._general):
+            out[:, k + g] = f(*(values[:, i] for i in self._where(names, free)))
         return out
 
-    def chain(self, names, values, slot_grads):
-        """d/d(layer symbol) [batch, len(names)] from d/d(slot) [batch, slots]."""
+    def chain(self, names, values, grads):
+        """d/d(layer symbol) [batch, len(names)] from d/d(program parameter)."""
         out = np.zeros((values.shape[0], len(names)))
-        if self._linear:
-            cols = self._where(names, self._linear_names)
-            np.add.at(out.T, cols, (slot_grads[:, self._linear] * self._linear_coef).T)
-        for slot, free, _, grads in self._general:
+        k = len(self._symbols)
+        if k:
+            out[:, self._where(names, self._symbols)] += grads[:, :k]
+        for g, (free, _, derivatives) in enumerate(self._general):
             args = [values[:, i] for i in self._where(names, free)]
-            for name, df in grads:
-                out[:, self._where(names, [name])[0]] += slot_grads[:, slot] * df(*args)
+            for name, df in derivatives:
+                out[:, self._where(names, [name])[0]] += grads[:, k + g] * df(*args)
         return out
 
     def phase(self, names, values):
@@ -285,7 +282,7 @@ class _Translation:
 
     def with_ops(self, extra):
         """The program with engine operations `extra` appended."""
-        return Program(len(self.qubits), self._template + extra, self.num_slots)
+        return Program(len(self.qubits), self._template + extra, self.num_params)
 
 
 _translations = collections.OrderedDict()

@@ -251,3 +251,29 @@ def test_sampled_expectation_estimates_and_exact_gradient():
                             initializer=tf.keras.initializers.Constant(0.7))
     value = layer(qtfq.convert_to_tensor([cirq.Circuit()])).numpy()
     assert abs(value[0, 0] - np.cos(0.7)) < 5 / np.sqrt(reps)
+
+
+def test_nonlinear_symbol_expressions_and_their_gradients():
+    """Angles that are no multiple of one symbol (s * t, s ** 2) are parameters
+    of their own, chained through sympy; multiples of one symbol are read by
+    the engine as Param(symbol, factor). Against cirq's values and their
+    finite differences in complex128."""
+    s, t = sympy.symbols("s t")
+    q = cirq.LineQubit.range(2)
+    c = cirq.Circuit(cirq.rx(s * t).on(q[0]), cirq.X(q[1]) ** (s ** 2), cirq.CNOT(q[0], q[1]),
+                     cirq.ry(3 * t).on(q[1]), cirq.Z(q[0]) ** (0.5 * s + 0.1))
+    ops = [cirq.Z(q[0]) * cirq.Z(q[1]) + 0.5 * cirq.X(q[1])]
+
+    def value(v):
+        sim = cirq.Simulator(dtype=np.complex128)
+        return np.real(sim.simulate_expectation_values(
+            c, ops, param_resolver={"s": v[1], "t": v[0]})[0])
+
+    v = np.array([0.7, -0.4])
+    x = tf.Variable([v])
+    with tf.GradientTape() as tape:
+        y = qtfq.layers.Expectation()(qtfq.convert_to_tensor([c]), symbol_names=["t", "s"],
+                                      symbol_values=x, operators=ops)
+    fd = [(value(v + e * 1e-6) - value(v - e * 1e-6)) / 2e-6 for e in np.eye(2)]
+    np.testing.assert_allclose(y.numpy()[0, 0], value(v), atol=1e-6)
+    np.testing.assert_allclose(tape.gradient(y, x).numpy()[0], fd, atol=1e-6)
