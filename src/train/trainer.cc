@@ -198,12 +198,13 @@ std::vector<double> gather_groups(const comm::Comm& world, const Groups& groups,
   return world.allgather(groups.leader ? std::span<const double>(mine) : std::span<const double>());
 }
 
-// The stop signal every rank agrees on (the largest any received; 0: none),
-// so that all stop at the same step.
-int agreed_stop_signal(const comm::Comm& world) {
+// The stop signal every rank of `ranks` agrees on (the largest any received;
+// 0: none), so that ranks computing together stop at the same step (null:
+// this rank alone).
+int agreed_stop_signal(const comm::Comm* ranks) {
   const int mine = StopSignals::received();
-  if (world.size() == 1) return mine;
-  const std::vector<double> all = world.allgather(std::vector<double>{static_cast<double>(mine)});
+  if (!ranks || ranks->size() == 1) return mine;
+  const std::vector<double> all = ranks->allgather(std::vector<double>{static_cast<double>(mine)});
   return static_cast<int>(*std::max_element(all.begin(), all.end()));
 }
 
@@ -406,7 +407,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     progress.begin_epoch(static_cast<int>(s.epoch) + 1, epochs, steps_per_epoch);
     const auto t_epoch = Clock::now();
     for (; s.step_in_epoch < steps_per_epoch; ++s.step_in_epoch) {
-      const int signal = agreed_stop_signal(world);
+      const int signal = agreed_stop_signal(&world);  // every rank takes part in each step
       if (signal != 0 || (options.max_steps >= 0 && steps_here >= options.max_steps)) {
         if (root) save(*dir, config, layout, s, opt, keep);
         outputs.finish();
@@ -595,7 +596,8 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   std::int64_t steps_here = 0;
   const auto t_start = Clock::now();
   for (; s.step < steps; ++s.step, ++steps_here) {
-    const int signal = agreed_stop_signal(world);
+    // A restart's ranks agree; restarts are independent (and may be at other steps).
+    const int signal = agreed_stop_signal(groups.state.get());
     if (signal != 0 || (options.max_steps >= 0 && steps_here >= options.max_steps)) {
       if (writer) save(dir, config, layout, s, opt, keep);
       outputs.finish();
