@@ -106,7 +106,8 @@ class QmlsimMixed(QmlsimQubit):
     def _simulate(self, circuit):
         circuit, n, flat = self._final_state(circuit)  # rho, row-major
         d = 1 << n
-        rho = flat.reshape((d, d))
+        # A noiseless circuit under method="trajectories" runs on a state vector.
+        rho = flat.reshape((d, d)) if flat.size == d * d else np.outer(flat, flat.conj())
         readout = None if self._readout is None else [
             lambda w, p=self._readout: qml.BitFlip(p, wires=w)]
         return measure_final_state(circuit, rho.reshape((2,) * (2 * n)), False, rng=self._rng,

@@ -102,6 +102,13 @@ def test_shots_and_trajectories():
     dev = qml.device("qmlsim.mixed", wires=2, method="trajectories", trajectories=4000, seed=3)
     assert abs(qml.QNode(circuit, dev)() - exact) < 0.06
 
+    def clean():  # no channel: a state vector, its density matrix measured
+        qml.Hadamard(0)
+        qml.CNOT([0, 1])
+        return qml.state()
+    rho = qml.QNode(clean, dev)()
+    assert np.allclose(rho, qml.QNode(clean, qml.device("default.mixed", wires=2))())
+
 
 def test_bad_options_are_device_errors():
     with pytest.raises(Exception, match="readout_prob must be a number in"):
