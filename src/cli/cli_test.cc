@@ -128,7 +128,8 @@ TEST(Cli, BadEnvironmentSettingsAreErrors) {
                                                         {"QMLSIM_BUFFER_CACHE", "2"},
                                                         {"QMLSIM_STREAMING_STORES", "on"},
                                                         {"QMLSIM_PROGRESS", "fancy"},
-                                                        {"QMLSIM_CHUNK_KIB", "1"}}) {
+                                                        {"QMLSIM_CHUNK_KIB", "1"},
+                                                        {"OMP_NUM_THREADS", "100000"}}) {
     ::setenv(name.c_str(), value.c_str(), 1);
     const Result r = run("run " + bell + " --observable Z0");
     ::unsetenv(name.c_str());
@@ -137,8 +138,10 @@ TEST(Cli, BadEnvironmentSettingsAreErrors) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
   ::setenv("QMLSIM_HUGEPAGES", "0", 1);
+  ::setenv("OMP_NUM_THREADS", "2,1", 1);
   EXPECT_EQ(run("run " + bell + " --observable Z0").status, 0);
   ::unsetenv("QMLSIM_HUGEPAGES");
+  ::unsetenv("OMP_NUM_THREADS");
 }
 
 TEST(Cli, RunPrintsOneJsonObject) {

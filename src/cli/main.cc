@@ -57,11 +57,12 @@ int checked(const std::string& command, int status) {
   return status;
 }
 
-// The environment's QMLSIM_* settings, checked before any work: a value qmlsim
-// does not take is one line naming the variable (exit 2), not ignored.
+// The environment's QMLSIM_* settings and OMP_NUM_THREADS, checked before any
+// work: a value qmlsim does not take is one line naming the variable (exit 2).
 void check_environment() {
   for (const char* name : {"QMLSIM_HUGEPAGES", "QMLSIM_BUFFER_CACHE", "QMLSIM_STREAMING_STORES"})
     qmlsim::env_switch(name);
+  qmlsim::check_omp_num_threads(4096);              // the default --threads; the flag's own cap
   qmlsim::train::stdout_is_terminal();              // QMLSIM_PROGRESS
   qmlsim::cpu::StateVector<double>::chunk_bytes();  // QMLSIM_CHUNK_KIB
   qmlsim::cpu::best_kernels();                      // QMLSIM_KERNELS
