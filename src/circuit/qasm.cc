@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,23 @@ int QasmProgram::num_input_values() const {
   return n;
 }
 
+std::vector<double> QasmProgram::input_values(
+    const std::map<std::string, std::vector<double>>& by_name) const {
+  std::vector<double> x(static_cast<std::size_t>(num_input_values()), 0.0);
+  for (const auto& [name, values] : by_name) {
+    const auto it = std::find_if(inputs.begin(), inputs.end(),
+                                 [&](const QasmInput& in) { return in.name == name; });
+    if (it == inputs.end()) throw Error("inputs: the program declares no input '" + name + "'");
+    if (static_cast<int>(values.size()) != it->size)
+      throw Error("inputs: input '" + name + "' takes " + std::to_string(it->size) +
+                  " value(s), got " + std::to_string(values.size()));
+    std::copy(values.begin(), values.end(), x.begin() + it->offset);
+  }
+  for (const QasmInput& in : inputs)
+    if (!by_name.count(in.name)) throw Error("inputs: input '" + in.name + "' needs a value");
+  return x;
+}
+
 void QasmProgram::bind_inputs(std::span<const double> x) {
   angles = angles_at(x);
   global_phase = global_phase_at(x);
@@ -33,6 +51,9 @@ double QasmProgram::global_phase_at(std::span<const double> x) const {
 }
 
 std::vector<double> QasmProgram::angles_at(std::span<const double> x) const {
+  if (x.size() != static_cast<std::size_t>(num_input_values()))
+    throw Error("input values: " + std::to_string(x.size()) + " given, the program has " +
+                std::to_string(num_input_values()));
   std::vector<double> out = angles;
   if (!input_angles) return out;
   for (const auto& [slot, e] : input_angles->slots) {

@@ -46,6 +46,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -81,10 +82,13 @@ struct QasmProgram {
   double global_phase = 0;
 
   int num_input_values() const;  // all inputs' elements
+  // All input values in declaration order from values given by name; an
+  // input not declared, not given or given the wrong count is an Error.
+  std::vector<double> input_values(const std::map<std::string, std::vector<double>>& by_name) const;
   // Sets the input-dependent angles (and the global phase) for input values x
-  // (REQUIRES x.size() == num_input_values(): inputs in declaration order,
-  // arrays element by element). An angle that is not finite there is an Error
-  // located at its expression.
+  // (inputs in declaration order, arrays element by element). The wrong count
+  // is an Error; so is an angle that is not finite there, located at its
+  // expression.
   void bind_inputs(std::span<const double> x);
   double global_phase_at(std::span<const double> x) const;
   // The same without changing the program: all angles at input values x.

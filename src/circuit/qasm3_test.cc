@@ -185,6 +185,12 @@ U(half, tau / 8, euler) q[2];
   EXPECT_TRUE(p.inputs[2].array);
   ASSERT_EQ(p.num_input_values(), 5);
   const std::vector<double> x = {0.3, 0.2, 0.1, -0.4, 0.7};
+  EXPECT_EQ(p.input_values({{"w", {0.1, -0.4, 0.7}}, {"theta", {0.3}}, {"phi", {0.2}}}), x);
+  EXPECT_THROW(p.input_values({{"w", {0.1}}, {"theta", {0.3}}, {"phi", {0.2}}}), Error);
+  EXPECT_THROW(p.input_values({{"w", {0.1, -0.4, 0.7}}, {"theta", {0.3}}}), Error);
+  EXPECT_THROW(
+      p.input_values({{"w", {0.1, -0.4, 0.7}}, {"theta", {0.3}}, {"phi", {0.2}}, {"v", {1}}}),
+      Error);
   p.bind_inputs(x);
 
   // The same circuit with the angles written out.

@@ -473,12 +473,8 @@ int run_command(const std::vector<std::string>& argv) {
   engine.threads = threads;
   engine.fusion = fusion;
   engine.backend = select_backend(args);
-  const std::string method = args.get_choice(
-      "--method", "auto", {"auto", "statevector", "density_matrix", "trajectories"});
-  engine.method = method == "statevector"      ? Method::statevector
-                  : method == "density_matrix" ? Method::density_matrix
-                  : method == "trajectories"   ? Method::trajectories
-                                               : Method::automatic;
+  engine.method = *method_by_name(args.get_choice(
+      "--method", "auto", std::vector<std::string>(kMethodNames.begin(), kMethodNames.end())));
   engine.trajectories = args.get_int("--trajectories", 1000, 1, std::int64_t{1} << 40);
   engine.seed = seed;
   if (engine.method == Method::statevector && prog.circuit.has_channels())

@@ -2,8 +2,11 @@
 // grad/simulate.h, grad/batch.h): where and how circuits run.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string_view>
 
 #include "core/types.h"
 
@@ -15,6 +18,15 @@ namespace qmlsim {
 // it fits in this machine's memory, else trajectories. A circuit without
 // channels runs on the state vector under every method but density_matrix.
 enum class Method { automatic, statevector, density_matrix, trajectories };
+
+// The name users write for each method (--method, Options.method), in enum order.
+inline constexpr std::array<std::string_view, 4> kMethodNames = {"auto", "statevector",
+                                                                 "density_matrix", "trajectories"};
+inline std::optional<Method> method_by_name(std::string_view name) {
+  for (std::size_t i = 0; i < kMethodNames.size(); ++i)
+    if (kMethodNames[i] == name) return static_cast<Method>(i);
+  return std::nullopt;
+}
 
 // How circuits run, for adjoint gradients and plain simulation (grad/simulate.h).
 struct EngineOptions {
