@@ -20,6 +20,8 @@ const std::vector<OptionSpec> kTrainSpecs = {
     {"--set", "KEY=VALUE", "override a config key, e.g. --set train.epochs=10", true},
     {"--run-dir", "DIR", "run directory (default: runs/<config name>)"},
     {"--resume", "", "continue from the newest checkpoint in the run directory"},
+    {"--allow-config-change", "",
+     "with --resume: continue from checkpoints of another config (e.g. a changed learning rate)"},
     {"--max-steps", "N", "stop after N optimizer steps (with a checkpoint); --resume continues"},
     {"--quiet", "", "no progress output"},
     {"--trace", "",
@@ -30,8 +32,8 @@ const std::vector<OptionSpec> kTrainSpecs = {
 };
 
 constexpr const char* kTrainUsage =
-    "qmlsim train CONFIG.toml [--set KEY=VALUE ...] [--run-dir DIR] [--resume] [--max-steps N]\n"
-    "       [--quiet] [--trace] [--backend cpu|cuda]\n"
+    "qmlsim train CONFIG.toml [--set KEY=VALUE ...] [--run-dir DIR] [--max-steps N]\n"
+    "       [--resume [--allow-config-change]] [--quiet] [--trace] [--backend cpu|cuda]\n"
     "mpirun -np N qmlsim train CONFIG.toml ... [--expect-ranks N]\n\n"
     "Jobs (job.kind): qaoa, qcnn, sonar, and hybrid (your own OpenQASM 3 circuit with dense\n"
     "layers: docs/hybrid-models.md); see examples/*.toml for the keys and their defaults.\n"
@@ -145,6 +147,9 @@ int train_command(const std::vector<std::string>& argv) {
   options.run_dir =
       args.get("--run-dir").value_or("runs/" + std::filesystem::path(config_path).stem().string());
   options.resume = args.has("--resume");
+  options.allow_config_change = args.has("--allow-config-change");
+  if (options.allow_config_change && !options.resume)
+    throw Error("--allow-config-change: only with --resume");
   options.max_steps = args.get_int("--max-steps", -1, 0, INT64_MAX);
   options.quiet = args.has("--quiet");
   options.trace = args.has("--trace");

@@ -7,32 +7,12 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/checksum.h"
 #include "core/error.h"
 #include "io/hdf5_file.h"
 
 namespace qmlsim::io {
 namespace {
-
-// FNV-1a (64 bit) over the bytes of every saved number, in a fixed order.
-class Checksum {
- public:
-  void add(const void* p, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) h_ = (h_ ^ b[i]) * 0x100000001b3ULL;
-  }
-  template <class T>
-  void add(std::span<const T> v) {
-    add(v.data(), v.size_bytes());
-  }
-  std::string hex() const {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h_));
-    return buf;
-  }
-
- private:
-  std::uint64_t h_ = 0xcbf29ce484222325ULL;
-};
 
 void fsync_path(const std::string& path, bool directory) {
   const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
@@ -74,7 +54,7 @@ void commit_file(const std::string& tmp, const std::string& path) {
   fsync_path(dir.empty() ? "." : dir, true);
 }
 
-void save_checkpoint(const std::string& path, const std::string& job, const ml::ParamLayout& layout,
+void save_checkpoint(const std::string& path, const RunIdentity& id, const ml::ParamLayout& layout,
                      const TrainingState& s) {
   write_atomically(path, [&](const std::string& tmp) {
     H5Writer w(tmp);
@@ -92,18 +72,25 @@ void save_checkpoint(const std::string& path, const std::string& job, const ml::
     sum.add(std::span<const std::uint64_t>(s.rng));
     sum.add(std::span<const std::int64_t>(counters));
     sum.add(std::span<const double>(s.sums));
-    w.attribute("job", job);
+    w.attribute("job", id.job);
+    w.attribute("config_hash", id.config_hash);
+    w.attribute("run_id", id.run_id);
     w.attribute("checksum", sum.hex());
     w.close();
   });
 }
 
 TrainingState load_checkpoint(const std::string& path, const std::string& job,
-                              const ml::ParamLayout& layout) {
+                              const ml::ParamLayout& layout, RunIdentity* found) {
   H5Reader r(path);
   const std::string saved_job = r.attribute("job");
   if (saved_job != job)
     throw Error(path + ": checkpoint of a '" + saved_job + "' job, not '" + job + "'");
+  if (found) {
+    found->job = saved_job;
+    found->config_hash = r.has_attribute("config_hash") ? r.attribute("config_hash") : "";
+    found->run_id = r.has_attribute("run_id") ? r.attribute("run_id") : "";
+  }
   TrainingState s;
   Checksum sum;
   s.params = read_params(r, path, layout, &sum);

@@ -6,7 +6,7 @@
 // Layout: params/<tensor> (one dataset per tensor, its shape), and in
 // checkpoints also optimizer/<name>, state/rng, state/counters (int64:
 // epoch, step, step_in_epoch), state/sums (epoch accumulators), and the root
-// attributes "job" and "checksum".
+// attributes "job", "config_hash", "run_id" (RunIdentity) and "checksum".
 #pragma once
 
 #include <array>
@@ -32,12 +32,22 @@ struct TrainingState {
   std::vector<double> sums;        // running sums of the current epoch's metrics
 };
 
-void save_checkpoint(const std::string& path, const std::string& job, const ml::ParamLayout& layout,
+// Which run a checkpoint belongs to: its job kind, the hash of the settings
+// that decide the run's numbers (train/jobs.h: config_hash) and the id the run
+// was given when it started afresh (kept across resumes).
+struct RunIdentity {
+  std::string job;
+  std::string config_hash;  // empty: a checkpoint written before run identities
+  std::string run_id;
+};
+
+void save_checkpoint(const std::string& path, const RunIdentity& id, const ml::ParamLayout& layout,
                      const TrainingState& s);
 // Error when the file is damaged, its checksum does not match, it belongs to
-// another job or its tensors do not match the layout.
+// another job kind or its tensors do not match the layout; `found` receives
+// the identity it records (the caller checks the rest of it).
 TrainingState load_checkpoint(const std::string& path, const std::string& job,
-                              const ml::ParamLayout& layout);
+                              const ml::ParamLayout& layout, RunIdentity* found = nullptr);
 
 // weights.h5: params/<tensor> only (plus the "job" attribute).
 void save_weights(const std::string& path, const std::string& job, const ml::ParamLayout& layout,

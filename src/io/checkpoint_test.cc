@@ -40,9 +40,13 @@ struct Fixture : ::testing::Test {
 
 TEST_F(Fixture, CheckpointRoundTripsExactly) {
   const std::string path = (dir / "c.h5").string();
-  save_checkpoint(path, "qcnn", layout, state);
+  save_checkpoint(path, {"qcnn", "0123abcd", "run-1"}, layout, state);
   EXPECT_FALSE(fs::exists(path + ".tmp"));
-  const TrainingState s = load_checkpoint(path, "qcnn", layout);
+  RunIdentity id;
+  const TrainingState s = load_checkpoint(path, "qcnn", layout, &id);
+  EXPECT_EQ(id.job, "qcnn");
+  EXPECT_EQ(id.config_hash, "0123abcd");
+  EXPECT_EQ(id.run_id, "run-1");
   EXPECT_EQ(s.params, state.params);
   EXPECT_EQ(s.optimizer, state.optimizer);
   EXPECT_EQ(s.rng, state.rng);
@@ -58,7 +62,7 @@ TEST_F(Fixture, CheckpointRoundTripsExactly) {
 
 TEST_F(Fixture, DamagedCheckpointsAreRejected) {
   const std::string path = (dir / "c.h5").string();
-  save_checkpoint(path, "qcnn", layout, state);
+  save_checkpoint(path, {"qcnn", "0123abcd", "run-1"}, layout, state);
   std::string bytes;
   {
     std::ifstream in(path, std::ios::binary);
@@ -106,7 +110,7 @@ TEST_F(Fixture, AFailedWriteIsAnErrorAndLeavesNothing) {
   struct rlimit small = old;
   small.rlim_cur = 64 << 10;
   ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
-  EXPECT_THROW(save_checkpoint(path, "qcnn", layout, state), Error);
+  EXPECT_THROW(save_checkpoint(path, {"qcnn", "0123abcd", "run-1"}, layout, state), Error);
   setrlimit(RLIMIT_FSIZE, &old);
   std::signal(SIGXFSZ, previous);
   EXPECT_FALSE(fs::exists(path));

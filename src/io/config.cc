@@ -287,10 +287,16 @@ std::string Config::get_choice(const std::string& key,
   fail(key, "'" + v + "' is not one of: " + list);
 }
 
-std::string Config::to_toml() const {
+std::string Config::to_toml(const std::vector<std::string>& omit) const {
+  toml::table table = impl_->table;
+  for (const std::string& key : omit) {
+    const auto dot = key.find('.');
+    if (toml::table* section = table[key.substr(0, dot)].as_table())
+      section->erase(key.substr(dot + 1));
+  }
   std::ostringstream os;
   os << "# Resolved qmlsim configuration: defaults, then the config file, then --set.\n";
-  os << toml::toml_formatter(impl_->table) << "\n";
+  os << toml::toml_formatter(table) << "\n";
   return os.str();
 }
 

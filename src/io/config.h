@@ -57,8 +57,9 @@ class Config {
   // Where the key's value was set: "file:line", "--set key=value" or "default".
   std::string origin(const std::string& key) const;
 
-  // The resolved configuration (defaults + file + overrides) as TOML.
-  std::string to_toml() const;
+  // The resolved configuration (defaults + file + overrides) as TOML, without
+  // the "section.key"s in `omit`.
+  std::string to_toml(const std::vector<std::string>& omit = {}) const;
 
  private:
   struct Impl;

@@ -167,6 +167,10 @@ std::vector<std::uint64_t> H5Reader::uint64s(const std::string& name) const {
   return read_dataset<std::uint64_t>(file_, path_, name, H5T_NATIVE_UINT64, H5T_INTEGER, nullptr);
 }
 
+bool H5Reader::has_attribute(const std::string& name) const {
+  return H5Aexists(file_, name.c_str()) > 0;
+}
+
 std::string H5Reader::attribute(const std::string& name) const {
   if (H5Aexists(file_, name.c_str()) <= 0) fail(path_, "missing attribute '" + name + "'");
   const hid_t attr = H5Aopen(file_, name.c_str(), H5P_DEFAULT);

@@ -53,7 +53,8 @@ class H5Reader {
   std::vector<double> numbers(const std::string& name, std::vector<int>* shape = nullptr) const;
   std::vector<std::int64_t> int64s(const std::string& name) const;
   std::vector<std::uint64_t> uint64s(const std::string& name) const;
-  std::string attribute(const std::string& name) const;
+  std::string attribute(const std::string& name) const;  // Error when absent
+  bool has_attribute(const std::string& name) const;
 
  private:
   void require(const std::string& name) const;  // Error naming the file when absent

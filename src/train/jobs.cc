@@ -8,6 +8,7 @@
 
 #include "backends/cuda/statevector.h"
 #include "circuit/qasm.h"
+#include "core/checksum.h"
 #include "core/error.h"
 #include "io/data_table.h"
 #include "io/object_store.h"
@@ -143,6 +144,18 @@ const std::vector<std::string>& job_path_keys() {
 
 io::Config load_job_config(const std::string& path, const std::vector<std::string>& sets) {
   return io::Config::load(path, sets, job_defaults, job_path_keys());
+}
+
+const std::vector<std::string>& execution_only_keys() {
+  static const std::vector<std::string> keys = {"job.threads", "train.checkpoint_every",
+                                                "train.keep_checkpoints"};
+  return keys;
+}
+
+std::string config_hash(const io::Config& c) {
+  Checksum sum;
+  sum.add(c.to_toml(execution_only_keys()));
+  return sum.hex();
 }
 
 models::EvalOptions eval_options(const io::Config& c, int ranks_per_host) {

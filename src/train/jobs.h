@@ -23,6 +23,14 @@ const std::vector<std::string>& job_path_keys();
 // Reads a job config (file + overrides) with the schema above.
 io::Config load_job_config(const std::string& path, const std::vector<std::string>& sets);
 
+// Settings that change how a run executes but not its numbers, which a resumed
+// run may change: job.threads (every reduction is bitwise the same for any
+// thread count), train.checkpoint_every, train.keep_checkpoints.
+const std::vector<std::string>& execution_only_keys();
+// The run's identity as checkpoints record it: a hash (16 hex digits) of the
+// resolved config without the execution-only keys.
+std::string config_hash(const io::Config& c);
+
 // Threads default to the cores shared among the ranks on this host.
 models::EvalOptions eval_options(const io::Config& c, int ranks_per_host = 1);
 // Makes the options' backend ready in this process: for cuda, takes the GPU of

@@ -117,7 +117,7 @@ std::string RunDir::checkpoint_path(std::int64_t step) const {
   return file(name);
 }
 
-std::vector<std::string> RunDir::checkpoints() const {
+std::vector<CheckpointFile> RunDir::checkpoints() const {
   std::vector<std::pair<long long, std::string>> found;  // (step, path)
   for (const auto& e : fs::directory_iterator(fs::path(path_) / "checkpoints")) {
     const std::string name = e.path().filename().string();
@@ -130,15 +130,15 @@ std::vector<std::string> RunDir::checkpoints() const {
     found.emplace_back(std::stoll(digits), e.path().string());
   }
   std::sort(found.rbegin(), found.rend());  // by step, not as text (past 10^8 steps too)
-  std::vector<std::string> out;
-  for (auto& [step, path] : found) out.push_back(std::move(path));
+  std::vector<CheckpointFile> out;
+  for (auto& [step, path] : found) out.push_back({step, std::move(path)});
   return out;
 }
 
 void RunDir::prune_checkpoints(int keep) const {
-  const std::vector<std::string> all = checkpoints();
+  const std::vector<CheckpointFile> all = checkpoints();
   for (std::size_t i = static_cast<std::size_t>(std::max(keep, 1)); i < all.size(); ++i)
-    fs::remove(all[i]);
+    fs::remove(all[i].path);
 }
 
 void RunDir::write_text(const std::string& name, const std::string& text) const {

@@ -13,6 +13,11 @@
 
 namespace qmlsim::train {
 
+struct CheckpointFile {
+  std::int64_t step = 0;  // as its name says
+  std::string path;
+};
+
 class RunDir {
  public:
   // A folder (created with checkpoints/ when missing; Error when impossible),
@@ -31,8 +36,8 @@ class RunDir {
   // Where a file lives for the user: the folder's path, or its s3:// URL.
   std::string location(const std::string& name = "") const;
   std::string checkpoint_path(std::int64_t step) const;
-  // Checkpoint files, newest (largest step) first.
-  std::vector<std::string> checkpoints() const;
+  // Checkpoint files, newest (largest step in the name) first.
+  std::vector<CheckpointFile> checkpoints() const;
   // Deletes all but the newest `keep` checkpoints.
   void prune_checkpoints(int keep) const;
   // Writes a text file atomically (temporary file, fsync, rename), then sync().

@@ -79,10 +79,11 @@ class Training : public ::testing::Test {
   std::string dir(const std::string& name) const { return (root_ / name).string(); }
 
   int run(const io::Config& c, const std::string& run_dir, bool resume = false,
-          std::int64_t max_steps = -1) {
+          std::int64_t max_steps = -1, bool allow_config_change = false) {
     TrainOptions o;
     o.run_dir = run_dir;
     o.resume = resume;
+    o.allow_config_change = allow_config_change;
     o.max_steps = max_steps;
     o.quiet = true;
     std::ostringstream out;
@@ -457,9 +458,9 @@ TEST_F(Training, SigtermDuringARunStopsItAtTheNextStep) {
   EXPECT_EQ(status, 128 + SIGTERM);
   const std::size_t steps = metric(d, "step", "loss").size();
   EXPECT_GE(steps, 3u);
-  const std::vector<std::string> kept = RunDir(d).checkpoints();
+  const std::vector<CheckpointFile> kept = RunDir(d).checkpoints();
   ASSERT_FALSE(kept.empty());
-  EXPECT_EQ(kept.front(), RunDir(d).checkpoint_path(static_cast<std::int64_t>(steps)));
+  EXPECT_EQ(kept.front().path, RunDir(d).checkpoint_path(static_cast<std::int64_t>(steps)));
 }
 
 TEST_F(Training, CheckpointsAreOrderedByStepNotAsText) {
@@ -467,11 +468,12 @@ TEST_F(Training, CheckpointsAreOrderedByStepNotAsText) {
   fs::create_directories(dir("order") + "/checkpoints");
   for (std::int64_t step : {99999999, 100000000, 7}) std::ofstream(d.checkpoint_path(step)) << "x";
   std::ofstream(dir("order") + "/checkpoints/ckpt-notes.h5") << "x";
-  const std::vector<std::string> kept = d.checkpoints();
+  const std::vector<CheckpointFile> kept = d.checkpoints();
   ASSERT_EQ(kept.size(), 3u);
-  EXPECT_EQ(kept[0], d.checkpoint_path(100000000));
-  EXPECT_EQ(kept[1], d.checkpoint_path(99999999));
-  EXPECT_EQ(kept[2], d.checkpoint_path(7));
+  EXPECT_EQ(kept[0].path, d.checkpoint_path(100000000));
+  EXPECT_EQ(kept[0].step, 100000000);
+  EXPECT_EQ(kept[1].path, d.checkpoint_path(99999999));
+  EXPECT_EQ(kept[2].path, d.checkpoint_path(7));
 }
 
 TEST_F(Training, DamagedNewestCheckpointFallsBackToThePreviousOne) {
@@ -621,6 +623,53 @@ TEST_F(Training, RunDirectoryMisuseIsAnError) {
     EXPECT_NE(std::string(e.what()).find("--resume with another config"), std::string::npos)
         << e.what();
   }
+}
+
+// Each checkpoint records its run's identity (config hash and run id); resume
+// checks it even when config.toml is gone, and file name and step must agree.
+TEST_F(Training, ResumeChecksTheRunIdentityOfEveryCheckpoint) {
+  const auto qcnn = [](const std::vector<std::string>& extra) {
+    std::vector<std::string> sets = {"data.qubits=4", "data.rounds=10", "train.epochs=2",
+                                     "train.batch_size=8", "train.checkpoint_every=1"};
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    return config("qcnn.toml", sets);
+  };
+  const io::Config c = qcnn({"job.threads=1"});
+  const std::string whole = dir("whole"), parts = dir("parts");
+  ASSERT_EQ(run(c, whole), 0);
+  ASSERT_EQ(run(c, parts, false, 3), 0);
+  const ml::ParamLayout layout = make_supervised_job(c).model->layout();
+  const auto identity = [&](std::int64_t step) {
+    io::RunIdentity id;
+    io::load_checkpoint(RunDir(parts).checkpoint_path(step), "qcnn", layout, &id);
+    return id;
+  };
+  const io::RunIdentity first = identity(3);
+  EXPECT_EQ(first.config_hash, config_hash(c));
+  EXPECT_EQ(first.run_id.size(), 16u);
+  // A thread count changes no number: the run resumes with it.
+  ASSERT_EQ(run(qcnn({"job.threads=2"}), parts, true, 1), 0);
+  EXPECT_EQ(identity(4).run_id, first.run_id);
+  // Without config.toml the checkpoints still know their config.
+  fs::remove(parts + "/config.toml");
+  const io::Config other = qcnn({"job.threads=1", "train.learning_rate=0.05"});
+  try {
+    run(other, parts, true);
+    FAIL() << "resuming checkpoints of another config must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a checkpoint of another config"), std::string::npos)
+        << e.what();
+  }
+  // A file whose name says another step than it holds is skipped.
+  fs::copy_file(RunDir(parts).checkpoint_path(4), RunDir(parts).checkpoint_path(9));
+  ASSERT_EQ(run(c, parts, true), 0);
+  EXPECT_NE(log_.find("names step 9 but holds step 4"), std::string::npos) << log_;
+  EXPECT_EQ(weights(c, whole), weights(c, parts));
+  // Knowingly, a run continues under another config.
+  const std::string changed = dir("changed");
+  ASSERT_EQ(run(c, changed, false, 3), 0);
+  EXPECT_THROW(run(other, changed, true), Error);
+  ASSERT_EQ(run(other, changed, true, -1, true), 0);
 }
 
 TEST_F(Training, CudaBackendTrainsLikeTheCpu) {

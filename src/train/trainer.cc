@@ -11,10 +11,12 @@
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <span>
 #include <sstream>
 
 #include "comm/comm.h"
+#include "core/checksum.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "core/trace.h"
@@ -36,50 +38,99 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Checks the run directory against this config; returns the state to start from.
-io::TrainingState start_state(const io::Config& config, const RunDir& dir,
-                              const ml::ParamLayout& layout, const TrainOptions& options,
-                              std::ostream& out, bool* resumed) {
-  *resumed = false;
-  const std::string saved_config = dir.file("config.toml");
-  const std::vector<std::string> ckpts = dir.checkpoints();
-  if (!options.resume && !ckpts.empty())
-    throw Error(dir.location() +
-                ": already holds checkpoints of a run; add --resume to continue it, or choose "
-                "another --run-dir");
-  if (options.resume && std::filesystem::exists(saved_config)) {
-    std::ifstream in(saved_config);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string now = config.to_toml();
-    if (ss.str() != now) {
-      std::istringstream a(ss.str()), b(now);
-      std::string la, lb;
-      int line = 0;
-      while (std::getline(a, la) && std::getline(b, lb) && la == lb) ++line;
-      throw Error(saved_config + ":" + std::to_string(line + 1) +
-                  ": --resume with another config ('" + la + "' there, '" + lb + "' now)");
-    }
+// A new run's id: 16 random hex digits.
+std::string new_run_id() {
+  std::random_device device;
+  Checksum sum;
+  for (int i = 0; i < 4; ++i) {
+    const std::uint32_t r = device();
+    sum.add(&r, sizeof r);
   }
-  io::TrainingState s;
+  return sum.hex();
+}
+
+// Error unless the run directory's config.toml (when there is one) holds this
+// config, the execution-only keys aside.
+void check_saved_config(const io::Config& config, const std::string& saved_path) {
+  const std::string saved = load_job_config(saved_path, {}).to_toml(execution_only_keys());
+  const std::string now = config.to_toml(execution_only_keys());
+  if (saved == now) return;
+  std::istringstream a(saved), b(now);
+  std::string la, lb;
+  while (std::getline(a, la) && std::getline(b, lb) && la == lb) {
+  }
+  std::ifstream file(saved_path);
+  int line = 1;
+  for (std::string l; std::getline(file, l) && l != la;) ++line;
+  throw Error(saved_path + ":" + std::to_string(line) + ": --resume with another config ('" + la +
+              "' there, '" + lb + "' now); add --allow-config-change to continue knowingly");
+}
+
+// The newest checkpoint a resumed run can start from: damaged ones and ones
+// whose name and step disagree are skipped with a warning; one of another
+// config is an Error unless the options allow a config change.
+std::optional<io::TrainingState> newest_checkpoint(const io::Config& config, const RunDir& dir,
+                                                   const ml::ParamLayout& layout,
+                                                   const TrainOptions& options, std::ostream& out,
+                                                   io::RunIdentity* id) {
+  const std::vector<CheckpointFile> ckpts = dir.checkpoints();
   std::string newest_error;
-  for (const std::string& path : options.resume ? ckpts : std::vector<std::string>{}) {
+  for (const CheckpointFile& c : ckpts) {
+    io::RunIdentity found;
+    io::TrainingState s;
     try {
-      s = io::load_checkpoint(path, config.kind(), layout);
-      *resumed = true;
-      if (!options.quiet) out << "Resuming from " << path << " (step " << s.step << ")\n";
-      return s;
+      s = io::load_checkpoint(c.path, config.kind(), layout, &found);
+      if (s.step != c.step)
+        throw Error(c.path + ": names step " + std::to_string(c.step) + " but holds step " +
+                    std::to_string(s.step));
     } catch (const Error& e) {
       if (newest_error.empty()) newest_error = e.what();
       out << "warning: " << e.what() << "; trying the checkpoint before it\n";
+      continue;
     }
+    if (found.config_hash.empty()) {
+      out << "warning: " << c.path << " records no run identity (written by an earlier qmlsim); "
+          << "resuming it as a checkpoint of this config\n";
+    } else if (found.config_hash != id->config_hash && !options.allow_config_change) {
+      throw Error(c.path + ": a checkpoint of another config (config hash " + found.config_hash +
+                  ", this config " + id->config_hash +
+                  "); resume with the config it was written with, or add "
+                  "--allow-config-change to continue from it knowingly");
+    }
+    if (!found.run_id.empty()) id->run_id = found.run_id;
+    if (!options.quiet)
+      out << "Resuming run " << id->run_id << " from " << c.path << " (step " << s.step << ")\n";
+    return s;
   }
   if (!ckpts.empty())  // never start afresh over a run's checkpoints (pruning would take them)
     throw Error(dir.location() + ": --resume: none of its " + std::to_string(ckpts.size()) +
                 " checkpoint(s) can be read (the newest: " + newest_error +
                 "); move them aside to start afresh in this directory");
-  if (options.resume && !options.quiet) out << "No checkpoint to resume from: starting afresh\n";
-  return s;
+  return std::nullopt;
+}
+
+// Checks the run directory against this config; returns the state to start
+// from and sets the run's identity (a resumed run keeps its id).
+io::TrainingState start_state(const io::Config& config, const RunDir& dir,
+                              const ml::ParamLayout& layout, const TrainOptions& options,
+                              std::ostream& out, bool* resumed, io::RunIdentity* id) {
+  *resumed = false;
+  *id = {config.kind(), config_hash(config), new_run_id()};
+  if (!options.resume && !dir.checkpoints().empty())
+    throw Error(dir.location() +
+                ": already holds checkpoints of a run; add --resume to continue it, or choose "
+                "another --run-dir");
+  if (!options.resume) return {};
+  const std::string saved_config = dir.file("config.toml");
+  if (std::filesystem::exists(saved_config) && !options.allow_config_change)
+    check_saved_config(config, saved_config);
+  if (std::optional<io::TrainingState> s =
+          newest_checkpoint(config, dir, layout, options, out, id)) {
+    *resumed = true;
+    return std::move(*s);
+  }
+  if (!options.quiet) out << "No checkpoint to resume from: starting afresh\n";
+  return {};
 }
 
 // Stops a diverging run before anything of the step is written: the newest
@@ -219,11 +270,11 @@ int stopped(int signal, std::int64_t steps_here, std::int64_t step, bool quiet, 
   return signal ? 128 + signal : 0;
 }
 
-void save(const RunDir& dir, const io::Config& config, const ml::ParamLayout& layout,
+void save(const RunDir& dir, const io::RunIdentity& id, const ml::ParamLayout& layout,
           const io::TrainingState& s, const ml::Optimizer& opt, int keep) {
   io::TrainingState c = s;
   c.optimizer = opt.state();
-  io::save_checkpoint(dir.checkpoint_path(s.step), config.kind(), layout, c);
+  io::save_checkpoint(dir.checkpoint_path(s.step), id, layout, c);
   dir.prune_checkpoints(keep);
   dir.sync();  // a bucket: the logs so far, then the checkpoint
 }
@@ -369,10 +420,11 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
   std::optional<RunLock> lock;
   bool resumed = false;
   io::TrainingState s;
+  io::RunIdentity id;
   if (root) {
     dir.emplace(options.run_dir);
     lock.emplace(*dir);
-    s = start_state(config, *dir, layout, options, out, &resumed);
+    s = start_state(config, *dir, layout, options, out, &resumed, &id);
   }
   share_state(world, s, resumed);
   if (finished_run(world, dir ? &*dir : nullptr, resumed && s.epoch >= epochs, options, out))
@@ -409,7 +461,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     for (; s.step_in_epoch < steps_per_epoch; ++s.step_in_epoch) {
       const int signal = agreed_stop_signal(&world);  // every rank takes part in each step
       if (signal != 0 || (options.max_steps >= 0 && steps_here >= options.max_steps)) {
-        if (root) save(*dir, config, layout, s, opt, keep);
+        if (root) save(*dir, id, layout, s, opt, keep);
         outputs.finish();
         return stopped(signal, steps_here, s.step, quiet, out);
       }
@@ -466,7 +518,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
         const TraceSpan span("checkpoint");
         io::TrainingState next = s;
         ++next.step_in_epoch;
-        save(*dir, config, layout, next, opt, keep);
+        save(*dir, id, layout, next, opt, keep);
       }
     }
     std::vector<std::pair<std::string, double>> metrics = {{"loss", s.sums[0] / s.sums[2]},
@@ -485,7 +537,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     ++next.epoch;
     if (root && (every == 0 || s.step % every == 0 || next.epoch == epochs)) {
       const TraceSpan span("checkpoint");
-      save(*dir, config, layout, next, opt, keep);
+      save(*dir, id, layout, next, opt, keep);
     }
   }
   outputs.finish();
@@ -572,7 +624,9 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   if (groups.leader) lock.emplace(dir);  // the restart's writer
   bool resumed = false;
   std::ostringstream silent;
-  io::TrainingState s = start_state(config, dir, layout, options, quiet ? silent : out, &resumed);
+  io::RunIdentity id;
+  io::TrainingState s =
+      start_state(config, dir, layout, options, quiet ? silent : out, &resumed, &id);
   if (resumed) {
     opt.set_state(s.optimizer);
   } else {
@@ -599,7 +653,7 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
     // A restart's ranks agree; restarts are independent (and may be at other steps).
     const int signal = agreed_stop_signal(groups.state.get());
     if (signal != 0 || (options.max_steps >= 0 && steps_here >= options.max_steps)) {
-      if (writer) save(dir, config, layout, s, opt, keep);
+      if (writer) save(dir, id, layout, s, opt, keep);
       outputs.finish();
       return stopped(signal, steps_here, s.step, quiet, out);
     }
@@ -630,7 +684,7 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
       const TraceSpan span("checkpoint");
       io::TrainingState next = s;
       ++next.step;
-      if (writer) save(dir, config, layout, next, opt, keep);
+      if (writer) save(dir, id, layout, next, opt, keep);
     }
   }
   const double my_cost = model->cost(s.params, {}, eval);

@@ -12,7 +12,10 @@ namespace qmlsim::train {
 
 struct TrainOptions {
   std::string run_dir;
-  bool resume = false;          // continue from the newest readable checkpoint
+  bool resume = false;  // continue from the newest readable checkpoint
+  // With resume: continue from checkpoints of another config (a changed
+  // learning rate, more epochs), knowingly; new checkpoints record this one.
+  bool allow_config_change = false;
   std::int64_t max_steps = -1;  // stop (with a checkpoint) after this many steps in this call
   bool quiet = false;           // no progress output
   bool trace = false;           // write RUN_DIR/trace.json (Chrome trace events)
