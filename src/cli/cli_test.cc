@@ -63,6 +63,43 @@ TEST(Cli, StandardOutputThatCannotBeWrittenIsAnError) {
       << read_file(err);
 }
 
+// `cmd` under an address-space limit of `kib` KiB (ulimit -v), with its status
+// and standard error.
+Result run_limited(long kib, const std::string& args) {
+  const std::string err = (temp_dir() / "limited_err").string();
+  const std::string cmd = "bash -c \"ulimit -v " + std::to_string(kib) + "; exec " +
+                          std::string(QMLSIM_BINARY) + " " + args + "\" >/dev/null 2>" + err;
+  const int rc = std::system(cmd.c_str());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc), "", read_file(err)};
+}
+
+// Too little memory is one line and exit 2, never a crash: checked up front
+// against the smallest limit (here ulimit -v), and where an allocation fails
+// anyway (the binary's own mappings), in any thread.
+TEST(Cli, TooLittleMemoryIsOneLineNotACrash) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizers need more address space than the limits tried here";
+#endif
+  Result r = run_limited(2000000, "train " + std::string(QMLSIM_EXAMPLES) +
+                                      "/qaoa_maxcut.toml --set data.nodes=26 --run-dir " +
+                                      (temp_dir() / "too_big").string());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("train: 2 state vector(s) of 26 qubits (c128) per rank"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("address-space limit (ulimit -v) is 1.91 GiB"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(temp_dir() / "too_big"));
+  std::string h = "OPENQASM 2.0;\ninclude \"qelib1.inc\";\nqreg q[24];\n";
+  for (int i = 0; i < 24; ++i) h += "h q[" + std::to_string(i) + "];\n";
+  const std::string circuit = write("h24.qasm", h);
+  for (long kib = 300000; kib <= 420000; kib += 6000) {
+    r = run_limited(kib, "run " + circuit + " --observable Z0 --threads 2");
+    EXPECT_TRUE(r.status == 0 || r.status == 2) << kib << " KiB: status " << r.status << r.err;
+    if (r.status == 0) continue;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(" memory"), std::string::npos) << r.err;  // up front, or on failure
+  }
+}
+
 TEST(Cli, NoisyCircuitsRunOnADensityMatrix) {
   const std::string noisy =
       write("noisy.qasm", std::string(kBell) + "#pragma braket noise bit_flip(0.25) q[1]\n");

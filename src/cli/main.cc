@@ -1,7 +1,11 @@
 // qmlsim: the command-line entry point.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -57,6 +61,23 @@ int checked(const std::string& command, int status) {
   return status;
 }
 
+// The command, for the out-of-memory line (written without allocating).
+char g_command[32] = "";
+
+// A failed allocation anywhere, worker threads included: one line, exit 2.
+// mimalloc's operator new calls this handler and, without one, aborts (it
+// cannot throw from C); with the system allocator it replaces a bad_alloc
+// that a worker thread could not pass on. Sizes are checked before the large
+// allocations (core/memory.h), so this is the rare remainder.
+[[noreturn]] void out_of_memory() {
+  const char* parts[] = {"qmlsim ", g_command,
+                         ": error: out of memory (an allocation failed; `qmlsim plan` shows what a "
+                         "job needs, `ulimit -v` and a container's limit what it may use)\n"};
+  for (const char* p : parts)
+    if (::write(STDERR_FILENO, p, std::strlen(p)) < 0) break;
+  ::_exit(2);
+}
+
 // The environment's QMLSIM_* settings and OMP_NUM_THREADS, checked before any
 // work: a value qmlsim does not take is one line naming the variable (exit 2).
 void check_environment() {
@@ -88,8 +109,16 @@ int main(int argc, char** argv) {
   }
   const std::string command = args[0];
   args.erase(args.begin());
+  std::snprintf(g_command, sizeof g_command, "%s", command.c_str());
+  std::set_new_handler(out_of_memory);
   try {
     check_environment();
+    // OpenMP's threads start now, while memory is plentiful: libgomp ends the
+    // process (exit 1) when it cannot start one later under a tight limit.
+    int started = 0;
+#pragma omp parallel reduction(+ : started)
+    started += 1;
+    if (started < 1) return 3;  // uses the result: the region is not optimised away
     if (command == "run") return checked(command, qmlsim::cli::run_command(args));
     if (command == "bench") return checked(command, qmlsim::cli::bench_command(args));
     if (command == "train") return checked(command, qmlsim::cli::train_command(args));

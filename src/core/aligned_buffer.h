@@ -36,6 +36,7 @@
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/memory.h"
 
 #ifdef __linux__
 #include <sys/mman.h>
@@ -188,7 +189,7 @@ class AlignedBuffer {
     if (data_ == nullptr) {
       data_ = static_cast<T*>(std::aligned_alloc(align, bytes_));
       if (data_ == nullptr) {
-        throw Error("out of memory: could not allocate " + std::to_string(bytes_) + " bytes");
+        throw OutOfMemory("out of memory: could not allocate " + format_gib(bytes_));
       }
 #ifdef MADV_HUGEPAGE
       // Advice only: failure changes nothing. Where fresh huge pages fault

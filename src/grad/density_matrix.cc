@@ -284,7 +284,7 @@ std::vector<std::vector<BoundGate>> undo_maps(const std::vector<std::vector<Boun
 std::uint64_t density_matrix_bytes(int n, Precision p) { return cpu::state_bytes(2 * n, p); }
 
 bool density_matrix_fits(int n) {
-  const std::uint64_t have = physical_memory_bytes();
+  const std::uint64_t have = usable_memory().bytes;
   return 2 * n <= 62 &&
          (have == 0 ? n <= 13 : density_matrix_bytes(n, Precision::c128) <= have / 10 * 9);
 }

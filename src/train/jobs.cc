@@ -6,10 +6,13 @@
 #include <cstdlib>
 #include <optional>
 
+#include "backends/cpu/statevector.h"
 #include "backends/cuda/statevector.h"
 #include "circuit/qasm.h"
 #include "core/checksum.h"
 #include "core/error.h"
+#include "core/memory.h"
+#include "distributed/state.h"
 #include "io/data_table.h"
 #include "io/object_store.h"
 #include "models/dressed.h"
@@ -156,6 +159,28 @@ std::string config_hash(const io::Config& c) {
   Checksum sum;
   sum.add(c.to_toml(execution_only_keys()));
   return sum.hex();
+}
+
+WorkingSet working_set(int qubits, int states, int state_ranks, const models::EvalOptions& eval) {
+  WorkingSet w;
+  w.qubits = qubits;
+  w.states = states;
+  const int slice_qubits =
+      state_ranks > 1 ? qubits - distributed::slice_bits(state_ranks, qubits, "job.state_ranks")
+                      : qubits;
+  w.state_bytes = cpu::state_bytes(slice_qubits, eval.precision);
+  w.bytes = w.state_bytes * static_cast<std::uint64_t>(states) +
+            (state_ranks > 1 ? eval.exchange_bytes : 0);
+  return w;
+}
+
+void check_working_set(const WorkingSet& w, int ranks_here, const models::EvalOptions& eval,
+                       const std::string& what) {
+  if (eval.backend != Backend::cpu) return;
+  check_fits_in_memory(w.bytes * static_cast<std::uint64_t>(ranks_here),
+                       what + ": " + std::to_string(w.states) + " state vector(s) of " +
+                           std::to_string(w.qubits) + " qubits (" + precision_name(eval.precision) +
+                           ") per rank, " + std::to_string(ranks_here) + " rank(s) on this host");
 }
 
 models::EvalOptions eval_options(const io::Config& c, int ranks_per_host) {

@@ -31,6 +31,22 @@ const std::vector<std::string>& execution_only_keys();
 // resolved config without the execution-only keys.
 std::string config_hash(const io::Config& c);
 
+// What one rank holds at once: `states` state vectors of `qubits` qubits (a
+// state and an adjoint state per example in flight), each a slice when
+// state_ranks > 1, plus then the exchange buffer.
+struct WorkingSet {
+  int qubits = 0;
+  int states = 0;
+  std::uint64_t state_bytes = 0;  // one state, or one slice
+  std::uint64_t bytes = 0;        // the rank's total
+};
+WorkingSet working_set(int qubits, int states, int state_ranks, const models::EvalOptions& eval);
+// OutOfMemory (one line, before any work) when `ranks_here` ranks' working
+// sets exceed 90% of what this process may use (core/memory.h: the smaller of
+// RAM, the cgroup limit and ulimit -v). States on a GPU are not counted.
+void check_working_set(const WorkingSet& w, int ranks_here, const models::EvalOptions& eval,
+                       const std::string& what);
+
 // Threads default to the cores shared among the ranks on this host.
 models::EvalOptions eval_options(const io::Config& c, int ranks_per_host = 1);
 // Makes the options' backend ready in this process: for cuda, takes the GPU of

@@ -13,6 +13,7 @@
 #include "backends/cuda/statevector.h"
 #include "core/error.h"
 #include "core/json.h"
+#include "core/memory.h"
 #include "distributed/state.h"
 #include "train/jobs.h"
 
@@ -37,11 +38,6 @@ double calibrate(Fn&& fn, int reps) {
   for (int r = 0; r < reps; ++r) t.push_back(seconds(fn));
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
-}
-
-std::uint64_t machine_memory() {
-  return static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) *
-         static_cast<std::uint64_t>(sysconf(_SC_PAGE_SIZE));
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -91,7 +87,7 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
   // A rank's states live on its GPU with the cuda backend, else in host memory.
   p.machine_bytes = eval.backend == Backend::cuda
                         ? static_cast<std::uint64_t>(cuda::device_status().memory_gib * (1 << 30))
-                        : machine_memory();
+                        : usable_memory().bytes;
   // States over job.state_ranks ranks: a rank holds slices; data parallelism is over groups.
   p.state_ranks = static_cast<int>(c.get_int("job.state_ranks", 1, 1 << 20));
   if (options.ranks % p.state_ranks != 0)
@@ -104,16 +100,11 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
   // and divides the per-example time by the ranks of a state: exchanges are not
   // modelled (bench/distributed measures them).
   auto sizes = [&](int qubits, int states) {
+    const WorkingSet w = working_set(qubits, states, p.state_ranks, eval);
     p.qubits = qubits;
     p.states_at_once = states;
-    if (p.state_ranks > 1) {
-      const int g = distributed::slice_bits(p.state_ranks, qubits, "job.state_ranks");
-      p.state_bytes = cpu::state_bytes(qubits - g, eval.precision);
-      p.rank_bytes = p.state_bytes * static_cast<std::uint64_t>(states) + eval.exchange_bytes;
-    } else {
-      p.state_bytes = cpu::state_bytes(qubits, eval.precision);
-      p.rank_bytes = p.state_bytes * static_cast<std::uint64_t>(states);
-    }
+    p.state_bytes = w.state_bytes;
+    p.rank_bytes = w.bytes;
     p.fits = p.rank_bytes * static_cast<std::uint64_t>(options.ranks_per_node) <
              p.machine_bytes * 9 / 10;
     const bool whole_fits =

@@ -27,7 +27,7 @@ struct Plan {
   int state_ranks = 1;              // ranks holding one state (job.state_ranks)
   int states_at_once = 0;           // per rank: 2 per example in flight (state + adjoint)
   std::uint64_t rank_bytes = 0;     // state_bytes * states_at_once
-  std::uint64_t machine_bytes = 0;  // this machine's memory (cuda: the GPU's)
+  std::uint64_t machine_bytes = 0;  // what a process may use here (usable_memory; cuda: the GPU)
   bool fits = false;                // ranks_per_node ranks fit this machine (else no timings)
   int threads = 0;
   double step_s = 0, eval_s = 0, epoch_s = 0, run_s = 0;

@@ -279,6 +279,9 @@ void save(const RunDir& dir, const io::RunIdentity& id, const ml::ParamLayout& l
   dir.sync();  // a bucket: the logs so far, then the checkpoint
 }
 
+// Ranks that hold one state together (job.state_ranks).
+int state_ranks(const Groups& groups) { return groups.state ? groups.state->size() : 1; }
+
 // The evaluation options of this rank: its backend made ready, its state
 // group's processes when states are spread over several (job.state_ranks).
 models::EvalOptions group_eval_options(const io::Config& config, const comm::Comm& world,
@@ -412,6 +415,9 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
   const TrainSettings t = train_settings(config);
   const int epochs = t.epochs, keep = t.keep_checkpoints;
   const std::size_t batch = t.batch_size;
+  const int in_flight = model.one_example_per_thread(batch, eval) ? eval.threads : 1;
+  check_working_set(working_set(model.num_qubits(), 2 * in_flight, state_ranks(groups), eval),
+                    world.local_size(), eval, "train");
   const std::int64_t every = t.checkpoint_every;
   ml::Optimizer opt(optimizer_config(config), layout.size(), "train.optimizer");
 
@@ -608,6 +614,8 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   const ml::ParamLayout& layout = model->layout();
   const Groups groups = make_groups(world, config);  // one restart per state group
   const models::EvalOptions eval = group_eval_options(config, world, groups, model->graph().nodes);
+  check_working_set(working_set(model->graph().nodes, 2, state_ranks(groups), eval),
+                    world.local_size(), eval, "train");
   const bool restarts = groups.count > 1;
   const TrainSettings t = train_settings(config);
   const std::uint64_t seed = t.seed + static_cast<std::uint64_t>(groups.index);
@@ -754,6 +762,7 @@ void infer(const io::Config& config, const std::string& weights, std::ostream& o
   use_backend(eval, comm::Comm::world().local_rank());
   if (config.kind() == "qaoa") {
     const auto model = make_qaoa_job(config);
+    check_working_set(working_set(model->graph().nodes, 1, 1, eval), 1, eval, "infer");
     const std::vector<double> params = io::load_weights(weights, model->layout());
     const double cost = model->cost(params, {}, eval);
     std::ostringstream os;
@@ -764,6 +773,9 @@ void infer(const io::Config& config, const std::string& weights, std::ostream& o
     return;
   }
   const SupervisedJob job = make_supervised_job(config);
+  const int in_flight =
+      job.model->one_example_per_thread(job.train.size(), eval) ? eval.threads : 1;
+  check_working_set(working_set(job.model->num_qubits(), in_flight, 1, eval), 1, eval, "infer");
   const std::vector<double> params = io::load_weights(weights, job.model->layout());
   const std::size_t k = job.model->outputs();
   // A class name for outputs p: the sign class (named when the data had names) or the argmax.

@@ -18,6 +18,7 @@
 #include "core/bits.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "core/parallel.h"
 #include "passes/cache_blocking.h"
 #include "passes/fusion.h"
@@ -51,9 +52,8 @@ AlignedBuffer<R> allocate_state(int n) {
   try {
     return AlignedBuffer<R>(std::size_t{2} << n);
   } catch (const Error&) {
-    const double gib = static_cast<double>(std::size_t{2} << n) * sizeof(R) / (1 << 30);
-    throw Error("out of memory: a state of " + std::to_string(n) + " qubits needs " +
-                std::to_string(gib) + " GiB");
+    throw OutOfMemory("out of memory: a state of " + std::to_string(n) + " qubits needs " +
+                      format_gib((std::uint64_t{2} << n) * sizeof(R)));
   }
 }
 }  // namespace
