@@ -91,7 +91,9 @@ std::uint64_t cgroup_memory_limit(const std::string& proc_cgroup, const std::str
   return limit;
 }
 
-MemoryLimit usable_memory() {
+namespace {
+
+MemoryLimit read_usable_memory() {
   MemoryLimit m{physical_memory_bytes(), "this machine has"};
   std::ifstream in("/proc/self/cgroup");
   std::stringstream text;
@@ -105,6 +107,13 @@ MemoryLimit usable_memory() {
     m = {static_cast<std::uint64_t>(as.rlim_cur),
          "this process's address-space limit (ulimit -v) is"};
   return m;
+}
+
+}  // namespace
+
+MemoryLimit usable_memory() {
+  static const MemoryLimit limit = read_usable_memory();  // read once: checks run per call
+  return limit;
 }
 
 void check_fits_in_memory(std::uint64_t bytes, const std::string& what) {

@@ -23,7 +23,7 @@ struct MemoryLimit {
   std::uint64_t bytes = 0;  // 0 if unknown
   std::string source;       // "this machine has", "this process's cgroup allows", ...
 };
-MemoryLimit usable_memory();
+MemoryLimit usable_memory();  // read once per process
 
 // Throws OutOfMemory("<what>: needs X GiB of memory; this machine has Y GiB")
 // if `bytes` exceeds 90% of usable_memory().
