@@ -100,6 +100,20 @@ TEST(Cli, TooLittleMemoryIsOneLineNotACrash) {
   }
 }
 
+// A reader that closes the pipe early does not kill training: the run
+// finishes, and the lost output is an error at the end.
+TEST(Cli, TrainingOutlivesAClosedPipe) {
+  const std::string dir = (temp_dir() / "piped_run").string();
+  const std::string cmd = "bash -c \"" + std::string(QMLSIM_BINARY) + " train " +
+                          std::string(QMLSIM_EXAMPLES) +
+                          "/qcnn.toml --set data.qubits=4 --set train.epochs=3 --run-dir " + dir +
+                          " | head -c 1 >/dev/null; exit \\${PIPESTATUS[0]}\" 2>/dev/null";
+  const int rc = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_TRUE(WEXITSTATUS(rc) == 0 || WEXITSTATUS(rc) == 2) << WEXITSTATUS(rc);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/result.json"));
+}
+
 TEST(Cli, NoisyCircuitsRunOnADensityMatrix) {
   const std::string noisy =
       write("noisy.qasm", std::string(kBell) + "#pragma braket noise bit_flip(0.25) q[1]\n");

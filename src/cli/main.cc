@@ -1,6 +1,7 @@
 // qmlsim: the command-line entry point.
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -57,7 +58,9 @@ int fail(const std::string& command, const char* kind, const std::string& what, 
 int checked(const std::string& command, int status) {
   std::cout.flush();
   if (!std::cout)
-    return fail(command, "error: ", "standard output: cannot write (is the disk full?)", 2);
+    return fail(command,
+                "error: ", "standard output: cannot write (a full disk, or a pipe closed early?)",
+                2);
   return status;
 }
 
@@ -111,6 +114,9 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   std::snprintf(g_command, sizeof g_command, "%s", command.c_str());
   std::set_new_handler(out_of_memory);
+  // A reader that goes away (`qmlsim train ... | head`) must not kill a run:
+  // writes to it fail instead, and standard output is checked at the end.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     check_environment();
     // OpenMP's threads start now, while memory is plentiful: libgomp ends the

@@ -363,9 +363,18 @@ Dataset label_table(RawTable t, const LabelRule& rule, std::vector<std::string>*
   const std::vector<std::string> classes = sorted_classes(t.labels);
   std::string plus = rule.positive;
   if (plus.empty()) {
-    if (classes.size() != 2) {
-      throw Error(t.path + ": " + std::to_string(classes.size()) +
-                  " classes in the label column; a binary classifier needs two");
+    if (classes.size() < 2)
+      throw Error(t.path + ": 1 class in the label column; a binary classifier needs two");
+    if (classes.size() > 2) {  // located at the first row of a third label
+      std::vector<std::string> seen;
+      for (std::size_t i = 0; i < t.x.size(); ++i) {
+        if (std::find(seen.begin(), seen.end(), t.labels[i]) != seen.end()) continue;
+        if (seen.size() == 2)
+          throw Error(t.where(i) + ": a third class '" + t.labels[i] + "' (" +
+                      std::to_string(classes.size()) + " in the label column; a binary " +
+                      "classifier takes two, loss = \"cce\" several)");
+        seen.push_back(t.labels[i]);
+      }
     }
     plus = classes[1];
   } else if (std::find(classes.begin(), classes.end(), plus) == classes.end()) {

@@ -298,12 +298,11 @@ TEST(Table, ErrorsNameFileAndLine) {
   EXPECT_EQ(message("1,2,a\n3,b\n"), ":2: 2 fields, the rows before have 3");
   EXPECT_EQ(message("1,2,a\n3,x,b\n"), ":2: field 2: 'x' is not a number");
   EXPECT_EQ(message("1,2,a\n3,nan,b\n"), ":2: field 2: 'nan' is not a finite number");
-  EXPECT_EQ(message("1,2,a\n3,4,b\n5,6,c\n"),
-            ": 3 classes in the label column; a binary "
-            "classifier needs two");
+  EXPECT_EQ(message("1,2,a\n3,4,b\n5,6,a\n7,8,c\n"),
+            ":4: a third class 'c' (3 in the label column; a binary classifier takes two, loss = "
+            "\"cce\" several)");
   EXPECT_EQ(message("1,2,a\n3,4,a\n"),
-            ": 1 classes in the label column; a binary classifier "
-            "needs two");
+            ": 1 class in the label column; a binary classifier needs two");
   EXPECT_EQ(message("1,2,3\n3,4,x\n", regression()), ":2: label 'x' is not a finite number");
   EXPECT_EQ(message("# only a comment\n"), ": no data rows");
   // With the positive label named, every other label must be one class: a

@@ -358,6 +358,7 @@ SupervisedJob make_supervised_job(const io::Config& c) {
     auto [train, held] = kept.split(rows - test);
     job.train = std::move(train);
     job.test = std::move(held);
+    if (job.train.size() == 0) c.fail("data.test_fraction", "leaves no training examples");
     job.model = std::make_unique<models::DressedClassifier>(
         static_cast<int>(c.get_int("model.wires", 4, kMaxQubits)),
         static_cast<int>(job.train.x.at(0).size()));
@@ -366,7 +367,10 @@ SupervisedJob make_supervised_job(const io::Config& c) {
   } else {
     throw Error("job kind '" + c.kind() + "' is not a supervised job");
   }
-  if (job.train.size() == 0) throw Error("the training split is empty");
+  if (job.train.size() == 0) {
+    const char* key = c.kind() == "qcnn" ? "data.train_fraction" : "data.test_fraction";
+    c.fail(key, "leaves no training examples");
+  }
   return job;
 }
 

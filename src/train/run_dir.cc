@@ -62,6 +62,9 @@ RunDir::RunDir(std::string path) {
   }
   std::error_code ec;
   fs::create_directories(fs::path(path_) / "checkpoints", ec);
+  if (ec && fs::is_symlink(fs::symlink_status(path_)) && !fs::exists(path_))
+    throw Error(path_ + ": cannot create run directory: a symbolic link to " +
+                fs::read_symlink(path_).string() + ", which does not exist");
   if (ec) throw Error(path_ + ": cannot create run directory: " + ec.message());
 }
 

@@ -241,7 +241,7 @@ TEST_F(Training, ThreeClassesFromCsvNpyOrHdf5TrainTheSameWeights) {
     run(config("hybrid_wine.toml", {"train.loss=bce"}), dir("bad2"));
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("3 classes in the label column; a binary classifier"),
+    EXPECT_NE(std::string(e.what()).find("(3 in the label column; a binary classifier"),
               std::string::npos)
         << e.what();
   }
@@ -670,6 +670,30 @@ TEST_F(Training, ResumeChecksTheRunIdentityOfEveryCheckpoint) {
   ASSERT_EQ(run(c, changed, false, 3), 0);
   EXPECT_THROW(run(other, changed, true), Error);
   ASSERT_EQ(run(other, changed, true, -1, true), 0);
+}
+
+// Messages name their cause: the key that empties the training split, the
+// dangling link a run directory is.
+TEST_F(Training, EmptySplitsAndDanglingRunDirectoriesNameTheirCause) {
+  const auto message = [&](const io::Config& c, const std::string& run_dir) -> std::string {
+    try {
+      run(c, run_dir);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_NE(message(config("qcnn.toml", {"data.qubits=4", "data.train_fraction=0"}), dir("a"))
+                .find("data.train_fraction: leaves no training examples"),
+            std::string::npos);
+  EXPECT_NE(
+      message(config("sonar_dressed.toml", {"data.rows=1", "data.test_fraction=0.99"}), dir("b"))
+          .find("data.test_fraction: leaves no training examples"),
+      std::string::npos);
+  fs::create_symlink(dir("nowhere") + "/run", dir("link"));
+  EXPECT_NE(message(config("qcnn.toml", {"data.qubits=4", "train.epochs=1"}), dir("link"))
+                .find("a symbolic link to " + dir("nowhere") + "/run, which does not exist"),
+            std::string::npos);
 }
 
 TEST_F(Training, CudaBackendTrainsLikeTheCpu) {
