@@ -1,5 +1,6 @@
 #include "circuit/observable.h"
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cmath>
@@ -13,7 +14,8 @@ namespace qmlsim {
 int PauliSum::min_qubits() const {
   index_t all = 0;
   for (const PauliTerm& t : terms) all |= t.xmask | t.zmask;
-  return 64 - std::countl_zero(all);  // (shifting by 64 until all >> n == 0 was undefined)
+  // (shifting by 64 until all >> n == 0 was undefined)
+  return std::max(64 - std::countl_zero(all), named_qubits);
 }
 
 std::string PauliSum::to_string() const {
@@ -123,6 +125,7 @@ class PauliParser {
           pos_ = start;
           fail("qubit " + std::to_string(q) + " appears twice in one term");
         }
+        sum.named_qubits = std::max(sum.named_qubits, q + 1);
         if (c == 'X' || c == 'Y') xmask |= bit(q);
         if (c == 'Z' || c == 'Y') zmask |= bit(q);
       } else {

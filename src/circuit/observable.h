@@ -24,8 +24,10 @@ inline constexpr double kMaxObservableNorm = 1e30;
 
 struct PauliSum {
   std::vector<PauliTerm> terms;
+  int named_qubits = 0;  // 1 + the highest qubit the parsed text named (identities too)
 
-  // Number of qubits the observable needs (1 + highest qubit index; 0 if none).
+  // Number of qubits the observable needs (1 + highest qubit index, an
+  // identity's included; 0 if none).
   int min_qubits() const;
   void add(double coeff, index_t xmask, index_t zmask) { terms.push_back({coeff, xmask, zmask}); }
   std::string to_string() const;

@@ -38,6 +38,7 @@ TEST(Observable, CoefficientsUpToTheLimitAreAccepted) {
   EXPECT_DOUBLE_EQ(parse_pauli_sum("1.5E-3 Z0", "o").terms[0].coeff, 1.5e-3);
   EXPECT_EQ(parse_pauli_sum("X63 - Z1", "o").min_qubits(), 64);  // found by the fuzz target
   EXPECT_EQ(parse_pauli_sum("0.5", "o").min_qubits(), 0);
+  EXPECT_EQ(parse_pauli_sum("I5 + Z0", "o").min_qubits(), 6);  // an identity names its qubit too
 }
 
 struct BadCase {

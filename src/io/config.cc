@@ -80,10 +80,24 @@ void set_value(toml::table& t, const std::string& section, const std::string& na
   } else if (like.is_boolean()) {
     if (text != "true" && text != "false") bad("true or false");
     sec.insert_or_assign(name, text == "true");
-  } else if (like.is_array()) {  // a list of strings: "a,b,c" ("" is the empty list)
+  } else if (like.is_array()) {  // a list of strings: ["a", "b"] as in TOML, or a,b,c
     toml::array items;
-    std::stringstream list(text);
-    for (std::string item; std::getline(list, item, ',');) items.push_back(item);
+    if (!text.empty() && text.front() == '[') {
+      try {
+        const toml::table parsed = toml::parse("v = " + text);
+        const toml::array* a = parsed["v"].as_array();
+        if (!a) bad("a list of strings");
+        for (const toml::node& item : *a) {
+          if (!item.is_string()) bad("a list of strings, as [\"a\", \"b\"]");
+          items.push_back(*item.value<std::string>());
+        }
+      } catch (const toml::parse_error&) {
+        bad("a list of strings, as [\"a\", \"b\"] or a,b");
+      }
+    } else {
+      std::stringstream list(text);
+      for (std::string item; std::getline(list, item, ',');) items.push_back(item);
+    }
     sec.insert_or_assign(name, std::move(items));
   } else {
     std::string s = text;

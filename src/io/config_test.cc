@@ -11,8 +11,8 @@ namespace {
 
 std::string defaults(const std::string& kind) {
   if (kind != "toy") throw Error("unknown job kind '" + kind + "'");
-  return "[job]\nkind = \"toy\"\nseed = 1\n[data]\npath = \"\"\n[train]\nrate = 0.5\n"
-         "name = \"adam\"\nshuffle = true\n";
+  return "[job]\nkind = \"toy\"\nseed = 1\n[data]\npath = \"\"\nlabels = [\"a\"]\n[train]\n"
+         "rate = 0.5\nname = \"adam\"\nshuffle = true\n";
 }
 
 Config parse(const std::string& text, const std::vector<std::string>& sets = {}) {
@@ -42,6 +42,22 @@ TEST(Config, DefaultsFileAndOverrides) {
   const Config again = parse(c.to_toml());
   EXPECT_EQ(again.get_int("job.seed", 0, 100), 7);
   EXPECT_EQ(again.to_toml(), c.to_toml());
+}
+
+TEST(Config, ListsAreSetAsTomlArraysOrCommaSeparated) {
+  const std::string kToy = "[job]\nkind = \"toy\"\n";
+  const std::vector<std::string> two = {"x", "y z"};
+  EXPECT_EQ(parse(kToy, {"data.labels=[\"x\", 'y z']"}).get_string_list("data.labels"), two);
+  EXPECT_EQ(parse(kToy, {"data.labels=x,y z"}).get_string_list("data.labels"), two);
+  EXPECT_TRUE(parse(kToy, {"data.labels=[]"}).get_string_list("data.labels").empty());
+  EXPECT_EQ(error_of(kToy, {"data.labels=[\"x\", 1]"}),
+            "--set data.labels=[\"x\", 1]: data.labels must be a list of strings, as [\"a\", "
+            "\"b\"]");
+  EXPECT_NE(error_of(kToy, {"data.labels=[\"x\""}).find("must be a list of strings"),
+            std::string::npos);
+  // The resolved config without execution-only keys.
+  EXPECT_EQ(parse(kToy).to_toml({"train.rate", "job.seed"}).find("rate"), std::string::npos);
+  EXPECT_NE(parse(kToy).to_toml().find("rate = 0.5"), std::string::npos);
 }
 
 TEST(Config, PathsAreAnchoredAtTheConfigFile) {
