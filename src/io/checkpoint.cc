@@ -69,9 +69,11 @@ void save_checkpoint(const std::string& path, const RunIdentity& id, const ml::P
     const std::int64_t counters[3] = {s.epoch, s.step, s.step_in_epoch};
     w.write("state/counters", std::span<const std::int64_t>(counters));
     w.write("state/sums", s.sums, {static_cast<int>(s.sums.size())});
+    w.write("state/train_time_s", std::span<const double>(&s.train_time_s, 1), {1});
     sum.add(std::span<const std::uint64_t>(s.rng));
     sum.add(std::span<const std::int64_t>(counters));
     sum.add(std::span<const double>(s.sums));
+    sum.add(std::span<const double>(&s.train_time_s, 1));
     w.attribute("job", id.job);
     w.attribute("config_hash", id.config_hash);
     w.attribute("run_id", id.run_id);
@@ -113,6 +115,12 @@ TrainingState load_checkpoint(const std::string& path, const std::string& job,
   sum.add(std::span<const std::uint64_t>(rng));
   sum.add(std::span<const std::int64_t>(counters));
   sum.add(std::span<const double>(s.sums));
+  if (r.has("state/train_time_s")) {
+    const std::vector<double> t = r.doubles("state/train_time_s");
+    if (t.size() != 1) throw Error(path + ": damaged checkpoint (state has the wrong size)");
+    s.train_time_s = t[0];
+    sum.add(std::span<const double>(t));
+  }
   if (sum.hex() != r.attribute("checksum"))
     throw Error(path + ": damaged checkpoint (checksum mismatch)");
   return s;

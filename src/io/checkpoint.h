@@ -5,7 +5,8 @@
 //
 // Layout: params/<tensor> (one dataset per tensor, its shape), and in
 // checkpoints also optimizer/<name>, state/rng, state/counters (int64:
-// epoch, step, step_in_epoch), state/sums (epoch accumulators), and the root
+// epoch, step, step_in_epoch), state/sums (epoch accumulators),
+// state/train_time_s (absent in checkpoints of earlier versions), and the root
 // attributes "job", "config_hash", "run_id" (RunIdentity) and "checksum".
 #pragma once
 
@@ -30,6 +31,7 @@ struct TrainingState {
   std::int64_t step = 0;           // optimizer steps taken in total
   std::int64_t step_in_epoch = 0;  // steps taken in the current epoch
   std::vector<double> sums;        // running sums of the current epoch's metrics
+  double train_time_s = 0;         // training time of every session up to this state
 };
 
 // Which run a checkpoint belongs to: its job kind, the hash of the settings

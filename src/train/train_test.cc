@@ -662,9 +662,17 @@ TEST_F(Training, ResumeChecksTheRunIdentityOfEveryCheckpoint) {
   }
   // A file whose name says another step than it holds is skipped.
   fs::copy_file(RunDir(parts).checkpoint_path(4), RunDir(parts).checkpoint_path(9));
+  const double time_so_far =
+      io::load_checkpoint(RunDir(parts).checkpoint_path(4), "qcnn", layout).train_time_s;
+  EXPECT_GT(time_so_far, 0);
   ASSERT_EQ(run(c, parts, true), 0);
   EXPECT_NE(log_.find("names step 9 but holds step 4"), std::string::npos) << log_;
   EXPECT_EQ(weights(c, whole), weights(c, parts));
+  // The training time counts every session.
+  const std::string result = read(parts + "/result.json");
+  const auto at = result.find("\"train_time_s\":");
+  ASSERT_NE(at, std::string::npos) << result;
+  EXPECT_GE(std::stod(result.substr(at + 15)), time_so_far) << result;
   // Knowingly, a run continues under another config.
   const std::string changed = dir("changed");
   ASSERT_EQ(run(c, changed, false, 3), 0);

@@ -271,9 +271,10 @@ int stopped(int signal, std::int64_t steps_here, std::int64_t step, bool quiet, 
 }
 
 void save(const RunDir& dir, const io::RunIdentity& id, const ml::ParamLayout& layout,
-          const io::TrainingState& s, const ml::Optimizer& opt, int keep) {
+          const io::TrainingState& s, const ml::Optimizer& opt, int keep, double train_time_s) {
   io::TrainingState c = s;
   c.optimizer = opt.state();
+  c.train_time_s = train_time_s;
   io::save_checkpoint(dir.checkpoint_path(s.step), id, layout, c);
   dir.prune_checkpoints(keep);
   dir.sync();  // a bucket: the logs so far, then the checkpoint
@@ -457,6 +458,8 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
   std::vector<std::pair<std::string, double>> final_metrics;
   std::int64_t steps_here = 0;
   const auto t_start = Clock::now();
+  const double time_before = s.train_time_s;  // earlier sessions of a resumed run
+  const auto train_time = [&] { return time_before + seconds_since(t_start); };
   for (; s.epoch < epochs; ++s.epoch) {
     const double lr = ml::step_learning_rate(t.learning_rate, t.lr_decay, t.lr_decay_epochs,
                                              static_cast<int>(s.epoch));
@@ -467,7 +470,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     for (; s.step_in_epoch < steps_per_epoch; ++s.step_in_epoch) {
       const int signal = agreed_stop_signal(&world);  // every rank takes part in each step
       if (signal != 0 || (options.max_steps >= 0 && steps_here >= options.max_steps)) {
-        if (root) save(*dir, id, layout, s, opt, keep);
+        if (root) save(*dir, id, layout, s, opt, keep, train_time());
         outputs.finish();
         return stopped(signal, steps_here, s.step, quiet, out);
       }
@@ -524,7 +527,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
         const TraceSpan span("checkpoint");
         io::TrainingState next = s;
         ++next.step_in_epoch;
-        save(*dir, id, layout, next, opt, keep);
+        save(*dir, id, layout, next, opt, keep, train_time());
       }
     }
     std::vector<std::pair<std::string, double>> metrics = {{"loss", s.sums[0] / s.sums[2]},
@@ -543,14 +546,13 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
     ++next.epoch;
     if (root && (every == 0 || s.step % every == 0 || next.epoch == epochs)) {
       const TraceSpan span("checkpoint");
-      save(*dir, id, layout, next, opt, keep);
+      save(*dir, id, layout, next, opt, keep, train_time());
     }
   }
   outputs.finish();
   if (!root) return 0;
 
-  write_result(*dir, config, layout, s, epochs, world.size(), final_metrics,
-               seconds_since(t_start));
+  write_result(*dir, config, layout, s, epochs, world.size(), final_metrics, train_time());
   if (!quiet) {
     out << "Finished " << epochs << " epochs (" << s.step << " steps):";
     for (const auto& [k, v] : final_metrics) out << " " << k << " " << v;
@@ -657,11 +659,13 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   std::vector<double> grad(layout.size());
   std::int64_t steps_here = 0;
   const auto t_start = Clock::now();
+  const double time_before = s.train_time_s;  // earlier sessions of a resumed run
+  const auto train_time = [&] { return time_before + seconds_since(t_start); };
   for (; s.step < steps; ++s.step, ++steps_here) {
     // A restart's ranks agree; restarts are independent (and may be at other steps).
     const int signal = agreed_stop_signal(groups.state.get());
     if (signal != 0 || (options.max_steps >= 0 && steps_here >= options.max_steps)) {
-      if (writer) save(dir, id, layout, s, opt, keep);
+      if (writer) save(dir, id, layout, s, opt, keep, train_time());
       outputs.finish();
       return stopped(signal, steps_here, s.step, quiet, out);
     }
@@ -692,7 +696,7 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
       const TraceSpan span("checkpoint");
       io::TrainingState next = s;
       ++next.step;
-      if (writer) save(dir, id, layout, next, opt, keep);
+      if (writer) save(dir, id, layout, next, opt, keep, train_time());
     }
   }
   const double my_cost = model->cost(s.params, {}, eval);
@@ -736,7 +740,7 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   w.key("restarts").value(groups.count).key("best_restart").value(static_cast<int>(best_rank));
   w.key("params").value(params);
   const index_t best = report_qaoa(*model, config, params, eval, cost, w, out, quiet);
-  w.key("train_time_s").value(seconds_since(t_start));
+  w.key("train_time_s").value(train_time());
   w.end_object();
   top.write_text(
       "graph.svg",
