@@ -9,8 +9,9 @@
 
 namespace qmlsim {
 
-// `text` with every control byte (below 0x20, and 0x7f) written as \xNN, so a
-// message quoting user input stays one printable line. Idempotent.
+// `text` with every control byte (below 0x20, and 0x7f) and every byte that is
+// not part of well-formed UTF-8 written as \xNN, so a message quoting user
+// input stays one printable line in any terminal. Idempotent.
 std::string printable(std::string_view text);
 
 // Every message is made printable on construction (control bytes as \xNN), so
