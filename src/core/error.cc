@@ -1,6 +1,8 @@
 #include "core/error.h"
 
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 
 namespace qmlsim {
 
@@ -33,6 +35,11 @@ std::size_t utf8_length(std::string_view text, std::size_t i) {
 }
 
 }  // namespace
+
+std::string last_system_error() {
+  const int e = errno;
+  return e == 0 ? "reason unknown" : std::strerror(e);
+}
 
 std::string printable(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";

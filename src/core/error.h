@@ -14,6 +14,11 @@ namespace qmlsim {
 // input stays one printable line in any terminal. Idempotent.
 std::string printable(std::string_view text);
 
+// The reason the last system call failed (strerror(errno)), for messages such
+// as "FILE: cannot write: No space left on device"; "reason unknown" when errno
+// is 0.
+std::string last_system_error();
+
 // Every message is made printable on construction (control bytes as \xNN), so
 // no Error can break the one-line contract, whatever input it quotes.
 class Error : public std::runtime_error {

@@ -491,7 +491,7 @@ bool ObjectStore::get_to_file(const S3Location& at, const std::string& local) co
   std::ofstream out(local, std::ios::binary);
   out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
   out.close();
-  if (!out) throw Error(local + ": cannot write");
+  if (!out) throw Error(local + ": cannot write: " + last_system_error());
   return true;
 }
 

@@ -112,7 +112,7 @@ void EventWriter::write_record(const std::string& record) {
   out_.write(reinterpret_cast<const char*>(&c1), 4);
   out_ << record;
   out_.write(reinterpret_cast<const char*>(&c2), 4);
-  if (!out_) throw Error(path_ + ": cannot write");
+  if (!out_) throw Error(path_ + ": cannot write: " + last_system_error());
 }
 
 void EventWriter::write_event(std::int64_t step, const std::string& summary) {

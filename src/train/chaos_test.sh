@@ -36,12 +36,14 @@ rank_pid() {  # the pid of rank $1 of the run in $work/parts (empty when it has 
 }
 
 "${launch[@]}" --run-dir "$work/whole" || fail "the uninterrupted run"
+first_action=$((RANDOM % 3))
 for round in $(seq 1 $rounds); do
   [ -e "$work/parts/result.json" ] && break
   "${launch[@]}" --run-dir "$work/parts" --resume >"$work/log" 2>&1 &
   first=$!
   pause
-  action=$((RANDOM % 3))
+  action=$(((round + first_action) % 3))  # each action once in the first three rounds
+  [ "$round" -gt 3 ] && action=$((RANDOM % 3))
   case $action in
   0) # SIGKILL: the process (a rank under mpirun) dies at once
     victim=$first

@@ -149,7 +149,7 @@ void RunDir::write_text(const std::string& name, const std::string& text) const 
     std::ofstream out(tmp, std::ios::trunc);
     out << text;
     out.close();
-    if (!out) throw Error(tmp + ": cannot write");
+    if (!out) throw Error(tmp + ": cannot write: " + last_system_error());
   });
   sync();
 }
@@ -214,17 +214,17 @@ MetricsLog::MetricsLog(const std::string& path, bool resume, std::int64_t step,
     std::ofstream rewrite(tmp, std::ios::trunc);
     rewrite << kept;
     rewrite.close();
-    if (!rewrite) throw Error(tmp + ": cannot write");
+    if (!rewrite) throw Error(tmp + ": cannot write: " + last_system_error());
   });
   out_.open(path, std::ios::app);
-  if (!out_) throw Error(path + ": cannot open for appending");
+  if (!out_) throw Error(path + ": cannot open for appending: " + last_system_error());
   path_ = path;
 }
 
 void MetricsLog::write(const std::string& json) {
   out_ << json << '\n';
   out_.flush();
-  if (!out_) throw Error(path_ + ": cannot write (is the disk full?)");
+  if (!out_) throw Error(path_ + ": cannot write: " + last_system_error());
 }
 
 }  // namespace qmlsim::train
