@@ -15,7 +15,7 @@
 A circuit is translated once (cached per circuit object): exported with
 ``qiskit.qasm3.dumps`` (every standard gate, ``UnitaryGate`` and
 ``PauliEvolutionGate`` through their definitions) and read by qmlsim's OpenQASM 3
-reader, whose ``input`` angles carry the circuit's parameters: parameter
+reader (an Aer noise model's errors as its noise channels: ``_qiskit_noise``), whose ``input`` angles carry the circuit's parameters: parameter
 expressions (``0.3*theta + phi``, ``ParameterVector`` elements, ``sin``) are
 evaluated in C++ and differentiated by the chain rule. Qubit q of the circuit
 is qubit q of the observables (Qiskit's order: the rightmost Pauli letter acts
@@ -54,33 +54,84 @@ from qiskit.result import Result
 
 from . import _qmlsim
 from ._program import engine_options, options
+from ._qiskit_noise import (check_noise_model, mark_channels, pragmas, readout_bits,
+                            readout_matrices, readout_terms, with_noise)
 
 __all__ = ["Estimator", "Sampler", "EstimatorGradient", "Backend"]
 
 
-def _options(precision: str, threads: int | None, fusion: int) -> "_qmlsim.Options":
-    return options(engine_options(precision, threads, fusion, who="qmlsim.qiskit: "))
+_WHO = "qmlsim.qiskit: "
+# Aer's simulation methods as the engine's: with noise, Aer's statevector
+# method samples trajectories.
+_METHODS = {"automatic": "auto", "auto": "auto", "density_matrix": "density_matrix",
+            "statevector": "trajectories", "trajectories": "trajectories"}
+
+
+class _Settings:
+    """A primitive's engine options and noise model, from qmlsim's keywords and
+    Aer's ``options`` dict (``backend_options``: noise_model, method,
+    precision ("single"/"double"), seed_simulator, max_parallel_threads;
+    ``run_options``: shots (trajectories of a noisy run by trajectories),
+    seed; ``default_precision``/``default_shots``)."""
+
+    def __init__(self, precision, threads, fusion, noise_model, method, trajectories, seed,
+                 aer_options, defaults: dict):
+        aer = dict(aer_options or {})
+        backend = dict(aer.pop("backend_options", None) or {})
+        run = dict(aer.pop("run_options", None) or {})
+        self.defaults = {k: aer.pop(k) for k in list(aer) if k in defaults}
+        if aer:
+            raise ValueError(f"{_WHO}unknown options: {', '.join(sorted(aer))} (backend_options, "
+                             f"run_options, {', '.join(defaults)})")
+        known = {"noise_model", "method", "precision", "seed_simulator", "max_parallel_threads"}
+        if set(backend) - known:
+            raise ValueError(f"{_WHO}unknown backend_options: "
+                             f"{', '.join(sorted(set(backend) - known))} ({', '.join(sorted(known))})")
+        if set(run) - {"shots", "seed"}:
+            raise ValueError(f"{_WHO}unknown run_options: "
+                             f"{', '.join(sorted(set(run) - {'shots', 'seed'}))} (shots, seed)")
+        noise_model = backend.get("noise_model", noise_model)
+        method = backend.get("method", method)
+        if method not in _METHODS:
+            raise ValueError(f"{_WHO}method must be one of {', '.join(_METHODS)}, got {method!r}")
+        if "precision" in backend:
+            if backend["precision"] not in ("single", "double"):
+                raise ValueError(f"{_WHO}backend_options precision must be 'single' or 'double'")
+            precision = "c64" if backend["precision"] == "single" else "c128"
+        if "max_parallel_threads" in backend:  # Aer's 0: every core
+            threads = backend["max_parallel_threads"] or None
+        seed = backend.get("seed_simulator", run.get("seed", seed))
+        trajectories = run.get("shots", None) or trajectories
+        self.noise_model = check_noise_model(noise_model, _WHO)
+        self.checked = engine_options(precision, threads, fusion, who=_WHO,
+                                      method=_METHODS[method], trajectories=trajectories,
+                                      seed=1 if seed is None else seed)
+        self.engine = options(self.checked)
 
 
 class _Translation:
     """A circuit as the engine runs it: the parsed program, and for each of its
-    input values the index of the circuit parameter it carries."""
+    input values the index of the circuit parameter it carries. With a noise
+    model, its errors (and `measure` errors on the `measured` qubits) are
+    channels of the program (_qiskit_noise)."""
 
-    def __init__(self, circuit: QuantumCircuit):
+    def __init__(self, circuit: QuantumCircuit, noise_model=None, measured: tuple = ()):
         self.parameters = list(circuit.parameters)
         flat = QuantumCircuit(circuit.num_qubits, circuit.num_clbits)  # one register each
         flat.compose(circuit, inplace=True)
+        flat = with_noise(flat, noise_model, measured)  # Aer's delay noise needs the delays
         flat.data = [i for i in flat.data if i.operation.name != "delay"]  # identity here
         initial = _initial_state(flat)
         if len(initial):
             flat.data = flat.data[1:]
+        flat, kraus = mark_channels(flat)
         flat = _standard_gates_only(flat)
         flat.global_phase = 0  # unobservable here, and possibly a parameter expression
         if self.parameters:
             flat = flat.assign_parameters(
                 {p: Parameter(f"qmlsim_p{i}") for i, p in enumerate(self.parameters)})
         try:
-            text = qasm3.dumps(flat)
+            text = pragmas(qasm3.dumps(flat), kraus)
         except Exception as e:  # the exporter's own refusal, e.g. an opaque instruction
             raise ValueError(f"cannot translate the circuit: {e}") from e
         try:
@@ -91,6 +142,7 @@ class _Translation:
         self.columns = np.array([int(name[len("qmlsim_p"):]) for name, _ in self.runner.inputs()],
                                 dtype=np.int64)
         self.num_qubits = circuit.num_qubits
+        self.readout = readout_matrices(noise_model, circuit.num_qubits)
 
     def values(self, parameter_values: np.ndarray) -> np.ndarray:
         """Rows of input values from rows of circuit parameter values."""
@@ -153,21 +205,23 @@ def _line_of(message: str, text: str) -> str:
     return ""
 
 
-_CACHE: dict = {}  # id(circuit) -> (weak reference, fingerprint, translation)
+_CACHE: dict = {}  # id(circuit) -> (weak reference, fingerprint, noise model, translation)
 atexit.register(_CACHE.clear)  # engine objects go before the extension module does
 
 
-def _translate(circuit: QuantumCircuit) -> _Translation:
-    """The cached translation of `circuit` (made again if the circuit changed
-    size; circuits are not hashable, so the cache is keyed by identity and an
-    entry leaves with its circuit)."""
-    key = (len(circuit.data), circuit.num_qubits, circuit.num_clbits, circuit.num_parameters)
+def _translate(circuit: QuantumCircuit, noise_model=None, measured: tuple = ()) -> _Translation:
+    """The cached translation of `circuit` under `noise_model` (made again if
+    the circuit changed size or the noise model is another; circuits are not
+    hashable, so the cache is keyed by identity and an entry leaves with its
+    circuit)."""
+    key = (len(circuit.data), circuit.num_qubits, circuit.num_clbits, circuit.num_parameters,
+           id(noise_model), measured)
     hit = _CACHE.get(id(circuit))
-    if hit is not None and hit[0]() is circuit and hit[1] == key:
-        return hit[2]
-    t = _Translation(circuit)
+    if hit is not None and hit[0]() is circuit and hit[1] == key and hit[2] is noise_model:
+        return hit[3]
+    t = _Translation(circuit, noise_model, measured)
     k = id(circuit)
-    _CACHE[k] = (weakref.ref(circuit, lambda _, k=k: _CACHE.pop(k, None)), key, t)
+    _CACHE[k] = (weakref.ref(circuit, lambda _, k=k: _CACHE.pop(k, None)), key, noise_model, t)
     return t
 
 
@@ -206,13 +260,24 @@ class Estimator(BaseEstimatorV2):
     Gaussian noise of that width to exact values; ``EstimatorQNN`` asks for 1/64
     unless given ``default_precision=0``). ``precision`` ("c64" or "c128") is
     the amplitudes' precision; ``threads`` (default: all cores) and ``fusion``
-    (gate fusion width, 0 = off) as in the rest of qmlsim."""
+    (gate fusion width, 0 = off) as in the rest of qmlsim.
+
+    Noise as Aer's ``EstimatorV2`` takes it: ``noise_model`` (an Aer
+    ``NoiseModel``), or ``options={"backend_options": {"noise_model": nm,
+    "method": ...}, "run_options": {...}}``; exact values on the density matrix
+    (method "automatic" or "density_matrix"), or the mean of ``trajectories``
+    (run_options ``shots``) with method "statevector". Readout errors count
+    (Aer's ignores them): see ``qmlsim._qiskit_noise``."""
 
     def __init__(self, *, default_precision: float = 0.0, seed=None, precision: str = "c128",
-                 threads: int | None = None, fusion: int = 3):
-        self._default_precision = default_precision
+                 threads: int | None = None, fusion: int = 3, noise_model=None,
+                 method: str = "automatic", trajectories: int = 1000, options: dict | None = None):
+        s = _Settings(precision, threads, fusion, noise_model, method, trajectories, seed, options,
+                      {"default_precision": default_precision})
+        self._default_precision = s.defaults.get("default_precision", default_precision)
         self._seed = seed
-        self._engine = _options(precision, threads, fusion)
+        self._engine = s.engine
+        self._noise_model = s.noise_model
 
     @property
     def default_precision(self) -> float:
@@ -221,6 +286,10 @@ class Estimator(BaseEstimatorV2):
     @property
     def engine_options(self) -> "_qmlsim.Options":
         return self._engine
+
+    @property
+    def noise_model(self):
+        return self._noise_model
 
     def run(self, pubs: Iterable, *, precision: float | None = None) -> PrimitiveJob:
         if precision is None:
@@ -242,7 +311,7 @@ class Estimator(BaseEstimatorV2):
             groups.setdefault(id(pub.circuit), []).append(i)
         out = [None] * len(pubs)
         for members in groups.values():
-            t = _translate(pubs[members[0]].circuit)
+            t = _translate(pubs[members[0]].circuit, self._noise_model)
             rows, observables, plan = [], [], []
             for i in members:
                 pub = pubs[i]
@@ -252,7 +321,7 @@ class Estimator(BaseEstimatorV2):
                 first_row, first_obs = len(rows), len(observables)
                 rows.extend(t.values(x))
                 for o in obs.ravel().tolist():
-                    observables.append(_terms(o, t.num_qubits))
+                    observables.append(readout_terms(_terms(o, t.num_qubits), t.readout))
                 plan.append((i, first_row, pv.shape, first_obs, obs.shape))
             x = np.ascontiguousarray(np.array(rows, dtype=np.float64).reshape(len(rows), -1))
             values = t.runner.expvals(x, observables, self._engine)  # [row][observable]
@@ -299,14 +368,16 @@ def _final_measurements(circuit: QuantumCircuit):
     return mapping, stripped
 
 
-def _sample(circuit: QuantumCircuit, bindings, shots: int, seed, engine) -> np.ndarray:
+def _sample(circuit: QuantumCircuit, bindings, shots: int, seed, engine,
+            noise_model=None) -> np.ndarray:
     """Classical bits [binding][shot][clbit] of `shots` runs of `circuit` for
     every binding (a BindingsArray, or None for a circuit without parameters).
     Outcomes over the measured qubits in ascending order are drawn as
     StatevectorSampler draws them: each binding from a generator seeded afresh
-    with `seed`; unmeasured clbits are 0."""
+    with `seed`; unmeasured clbits are 0. With a noise model, the outcomes of
+    its noisy circuit, read through its readout errors."""
     mapping, stripped = _final_measurements(circuit)
-    t = _translate(stripped)
+    t = _translate(stripped, noise_model, tuple(sorted(set(mapping.values()))))
     if bindings is None:
         x = np.zeros((1, len(t.parameters)))
     else:
@@ -326,7 +397,8 @@ def _sample(circuit: QuantumCircuit, bindings, shots: int, seed, engine) -> np.n
     bits = np.zeros((probs.shape[0], shots, circuit.num_clbits), dtype=bool)
     for clbit, q in mapping.items():
         bits[:, :, clbit] = (outcomes >> position[q]) & 1
-    return bits
+    readout_seed = seed if seed is None or isinstance(seed, np.random.Generator) else [seed, 1]
+    return readout_bits(bits, mapping, t.readout, readout_seed)
 
 
 class Sampler(BaseSamplerV2):
@@ -335,13 +407,19 @@ class Sampler(BaseSamplerV2):
     drawn as ``StatevectorSampler`` draws them, so the same seed gives the same
     bits as it does. Each binding's final state is computed once in C++;
     results are ``BitArray``s per classical register, bit j of a register being
-    its clbit j."""
+    its clbit j. Noise as ``Estimator`` takes it (and Aer's ``SamplerV2``):
+    outcomes from the noisy circuit's exact distribution, read through the
+    noise model's readout errors."""
 
     def __init__(self, *, default_shots: int = 1024, seed=None, precision: str = "c128",
-                 threads: int | None = None, fusion: int = 3):
-        self._default_shots = default_shots
+                 threads: int | None = None, fusion: int = 3, noise_model=None,
+                 method: str = "automatic", options: dict | None = None):
+        s = _Settings(precision, threads, fusion, noise_model, method, 1000, None, options,
+                      {"default_shots": default_shots})
+        self._default_shots = s.defaults.get("default_shots", default_shots)
         self._seed = seed
-        self._engine = _options(precision, threads, fusion)
+        self._engine = s.engine
+        self._noise_model = s.noise_model
 
     @property
     def default_shots(self) -> int:
@@ -362,7 +440,8 @@ class Sampler(BaseSamplerV2):
         circuit = pub.circuit
         pv = pub.parameter_values
         shape, shots = pv.shape, pub.shots
-        bits = _sample(circuit, pv, shots, self._seed, self._engine)  # [binding][shot][clbit]
+        bits = _sample(circuit, pv, shots, self._seed, self._engine,
+                       self._noise_model)  # [binding][shot][clbit]
         meas = {}
         for creg in circuit.cregs:
             columns = [circuit.find_bit(b).index for b in creg]
@@ -405,6 +484,7 @@ class EstimatorGradient(_estimator_gradient_base()):
                              "qmlsim.qiskit.Estimator (or none)")
         BaseEstimatorGradient.__init__(self, estimator, options, derivative_type)
         self._engine = estimator.engine_options
+        self._noise_model = estimator.noise_model
 
     def _run(self, circuits, observables, parameter_values, parameters, **options):
         from qiskit_machine_learning.gradients import EstimatorGradientResult
@@ -413,11 +493,12 @@ class EstimatorGradient(_estimator_gradient_base()):
             groups.setdefault(id(c), []).append(i)
         gradients = [None] * len(circuits)
         for members in groups.values():
-            t = _translate(circuits[members[0]])
+            t = _translate(circuits[members[0]], self._noise_model)
             index = {p: k for k, p in enumerate(t.parameters)}
             observable_terms, which, rows = [], [], []
             for i in members:
-                observable_terms.append(_terms(observables[i], t.num_qubits))
+                observable_terms.append(readout_terms(_terms(observables[i], t.num_qubits),
+                                                      t.readout))
                 which.append(len(observable_terms) - 1)
                 rows.append(t.values(np.asarray(parameter_values[i], dtype=np.float64))[0])
             x = np.ascontiguousarray(np.array(rows, dtype=np.float64).reshape(len(rows), -1))
@@ -458,10 +539,13 @@ class Backend(BackendV2):
     ``Sampler`` draws them; ``precision``, ``threads`` and ``fusion`` as
     elsewhere in qmlsim."""
 
-    def __init__(self, *, precision: str = "c128", threads: int | None = None, fusion: int = 3):
+    def __init__(self, *, precision: str = "c128", threads: int | None = None, fusion: int = 3,
+                 noise_model=None, method: str = "automatic"):
         super().__init__(name="qmlsim_statevector", backend_version="0.1.0",
                          description="qmlsim state-vector simulator")
-        self._engine = _options(precision, threads, fusion)
+        s = _Settings(precision, threads, fusion, noise_model, method, 1000, None, None, {})
+        self._engine = s.engine
+        self._noise_model = s.noise_model
         from qiskit.circuit.library import get_standard_gate_name_mapping
         from qiskit.transpiler import Target
         self._target = Target(description="qmlsim", num_qubits=None)
@@ -496,7 +580,8 @@ class Backend(BackendV2):
                 raise ValueError(f"circuit {circuit.name!r} has unbound parameters: "
                                  f"{', '.join(p.name for p in circuit.parameters)}")
             start = time.perf_counter()
-            bits = _sample(circuit, None, int(shots), opts["seed_simulator"], self._engine)[0]
+            bits = _sample(circuit, None, int(shots), opts["seed_simulator"], self._engine,
+                           self._noise_model)[0]
             weights = 1 << np.arange(circuit.num_clbits, dtype=np.int64)
             values = bits.astype(np.int64) @ weights if circuit.num_clbits else \
                 np.zeros(int(shots), dtype=np.int64)

@@ -1,0 +1,183 @@
+"""Qiskit Aer noise on qmlsim's engine (for ``qmlsim.qiskit``).
+
+An Aer ``NoiseModel`` is applied as Aer applies it: its delay passes (the
+thermal relaxation ``NoiseModel.from_backend`` adds) on circuits with delays,
+then ``qiskit_aer.utils.insert_noise``: after each instruction, the error for
+its name and qubits (a local error wins over the all-qubit one). Every error,
+and every ``QuantumError`` a circuit holds itself, crosses into the engine as
+its Kraus set, a Braket noise pragma in the exported program, and runs exactly
+on the density matrix (or by trajectories).
+
+Readout errors act on measured bits: the ``Sampler`` and ``Backend`` flip
+sampled bits with the error's probabilities; the ``Estimator`` takes them into
+expectation values exactly (each measured Pauli eigenvalue s reads as
+a s + b, a = 1 - P(1|0) - P(0|1), b = P(0|1) - P(1|0)), unlike Aer's
+``EstimatorV2``, which ignores them. Readout errors on several qubits at once
+(correlated) are refused.
+"""
+from __future__ import annotations
+
+import numpy as np
+from qiskit import QuantumCircuit
+
+_CHANNELS = ("quantum_channel",)  # Aer's QuantumError instructions
+
+
+def _aer_noise():
+    try:
+        from qiskit_aer.noise import NoiseModel
+        from qiskit_aer.utils import insert_noise
+    except ImportError as e:  # a noise model needs Aer, which made it
+        raise ValueError("a noise model needs qiskit-aer (pip install qiskit-aer)") from e
+    return NoiseModel, insert_noise
+
+
+def check_noise_model(noise_model, who: str):
+    """The noise model, or a ValueError naming what qmlsim cannot run."""
+    if noise_model is None:
+        return None
+    NoiseModel, _ = _aer_noise()
+    if not isinstance(noise_model, NoiseModel):
+        raise ValueError(f"{who}noise_model must be a qiskit_aer.noise.NoiseModel, got "
+                         f"{type(noise_model).__name__}")
+    errors = list(noise_model._local_readout_errors.values())
+    if noise_model._default_readout_error is not None:
+        errors.append(noise_model._default_readout_error)
+    for e in errors:
+        if e.number_of_qubits != 1:
+            raise ValueError(f"{who}readout errors on {e.number_of_qubits} qubits at once "
+                             "(correlated) are not supported; give each qubit its own")
+    return noise_model
+
+
+def with_noise(circuit: QuantumCircuit, noise_model, measured: tuple = ()) -> QuantumCircuit:
+    """`circuit` with the noise model's errors inserted as Aer inserts them;
+    the errors of `measure` on the `measured` qubits (whose final measurements
+    were taken off the circuit) at its end, where they act before the reading."""
+    if noise_model is None:
+        return circuit
+    _, insert_noise = _aer_noise()
+    passes = noise_model._pass_manager()
+    if passes is not None and any(i.operation.name == "delay" for i in circuit.data):
+        circuit = passes.run(circuit)
+    circuit = insert_noise(circuit, noise_model)
+    local = noise_model._local_quantum_errors.get("measure", {})
+    default = noise_model._default_quantum_errors.get("measure")
+    for q in measured:
+        error = local.get((q,), default)
+        if error is not None:
+            circuit.append(error.to_instruction(), [q])
+    return circuit
+
+
+def mark_channels(circuit: QuantumCircuit) -> tuple:
+    """The circuit with each quantum channel replaced by a barrier on its
+    qubits (the circuit's own barriers, identities here, are dropped), and the
+    channels' Kraus sets in order: the exported program's barriers are then
+    the places of the channels (``pragmas``)."""
+    from qiskit.quantum_info import Kraus
+    kraus = []
+    marked = circuit.copy_empty_like()
+    for item in circuit.data:
+        name = item.operation.name
+        if name == "barrier":
+            continue
+        if name in _CHANNELS:
+            kraus.append([np.asarray(k, dtype=complex) for k in Kraus(item.operation).data])
+            marked.barrier(*item.qubits)
+        else:
+            marked.append(item)
+    return marked, kraus
+
+
+def _number(z: complex) -> str:
+    re, im = float(z.real), float(z.imag)
+    if im == 0:
+        return repr(re)
+    return f"{re!r}{'+' if im >= 0 else '-'}{abs(im)!r}im"
+
+
+def pragmas(text: str, kraus: list) -> str:
+    """The exported program with its k-th barrier replaced by a Kraus pragma
+    of channel k on the barrier's qubits (Qiskit's matrices have the first
+    qubit least significant, the pragma's most: the qubits are reversed)."""
+    if not kraus:
+        return text
+    lines, k = [], 0
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("barrier ") and k < len(kraus):
+            qubits = [q.strip() for q in stripped[len("barrier "):].rstrip(";").split(",")]
+            matrices = ", ".join(
+                "[" + ", ".join("[" + ", ".join(_number(v) for v in row) + "]" for row in m) + "]"
+                for m in kraus[k])
+            lines.append(f"#pragma braket noise kraus({matrices}) {', '.join(reversed(qubits))}")
+            k += 1
+        else:
+            lines.append(line)
+    if k != len(kraus):
+        raise ValueError(f"internal: {len(kraus)} noise channels, {k} places in the program")
+    return "\n".join(lines) + "\n"
+
+
+def readout_matrices(noise_model, num_qubits: int) -> list:
+    """Per qubit, P(read j | true i) as a 2x2 array, or None without an error."""
+    if noise_model is None:
+        return [None] * num_qubits
+    out = []
+    for q in range(num_qubits):
+        e = noise_model._local_readout_errors.get((q,), noise_model._default_readout_error)
+        out.append(None if e is None else np.asarray(e.probabilities, dtype=float))
+    return out
+
+
+_MAX_NOISY_SUPPORT = 16  # a term's readout expansion has 2^(noisy qubits in it) terms
+
+
+def readout_terms(terms: list, readout: list) -> list:
+    """Engine terms whose expectation value is what `terms` reads through the
+    readout errors: each qubit of a Pauli word with an error contributes
+    a Z + b (its eigenvalue read as a s + b), expanded over the word."""
+    if all(r is None for r in readout):
+        return terms
+    out = []
+    for coeff, x, z in terms:
+        support = x | z
+        noisy = [q for q in range(len(readout)) if support >> q & 1 and readout[q] is not None]
+        if len(noisy) > _MAX_NOISY_SUPPORT:
+            raise ValueError(f"observable: a Pauli word on {len(noisy)} qubits with readout "
+                             f"errors (the limit is {_MAX_NOISY_SUPPORT})")
+        ab = []
+        for q in noisy:
+            r = readout[q]
+            ab.append((1 - r[0, 1] - r[1, 0], r[1, 0] - r[0, 1]))
+        for keep in range(1 << len(noisy)):
+            c, xm, zm = coeff, x, z
+            for j, q in enumerate(noisy):
+                a, b = ab[j]
+                if keep >> j & 1:
+                    c *= a
+                else:
+                    c *= b
+                    xm &= ~(1 << q)
+                    zm &= ~(1 << q)
+            if c != 0:
+                out.append((c, xm, zm))
+    return out or [(0.0, 0, 0)]
+
+
+def readout_bits(bits: np.ndarray, qubit_of_clbit: dict, readout: list, seed) -> np.ndarray:
+    """Sampled bits [binding][shot][clbit] read through the readout errors:
+    a true bit t of qubit q reads 1 with probability P(1 | t)."""
+    if all(r is None for r in readout):
+        return bits
+    rng = np.random.default_rng(seed)
+    out = bits.copy()
+    for clbit, q in sorted(qubit_of_clbit.items()):
+        r = readout[q]
+        if r is None:
+            continue
+        true = bits[:, :, clbit]
+        p_one = np.where(true, r[1, 1], r[0, 1])
+        out[:, :, clbit] = rng.random(true.shape) < p_one
+    return out
