@@ -17,8 +17,15 @@ What is here, with TFQ 0.7.6's argument names and defaults:
   by the C++ adjoint method: one batched vector-Jacobian product on the
   backward pass (one forward and one backward sweep per circuit), chained
   through each gate's ``sympy`` exponent. ``differentiator`` is accepted and
-  ignored (the adjoint is exact); backends other than ``'noiseless'`` are a
-  ``ValueError``.
+  ignored (the adjoint is exact); backends other than ``'noiseless'`` and
+  ``'noisy'`` are a ``ValueError``.
+- Noise: Cirq channels (``cirq.depolarize``, ``amplitude_damp``, ...,
+  ``circuit.with_noise``) run exactly on the density matrix under either
+  backend. ``backend='noisy'`` (which needs ``repetitions``, as TFQ's) and
+  ``layers.NoisyPQC`` / ``NoisyControlledPQC`` with ``sample_based=False`` give
+  the exact value that TFQ's ``repetitions`` trajectories estimate; with
+  ``sample_based=True``, shots of the noisy circuit; gradients are exact
+  through the noise either way.
 - ``layers.SampledExpectation`` (and ``PQC`` / ``ControlledPQC`` with
   ``repetitions``): each Pauli term estimated from ``repetitions`` shots in its
   basis; gradients are the exact adjoint gradient of the expectation values
@@ -466,10 +473,13 @@ def _check_repetitions(repetitions):
     return int(repetitions)
 
 
-def _check_backend(backend):
-    if backend not in ("noiseless", None):
+def _check_backend(backend) -> bool:
+    """True for TFQ's 'noisy' backend, False for 'noiseless' (or None); the
+    engine runs both (noise channels exactly, on the density matrix)."""
+    if backend not in ("noiseless", "noisy", None):
         raise ValueError(f"qmlsim.tfq: backend {backend!r} is not supported: qmlsim's "
-                         "engine is the backend ('noiseless')")
+                         "engine is the backend ('noiseless' or 'noisy')")
+    return backend == "noisy"
 
 
 # -- input handling as TFQ's layers do it
@@ -529,7 +539,7 @@ class _ExpectationLayer(tf.keras.layers.Layer):
 
     def __init__(self, backend="noiseless", differentiator=None, **kwargs):
         super().__init__(**kwargs)
-        _check_backend(backend)
+        self._noisy = _check_backend(backend)
         self._values = None
 
     def _op_inputs(self, inputs, symbol_names, symbol_values, operators, initializer):
@@ -557,9 +567,14 @@ class _Expectation(_ExpectationLayer):
 
     def call(self, inputs, *, symbol_names=None, symbol_values=None, operators=None,
              repetitions=None, initializer=tf.keras.initializers.RandomUniform(0, 2 * np.pi)):
-        if repetitions is not None:  # TFQ: only for noisy backends
+        if repetitions is not None and not self._noisy:  # TFQ: only for noisy backends
             raise RuntimeError("repetitions value provided for analytic expectation "
                                "calculation that is noiseless.")
+        if self._noisy and repetitions is None:
+            raise RuntimeError("Value for repetitions not provided. With backend='noisy' a "
+                               "number of trajectory repetitions must be provided in the layer "
+                               "call method.")
+        # backend='noisy': the exact value that TFQ's `repetitions` trajectories estimate.
         return _expectation(*self._op_inputs(inputs, symbol_names, symbol_values, operators,
                                              initializer))
 
@@ -580,6 +595,23 @@ class _AddCircuit(tf.keras.layers.Layer):
                                 stateful=False)
         out.set_shape(circuits.shape)
         return out
+
+
+def _noisy_setup(repetitions, sample_based):
+    """NoisyPQC's and NoisyControlledPQC's checks (TFQ's); the repetitions the
+    layer samples with: None when not sample based (then its values are exact:
+    what TFQ's `repetitions` trajectories estimate)."""
+    if repetitions is None:
+        raise ValueError("Value for repetitions must be provided when using noisy simulation.")
+    _check_repetitions(repetitions)
+    if sample_based is None:
+        raise ValueError("Please specify sample_based=False for analytic calculations based on "
+                         "monte-carlo trajectories, or sampled_based=True for measurement based "
+                         "noisy estimates.")
+    if not isinstance(sample_based, bool):
+        raise TypeError(f"sample_based must be either True or False. received: "
+                        f"{type(sample_based)}")
+    return repetitions if sample_based else None
 
 
 def _model_setup(layer, model_circuit, operators, repetitions, backend):
@@ -657,6 +689,35 @@ class _ControlledPQC(tf.keras.layers.Layer):
         return _expectation(circuits, self._symbols, inputs[1], ops)
 
 
+class _NoisyPQC(_PQC):
+    """TFQ's ``layers.NoisyPQC``: PQC on noisy circuits. ``sample_based=False``
+    gives exact values (TFQ averages ``repetitions`` trajectories to estimate
+    them); ``True`` estimates each Pauli term from ``repetitions`` shots of the
+    noisy circuit. Gradients: the exact adjoint gradient through the noise
+    (TFQ's default is parameter shift over the trajectories)."""
+
+    def __init__(self, model_circuit, operators, *, repetitions=None, sample_based=None,
+                 differentiator=None, initializer=tf.keras.initializers.RandomUniform(0, 2 * np.pi),
+                 regularizer=None, constraint=None, **kwargs):
+        if not isinstance(model_circuit, cirq.Circuit):
+            raise TypeError(f"model_circuit must be a cirq.Circuit object. Given: {model_circuit}")
+        super().__init__(model_circuit, operators,
+                         repetitions=_noisy_setup(repetitions, sample_based), backend="noisy",
+                         initializer=initializer, regularizer=regularizer,
+                         constraint=constraint, **kwargs)
+
+
+class _NoisyControlledPQC(_ControlledPQC):
+    """TFQ's ``layers.NoisyControlledPQC``: ControlledPQC on noisy circuits,
+    ``repetitions`` and ``sample_based`` as in NoisyPQC."""
+
+    def __init__(self, model_circuit, operators, *, repetitions=None, sample_based=None,
+                 differentiator=None, **kwargs):
+        super().__init__(model_circuit, operators,
+                         repetitions=_noisy_setup(repetitions, sample_based), backend="noisy",
+                         **kwargs)
+
+
 def _operator_list(operators):
     if isinstance(operators, (cirq.PauliString, cirq.PauliSum)):
         operators = [operators]
@@ -678,6 +739,9 @@ def _states(circuits, names, values):
             continue
         point = values[b:b + 1]
         state = _qmlsim.state(t.program, t.angles(names, point)[0].tolist(), _engine_options())
+        if len(state) != 1 << len(t.qubits):
+            raise ValueError("qmlsim.tfq: State of a circuit with noise channels: its state is a "
+                             "density matrix, not a state vector")
         rows.append((state * np.exp(1j * t.phase(names, point)[0])).astype(np.complex64))
     lengths = np.array([len(r) for r in rows], dtype=np.int64)
     return np.concatenate(rows), lengths
@@ -708,7 +772,12 @@ def _probabilities(t, names, point, extra_ops=()):
     so the index reads Cirq's sorted qubits from the most significant bit)."""
     program = t.with_ops(list(extra_ops)) if extra_ops else t.program
     angles = t.angles(names, point)[0].tolist()
-    p = np.abs(_qmlsim.state(program, angles, _engine_options())) ** 2
+    state = _qmlsim.state(program, angles, _engine_options())
+    dim = 1 << program.num_qubits
+    if len(state) == dim:
+        p = np.abs(state) ** 2
+    else:  # a noisy circuit's density matrix: its diagonal
+        p = np.clip(state.reshape(dim, dim).diagonal().real, 0, None)
     return p / p.sum()
 
 
@@ -837,5 +906,31 @@ class _SampledExpectation(_ExpectationLayer):
 
 
 layers = types.SimpleNamespace(Expectation=_Expectation, PQC=_PQC, ControlledPQC=_ControlledPQC,
+                               NoisyPQC=_NoisyPQC, NoisyControlledPQC=_NoisyControlledPQC,
                                AddCircuit=_AddCircuit, State=_State, Sample=_Sample,
                                SampledExpectation=_SampledExpectation)
+
+
+def _noisy_expectation(programs, symbol_names, symbol_values, pauli_sums, num_samples):
+    """``tfq.noise.expectation``: the exact noisy expectation values (what
+    TFQ's ``num_samples`` trajectories estimate), differentiable exactly."""
+    del num_samples  # exact: no trajectories to count
+    return _expectation(programs, symbol_names, symbol_values, pauli_sums)
+
+
+def _noisy_sampled_expectation(programs, symbol_names, symbol_values, pauli_sums, num_samples):
+    """``tfq.noise.sampled_expectation``: each Pauli term from ``num_samples``
+    shots of the noisy circuit."""
+    return _sampled_expectation(programs, symbol_names, symbol_values, pauli_sums, num_samples)
+
+
+def _noisy_samples(programs, symbol_names, symbol_values, num_samples):
+    """``tfq.noise.samples``: shots of the noisy circuits, a tf.RaggedTensor
+    [batch, num_samples, <the circuit's qubits>]."""
+    return _Sample()(programs, symbol_names=symbol_names, symbol_values=symbol_values,
+                     repetitions=num_samples)
+
+
+noise = types.SimpleNamespace(expectation=_noisy_expectation,
+                              sampled_expectation=_noisy_sampled_expectation,
+                              samples=_noisy_samples)

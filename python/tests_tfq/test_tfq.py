@@ -277,3 +277,68 @@ def test_nonlinear_symbol_expressions_and_their_gradients():
     fd = [(value(v + e * 1e-6) - value(v - e * 1e-6)) / 2e-6 for e in np.eye(2)]
     np.testing.assert_allclose(y.numpy()[0, 0], value(v), atol=1e-6)
     np.testing.assert_allclose(tape.gradient(y, x).numpy()[0], fd, atol=1e-6)
+
+
+def test_noisy_backend_and_noisy_pqc_are_exact_where_tfq_estimates():
+    """TFQ's noise tutorial's layers: NoisyPQC and Expectation(backend='noisy')
+    give the exact density-matrix values that TFQ's trajectories estimate
+    (checked against cirq.DensityMatrixSimulator, and TFQ within its spread);
+    gradients are exact through the noise; sample_based estimates by shots."""
+    q = cirq.GridQubit.rect(1, 2)
+    a, b = sympy.symbols("a b")
+    model = cirq.Circuit(cirq.rx(a).on(q[0]), cirq.CNOT(q[0], q[1]), cirq.ry(b).on(q[1]))
+    model = model.with_noise(cirq.depolarize(0.05))
+    model.append([cirq.amplitude_damp(0.1).on(q[0]), cirq.bit_flip(0.05).on(q[1])])
+    data = cirq.Circuit(cirq.H(q[0]))
+    ops = [cirq.Z(q[0]) * cirq.Z(q[1]), cirq.X(q[1])]
+    init = tf.keras.initializers.Constant([0.4, 1.1])
+    layer = qtfq.layers.NoisyPQC(model, ops, repetitions=100, sample_based=False,
+                                 initializer=init)
+    inputs = qtfq.convert_to_tensor([data])
+    with tf.GradientTape() as tape:
+        ours = layer(inputs)
+        loss = tf.reduce_sum(ours * tf.constant([[1.0, -0.5]]))
+    grad = tape.gradient(loss, layer.trainable_variables)[0].numpy()
+    rho = cirq.DensityMatrixSimulator(dtype=np.complex128).simulate(
+        cirq.resolve_parameters(data + model, {"a": 0.4, "b": 1.1}), qubit_order=q
+    ).final_density_matrix
+    index = {qq: i for i, qq in enumerate(q)}
+    want = [op.expectation_from_density_matrix(rho, index).real for op in ops]
+    np.testing.assert_allclose(ours.numpy()[0], want, atol=1e-6)
+
+    circuit = qtfq.convert_to_tensor([data + model])
+    exp = qtfq.layers.Expectation(backend="noisy")
+    h = 1e-3
+    fd = []
+    for k in range(2):
+        hi, lo = [0.4, 1.1], [0.4, 1.1]
+        hi[k] += h
+        lo[k] -= h
+        f = [float(tf.reduce_sum(exp(circuit, symbol_names=["a", "b"], symbol_values=[v],
+                                     operators=ops, repetitions=10) * tf.constant([[1.0, -0.5]])))
+             for v in (hi, lo)]
+        fd.append((f[0] - f[1]) / (2 * h))
+    np.testing.assert_allclose(grad, fd, atol=1e-3)  # float32 values
+    with pytest.raises(RuntimeError, match="repetitions"):
+        exp(circuit, symbol_names=["a", "b"], symbol_values=[[0.4, 1.1]], operators=ops)
+    with pytest.raises(ValueError, match="sample_based"):
+        qtfq.layers.NoisyPQC(model, ops, repetitions=10)
+    # TFQ's own trajectories estimate the same values.
+    theirs = tfq.layers.NoisyPQC(model, ops, repetitions=4000, sample_based=False,
+                                 initializer=init)(tfq.convert_to_tensor([data])).numpy()[0]
+    np.testing.assert_allclose(theirs, want, atol=0.06)
+    # Sample based: shots of the noisy circuit.
+    sampled = qtfq.layers.NoisyPQC(model, ops, repetitions=20000, sample_based=True,
+                                   initializer=init)(inputs).numpy()[0]
+    np.testing.assert_allclose(sampled, want, atol=5 / np.sqrt(20000))
+    # tfq.noise's ops: the same exact values, and shots of the noisy circuit.
+    full = qtfq.convert_to_tensor([data + model])
+    names = tf.constant(["a", "b"])
+    values = tf.constant([[0.4, 1.1]])
+    pauli = qtfq.convert_to_tensor([ops])
+    np.testing.assert_allclose(
+        qtfq.noise.expectation(full, names, values, pauli, tf.constant([[10, 10]])).numpy()[0],
+        want, atol=1e-6)
+    shots = qtfq.noise.samples(full, names, values, 20000).to_list()[0]
+    parity = np.mean([(-1) ** (s[0] + s[1]) for s in shots])
+    assert abs(parity - want[0]) < 5 / np.sqrt(20000)
