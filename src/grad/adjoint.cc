@@ -760,7 +760,9 @@ std::vector<AdjointResult> adjoint_vjp_many(const std::vector<const Circuit*>& c
   if (circuits.empty()) return {};
   const int n = detail::common_qubits(circuits, "adjoint_vjp_many");
   const Precision p = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
-  if (options.backend == Backend::cuda && options.initial_state.empty() &&
+  const bool noisy = std::any_of(circuits.begin(), circuits.end(),
+                                 [&](const Circuit* c) { return runs_noisy(*c, options); });
+  if (options.backend == Backend::cuda && options.initial_state.empty() && !noisy &&
       cuda::small_batch_fits(n, p, observables.size()))
     return vjp_small_batch<R>(n, circuits, thetas, observables, weights,
                               detail::for_backend(options));

@@ -157,6 +157,35 @@ TEST(QasmHybrid, GradientThroughEncoderCircuitInputsAndHead) {
   expect_gradient_matches_fd(QasmHybrid(two), d2, ml::Loss::parse("cce", 0, "loss"));
 }
 
+// A circuit with noise channels trains on the density matrix: the whole
+// hybrid gradient, through the channels, against finite differences.
+TEST(QasmHybrid, NoisyCircuitGradientThroughTheDensityMatrix) {
+  QasmHybridSpec s = hybrid_spec();
+  s.program = parse_qasm(R"(OPENQASM 3.0;
+include "stdgates.inc";
+input array[float[64], 3] x;
+input float[64] t;
+input array[float[64], 4] w;
+qubit[3] q;
+ry(x[0] * w[0]) q[0];
+#pragma braket noise depolarizing(0.05) q[0]
+ry(sin(x[1]) + w[1]) q[1];
+cx q[0], q[1];
+#pragma braket noise amplitude_damping(0.1) q
+rx(x[2] ** 2) q[2];
+ctrl @ rz(w[3] * t) q[1], q[2];
+#pragma braket noise phase_damping(0.2) q[2]
+rx(t + w[2]) q[0];
+)",
+                         "noisy.qasm");
+  const QasmHybrid m(s);
+  ml::Dataset d;
+  std::mt19937_64 g(5);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int i = 0; i < 4; ++i) d.add({u(g), u(g), u(g), u(g)}, i % 2 ? 1.0 : -1.0);
+  expect_gradient_matches_fd(m, d, ml::Loss::parse("bce", 0, "loss"));
+}
+
 TEST(QasmHybrid, InconsistentSpecificationsAreOneLineErrors) {
   auto error_of = [](QasmHybridSpec s) {
     try {
