@@ -174,5 +174,37 @@ TEST(Channels, CircuitsCheckChannelsAndStateVectorsRefuseThem) {
   EXPECT_THROW(bind_channel(t.ops()[0], bad, 1), Error);
 }
 
+// with_gate_noise: the channels after each gate on each of its wires
+// (controls included), in order; strength 0 adds nothing; ranges checked.
+TEST(Channels, NoiseAfterEveryGate) {
+  Circuit c(3);
+  c.add(GateId::H, {0});
+  Operation cx;
+  cx.gate = GateId::RX;
+  cx.wires = {2};
+  cx.controls = {1};
+  cx.params = {ParamExpr::ref(0)};
+  c.add(cx);
+  c.add(Operation{
+      GateId::I, {0}, {}, {ParamExpr::literal(0.1)}, nullptr, ChannelId::bit_flip, nullptr});
+  const Circuit n = with_gate_noise(c, {{ChannelId::depolarizing, 0.1},
+                                        {ChannelId::phase_damping, 0},
+                                        {ChannelId::amplitude_damping, 0.2}});
+  std::vector<std::string> got;
+  for (const Operation& op : n.ops())
+    got.push_back(op.is_channel() ? std::string(channel_info(op.channel).name) + " " +
+                                        std::to_string(op.wires[0])
+                                  : describe(op));
+  ASSERT_EQ(n.ops().size(), 1u + 2u + 1u + 4u + 1u) << ::testing::PrintToString(got);
+  EXPECT_EQ(n.ops()[1].channel, ChannelId::depolarizing);
+  EXPECT_EQ(n.ops()[1].wires, std::vector<int>{0});
+  EXPECT_EQ(n.ops()[2].channel, ChannelId::amplitude_damping);
+  EXPECT_EQ(n.ops()[4].wires, std::vector<int>{1});  // the control first
+  EXPECT_EQ(n.ops()[6].wires, std::vector<int>{2});
+  EXPECT_EQ(n.ops()[8].channel, ChannelId::bit_flip);  // a channel gets no noise after it
+  EXPECT_EQ(n.num_slots(), 1);
+  EXPECT_THROW(with_gate_noise(c, {{ChannelId::depolarizing, 1.5}}), Error);
+}
+
 }  // namespace
 }  // namespace qmlsim

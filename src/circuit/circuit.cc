@@ -115,4 +115,25 @@ std::string describe(const Operation& op) {
   return s.str();
 }
 
+Circuit with_gate_noise(const Circuit& c, const std::vector<GateNoise>& noise) {
+  Circuit out(c.num_qubits());
+  for (const Operation& op : c.ops()) {
+    out.add(op);
+    if (op.is_channel()) continue;
+    std::vector<int> wires = op.controls;
+    wires.insert(wires.end(), op.wires.begin(), op.wires.end());
+    for (int q : wires) {
+      for (const GateNoise& n : noise) {
+        if (n.p == 0) continue;
+        Operation ch;
+        ch.channel = n.channel;
+        ch.wires = {q};
+        ch.params = {ParamExpr::literal(n.p)};
+        out.add(std::move(ch));
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace qmlsim

@@ -73,6 +73,17 @@ class Circuit {
   void check_wires(const std::string& name, const Operation& op) const;
 };
 
+// One-qubit noise after every gate: `channel` (a channel of the table with one
+// parameter) of strength `p` on each wire the gate touches, controls included.
+struct GateNoise {
+  ChannelId channel = ChannelId::none;
+  double p = 0;
+};
+// `c` with `noise` after each of its gates, in order (its channels stay as
+// they are); noise of strength 0 is left out. Throws Error for a channel
+// that does not take one parameter or a strength out of its range.
+Circuit with_gate_noise(const Circuit& c, const std::vector<GateNoise>& noise);
+
 // Human-readable one-line description, e.g. "CRX(0.5) 1,3".
 std::string describe(const Operation& op);
 

@@ -18,6 +18,7 @@ class DressedClassifier : public HybridModel {
 
  protected:
   const Circuit& circuit(std::span<const double>) const override { return circuit_; }
+  std::vector<Circuit*> templates() override { return {&circuit_}; }
   void encode(std::span<const double> params, std::span<const double> x,
               std::span<double> inputs) const override;
   void encode_backward(std::span<const double> params, std::span<const double> x,

@@ -81,6 +81,13 @@ void HybridModel::gradient_one(std::span<const double> params, std::span<const d
   encode_backward(params, x, std::span<const double>(g).subspan(num_quantum_), grad);
 }
 
+void HybridModel::add_gate_noise(const std::vector<GateNoise>& noise) {
+  for (Circuit* c : templates()) {
+    *c = with_gate_noise(*c, noise);
+    has_channels_ = has_channels_ || c->has_channels();
+  }
+}
+
 bool HybridModel::batched_on_gpu(const EvalOptions& options) const {
   return options.backend == Backend::cuda && !options.distributed() &&
          cuda::small_batch_fits(num_qubits_, options.precision, readouts_.size());

@@ -36,6 +36,10 @@ struct EvalOptions {
   // (distributed/simulate.h); null or one process: each process holds whole states.
   const comm::Comm* state_group = nullptr;
   std::size_t exchange_bytes = std::size_t{32} << 20;  // per process, for the group's exchanges
+  // Circuits with noise channels: how they run (grad/options.h).
+  Method method = Method::automatic;
+  std::int64_t trajectories = 1000;
+  std::uint64_t seed = 1;
   bool distributed() const { return state_group && state_group->size() > 1; }
 };
 
@@ -54,6 +58,9 @@ inline EngineOptions engine(const EvalOptions& o) {
   a.threads = o.threads;
   a.fusion = o.fusion;
   a.backend = o.backend;
+  a.method = o.method;
+  a.trajectories = o.trajectories;
+  a.seed = o.seed;
   return a;
 }
 
@@ -86,6 +93,11 @@ class HybridModel {
   std::size_t grad_offset() const { return readout_offset() + readouts_.size(); }
   int num_qubits() const { return num_qubits_; }
   virtual void init(std::span<double> params, Rng& rng) const = 0;
+  // Noise after every gate of every circuit the model runs (circuit.h:
+  // with_gate_noise); they then run on density matrices (or trajectories).
+  void add_gate_noise(const std::vector<GateNoise>& noise);
+  // Whether the model's circuits hold noise channels.
+  bool has_channels() const { return has_channels_; }
 
   // outputs() predictions per example data.x[index[i]], example after example.
   std::vector<double> predict(std::span<const double> params, const ml::Dataset& data,
@@ -114,6 +126,8 @@ class HybridModel {
  protected:
   // The circuit template for example x (its input slots follow the quantum ones).
   virtual const Circuit& circuit(std::span<const double> x) const = 0;
+  // Every template circuit(x) may return, for add_gate_noise.
+  virtual std::vector<Circuit*> templates() = 0;
   // Input angles for example x (size num_inputs).
   virtual void encode(std::span<const double> params, std::span<const double> x,
                       std::span<double> inputs) const = 0;
@@ -144,6 +158,7 @@ class HybridModel {
   std::size_t num_inputs_ = 0;
   std::size_t num_outputs_ = 1;
   std::vector<PauliSum> readouts_;
+  bool has_channels_ = false;
 
  private:
   std::vector<double> theta(std::span<const double> params, std::span<const double> x) const;

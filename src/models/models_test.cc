@@ -63,6 +63,18 @@ TEST(Qcnn, HybridAndPureGradientsMatchFiniteDifferences) {
   expect_gradient_matches_fd(Qcnn(5, QcnnVariant::kPure), ml::qcnn_excitations(5, 1, rng), mse);
 }
 
+// [noise] in a config: channels after every gate, and the gradient through
+// them (on the density matrix) still the finite differences of the loss.
+TEST(Qcnn, NoiseAfterEveryGateKeepsTheGradientExact) {
+  Rng rng(4);
+  const ml::Dataset d = ml::qcnn_excitations(4, 2, rng);
+  Qcnn m(4, QcnnVariant::kHybrid, 3);
+  EXPECT_FALSE(m.has_channels());
+  m.add_gate_noise({{ChannelId::depolarizing, 0.02}, {ChannelId::amplitude_damping, 0.05}});
+  EXPECT_TRUE(m.has_channels());
+  expect_gradient_matches_fd(m, d, ml::Loss::parse("mse", 0, "loss"));
+}
+
 TEST(Qcnn, ConvolutionPairsFollowCirq) {
   // 4 qubits: (0,1), (2,3), then (1,2), (3,0); each two_qubit_unitary has 15 gates.
   Circuit c(4);

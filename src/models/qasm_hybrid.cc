@@ -10,6 +10,7 @@ QasmHybrid::QasmHybrid(QasmHybridSpec spec) : spec_(std::move(spec)) {
   const QasmProgram& p = spec_.program;
   const std::string& src = spec_.source;
   num_qubits_ = p.circuit.num_qubits();
+  has_channels_ = p.circuit.has_channels();
   auto find = [&](const std::string& name, const char* role) -> const QasmInput& {
     for (const QasmInput& in : p.inputs)
       if (in.name == name) return in;

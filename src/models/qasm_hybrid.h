@@ -44,6 +44,7 @@ class QasmHybrid : public HybridModel {
 
  protected:
   const Circuit& circuit(std::span<const double>) const override { return spec_.program.circuit; }
+  std::vector<Circuit*> templates() override { return {&spec_.program.circuit}; }
   void encode(std::span<const double> params, std::span<const double> x,
               std::span<double> inputs) const override;
   void encode_backward(std::span<const double> params, std::span<const double> x,

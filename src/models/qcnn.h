@@ -25,6 +25,11 @@ class Qcnn : public HybridModel {
 
  protected:
   const Circuit& circuit(std::span<const double> x) const override;
+  std::vector<Circuit*> templates() override {
+    std::vector<Circuit*> out;
+    for (Circuit& c : circuits_) out.push_back(&c);
+    return out;
+  }
   void encode(std::span<const double> params, std::span<const double> x,
               std::span<double> inputs) const override;
   void encode_backward(std::span<const double>, std::span<const double>, std::span<const double>,

@@ -135,7 +135,13 @@ std::string job_defaults(const std::string& kind) {
            k.adam_epsilon +
            "\ncheckpoint_every = 0   # steps between checkpoints; 0: at the end of every epoch\n"
            "keep_checkpoints = 3\n" +
-           k.train;
+           k.train +
+           "\n[noise]               # after every gate, on each of its qubits (0: none)\n"
+           "depolarizing = 0.0\n"
+           "amplitude_damping = 0.0\n"
+           "phase_damping = 0.0\n"
+           "method = \"auto\"       # noisy circuits: auto, density_matrix or trajectories\n"
+           "trajectories = 1000\n";
   }
   throw Error("unknown job kind '" + kind + "' (qaoa, qcnn, sonar, hybrid)");
 }
@@ -183,6 +189,22 @@ void check_working_set(const WorkingSet& w, int ranks_here, const models::EvalOp
                            ") per rank, " + std::to_string(ranks_here) + " rank(s) on this host");
 }
 
+std::vector<GateNoise> gate_noise(const io::Config& c) {
+  std::vector<GateNoise> noise;
+  for (const auto& [key, id] : {std::pair{"noise.depolarizing", ChannelId::depolarizing},
+                                std::pair{"noise.amplitude_damping", ChannelId::amplitude_damping},
+                                std::pair{"noise.phase_damping", ChannelId::phase_damping}}) {
+    const double p = c.get_double(key, 0, 1);
+    if (p > 0) noise.push_back({id, p});
+  }
+  if (!noise.empty() && c.kind() == "qaoa")
+    c.fail(noise.front().channel == ChannelId::depolarizing        ? "noise.depolarizing"
+           : noise.front().channel == ChannelId::amplitude_damping ? "noise.amplitude_damping"
+                                                                   : "noise.phase_damping",
+           "noise is for the supervised jobs (qcnn, sonar, hybrid), not qaoa yet");
+  return noise;
+}
+
 models::EvalOptions eval_options(const io::Config& c, int ranks_per_host) {
   models::EvalOptions o;
   o.precision =
@@ -191,6 +213,10 @@ models::EvalOptions eval_options(const io::Config& c, int ranks_per_host) {
   o.threads = t > 0 ? t : std::max(1, omp_get_max_threads() / std::max(1, ranks_per_host));
   o.fusion = static_cast<int>(c.get_int("job.fusion", 0, 6));
   o.backend = c.get_choice("job.backend", {"cpu", "cuda"}) == "cuda" ? Backend::cuda : Backend::cpu;
+  o.method =
+      *method_by_name(c.get_choice("noise.method", {"auto", "density_matrix", "trajectories"}));
+  o.trajectories = c.get_int("noise.trajectories", 1, std::int64_t{1} << 40);
+  o.seed = static_cast<std::uint64_t>(c.get_int("job.seed", 0, INT64_MAX));
   return o;
 }
 
@@ -371,10 +397,12 @@ SupervisedJob make_supervised_job(const io::Config& c) {
     const char* key = c.kind() == "qcnn" ? "data.train_fraction" : "data.test_fraction";
     c.fail(key, "leaves no training examples");
   }
+  job.model->add_gate_noise(gate_noise(c));
   return job;
 }
 
 std::unique_ptr<models::QaoaMaxCut> make_qaoa_job(const io::Config& c) {
+  gate_noise(c);  // refuses noise here
   const std::string path = c.get_string("data.graph");
   if (path.empty()) c.fail("data.graph", "needs the path of a graph file");
   const int nodes = static_cast<int>(c.get_int("data.nodes", 0, kMaxQubits));

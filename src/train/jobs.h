@@ -31,6 +31,9 @@ const std::vector<std::string>& execution_only_keys();
 // resolved config without the execution-only keys.
 std::string config_hash(const io::Config& c);
 
+// The [noise] table: channels after every gate (circuit.h: with_gate_noise).
+std::vector<GateNoise> gate_noise(const io::Config& c);
+
 // What one rank holds at once: `states` state vectors of `qubits` qubits (a
 // state and an adjoint state per example in flight), each a slice when
 // state_ranks > 1, plus then the exchange buffer.

@@ -133,7 +133,12 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
         model.one_example_per_thread(static_cast<std::size_t>(share), p.threads, eval.backend);
     p.steps_per_epoch = ceil_div(n, batch);
     p.epochs = t.epochs;
-    if (sizes(model.num_qubits(), 2 * (per_thread ? p.threads : 1))) {
+    // A noisy model's states are density matrices: twice the qubits.
+    const int state_qubits = model.num_qubits() * (model.has_channels() ? 2 : 1);
+    const bool fits = sizes(state_qubits, 2 * (per_thread ? p.threads : 1));
+    p.qubits = model.num_qubits();
+    p.density_matrix = model.has_channels();
+    if (fits) {
       p.step_s = share_time(model, job.train, share, job.loss, eval, true);
       const auto test = static_cast<std::int64_t>(job.test.size());
       if (test > 0)
@@ -178,7 +183,11 @@ std::string duration(double s) {
 }  // namespace
 
 void print_plan(const Plan& p, const PlanOptions& o, std::ostream& out) {
-  out << "qubits: " << p.qubits << ", " << p.precision << ", backend " << p.backend << "\n"
+  out << "qubits: " << p.qubits
+      << (p.density_matrix ? " (noisy: density matrices, the size of " +
+                                 std::to_string(2 * p.qubits) + "-qubit states)"
+                           : std::string())
+      << ", " << p.precision << ", backend " << p.backend << "\n"
       << (p.state_ranks > 1 ? "states over " + std::to_string(p.state_ranks) + " ranks; one slice: "
                             : std::string("one state vector: "))
       << bytes(p.state_bytes) << "\n"
@@ -213,6 +222,7 @@ void print_plan(const Plan& p, const PlanOptions& o, std::ostream& out) {
 void print_plan_json(const Plan& p, std::ostream& out) {
   JsonWriter w(out);
   w.begin_object().key("qubits").value(p.qubits).key("precision").value(p.precision);
+  w.key("density_matrix").value(p.density_matrix);
   w.key("backend").value(p.backend);
   w.key("state_bytes").value(static_cast<double>(p.state_bytes));
   w.key("state_ranks").value(p.state_ranks);

@@ -20,7 +20,8 @@ struct PlanOptions {
 };
 
 struct Plan {
-  int qubits = 0;
+  int qubits = 0;               // the circuits' (a noisy job's states have twice as many)
+  bool density_matrix = false;  // noisy circuits: states are density matrices
   std::string precision;
   std::string backend;
   std::uint64_t state_bytes = 0;    // one state vector (with job.state_ranks > 1: one slice)

@@ -389,6 +389,11 @@ TEST_F(Training, ResumeGivesTheWeightsOfAnUninterruptedRun) {
         "train.epochs=3", "train.checkpoint_every=1"},
        7},
       {"qaoa_maxcut.toml", {"train.steps=4", "train.learning_rate=0.01"}, 2},
+      // Noisy circuits (on the density matrix) resume bit for bit too.
+      {"qcnn.toml",
+       {"data.qubits=4", "data.rounds=10", "train.epochs=2", "train.batch_size=8",
+        "noise.depolarizing=0.02", "noise.amplitude_damping=0.05"},
+       3},
   };
   int k = 0;
   for (const Case& cs : cases) {
@@ -702,6 +707,24 @@ TEST_F(Training, EmptySplitsAndDanglingRunDirectoriesNameTheirCause) {
   EXPECT_NE(message(config("qcnn.toml", {"data.qubits=4", "train.epochs=1"}), dir("link"))
                 .find("a symbolic link to " + dir("nowhere") + "/run, which does not exist"),
             std::string::npos);
+}
+
+// The [noise] table puts channels after every gate of the job's circuits:
+// the run trains on density matrices (another loss than without noise).
+TEST_F(Training, NoiseTableTrainsOnDensityMatrices) {
+  const std::vector<std::string> sets = {"data.qubits=4", "data.rounds=10", "train.epochs=1"};
+  ASSERT_EQ(run(config("qcnn.toml", sets), dir("clean")), 0);
+  std::vector<std::string> noisy = sets;
+  noisy.push_back("noise.depolarizing=0.05");
+  ASSERT_EQ(run(config("qcnn.toml", noisy), dir("noisy")), 0);
+  const auto clean_loss = metric(dir("clean"), "step", "loss");
+  const auto noisy_loss = metric(dir("noisy"), "step", "loss");
+  ASSERT_EQ(clean_loss.size(), noisy_loss.size());
+  EXPECT_NE(clean_loss, noisy_loss);
+  noisy.push_back("noise.method=\"trajectories\"");  // damping-free: trajectories take gradients
+  noisy.push_back("noise.trajectories=20");
+  ASSERT_EQ(run(config("qcnn.toml", noisy), dir("trajectories")), 0);
+  EXPECT_THROW(run(config("qaoa_maxcut.toml", {"noise.phase_damping=0.1"}), dir("qaoa")), Error);
 }
 
 TEST_F(Training, CudaBackendTrainsLikeTheCpu) {
