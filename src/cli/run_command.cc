@@ -424,6 +424,21 @@ void print_text(const Report& r) {
 
 }  // namespace
 
+// The --observable flags, each checked to act on the circuit's n qubits.
+std::vector<PauliSum> read_observables(const Args& args, int n, const std::string& path) {
+  std::vector<PauliSum> observables;
+  for (std::size_t i = 0; i < args.all("--observable").size(); ++i) {
+    const std::string src = "--observable " + std::to_string(i + 1);
+    PauliSum h = parse_pauli_sum(args.all("--observable")[i], src);
+    if (h.min_qubits() > n) {
+      throw Error(src + ": names qubit " + std::to_string(h.min_qubits() - 1) + " but " + path +
+                  " has " + std::to_string(n) + " qubit(s)");
+    }
+    observables.push_back(std::move(h));
+  }
+  return observables;
+}
+
 int run_command(const std::vector<std::string>& argv) {
   const Args args(argv, kSpecs);
   if (args.has("--help")) {
@@ -458,16 +473,7 @@ int run_command(const std::vector<std::string>& argv) {
   const std::vector<double> inputs = bind_inputs(prog, args, path);
   const int n = prog.circuit.num_qubits();
   if (n == 0) throw Error(path + ": the circuit declares no qubits (add a qreg)");
-  std::vector<PauliSum> observables;
-  for (std::size_t i = 0; i < args.all("--observable").size(); ++i) {
-    const std::string src = "--observable " + std::to_string(i + 1);
-    PauliSum h = parse_pauli_sum(args.all("--observable")[i], src);
-    if (h.min_qubits() > n) {
-      throw Error(src + ": names qubit " + std::to_string(h.min_qubits() - 1) + " but " + path +
-                  " has " + std::to_string(n) + " qubit(s)");
-    }
-    observables.push_back(std::move(h));
-  }
+  const std::vector<PauliSum> observables = read_observables(args, n, path);
   const Precision prec = precision == "c64" ? Precision::c64 : Precision::c128;
   EngineOptions engine;
   engine.threads = threads;

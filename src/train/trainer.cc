@@ -405,6 +405,30 @@ void write_result(const RunDir& dir, const io::Config& config, const ml::ParamLa
   dir.write_text("result.json", os.str() + "\n");
 }
 
+// A supervised run's first state: the model's initial parameters from the seed.
+io::TrainingState fresh_state(const models::HybridModel& model, std::uint64_t seed) {
+  io::TrainingState s;
+  Rng rng(seed);
+  s.params.assign(model.layout().size(), 0.0);
+  model.init(s.params, rng);
+  s.rng = rng.state();
+  s.sums.assign(3, 0.0);
+  return s;
+}
+
+// Error before any work when the job cannot run here: noisy circuits over
+// several ranks, or states (density matrices when noisy) that do not fit.
+void check_fits(const io::Config& config, const models::HybridModel& model, std::size_t batch,
+                const Groups& groups, const models::EvalOptions& eval, const comm::Comm& world) {
+  if (model.has_channels() && groups.state)
+    config.fail("job.state_ranks",
+                "must be 1 for noisy circuits (one process holds each density matrix)");
+  const int in_flight = model.one_example_per_thread(batch, eval) ? eval.threads : 1;
+  const int state_qubits = model.has_channels() ? 2 * model.num_qubits() : model.num_qubits();
+  check_working_set(working_set(state_qubits, 2 * in_flight, state_ranks(groups), eval),
+                    world.local_size(), eval, "train");
+}
+
 int train_supervised(const io::Config& config, const TrainOptions& options, std::ostream& out) {
   const comm::Comm& world = comm::Comm::world();
   const bool root = world.root();
@@ -416,13 +440,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
   const TrainSettings t = train_settings(config);
   const int epochs = t.epochs, keep = t.keep_checkpoints;
   const std::size_t batch = t.batch_size;
-  if (model.has_channels() && groups.state)
-    config.fail("job.state_ranks",
-                "must be 1 for noisy circuits (one process holds each density matrix)");
-  const int in_flight = model.one_example_per_thread(batch, eval) ? eval.threads : 1;
-  const int state_qubits = model.has_channels() ? 2 * model.num_qubits() : model.num_qubits();
-  check_working_set(working_set(state_qubits, 2 * in_flight, state_ranks(groups), eval),
-                    world.local_size(), eval, "train");
+  check_fits(config, model, batch, groups, eval, world);
   const std::int64_t every = t.checkpoint_every;
   ml::Optimizer opt(optimizer_config(config), layout.size(), "train.optimizer");
 
@@ -440,15 +458,10 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
   share_state(world, s, resumed);
   if (finished_run(world, dir ? &*dir : nullptr, resumed && s.epoch >= epochs, options, out))
     return 0;
-  if (resumed) {
+  if (resumed)
     opt.set_state(s.optimizer);
-  } else {
-    Rng rng(t.seed);
-    s.params.assign(layout.size(), 0.0);
-    model.init(s.params, rng);
-    s.rng = rng.state();
-    s.sums.assign(3, 0.0);
-  }
+  else
+    s = fresh_state(model, t.seed);
   if (root) dir->write_text("config.toml", config.to_toml());
   RunOutputs outputs(world, root ? &*dir : nullptr, resumed, s.step, s.epoch, options.trace);
   const bool quiet = options.quiet || !root;
