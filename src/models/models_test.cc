@@ -106,16 +106,19 @@ TEST(Dressed, ParameterCountAndGradient) {
   expect_gradient_matches_fd(m, d, ml::Loss::parse("mse", 0, "loss"));
 }
 
-QasmHybridSpec hybrid_spec() {
-  QasmHybridSpec s;
-  // Nonlinear angle expressions of both kinds of input, a gate definition and a modifier.
-  s.program = parse_qasm(R"(OPENQASM 3.0;
+// The declarations of the test circuits below: data x, weights w and t.
+constexpr const char* kHybridHeader = R"(OPENQASM 3.0;
 include "stdgates.inc";
 input array[float[64], 3] x;
 input float[64] t;
 input array[float[64], 4] w;
 qubit[3] q;
-gate ent(a) u, v { cry(a) u, v; cx v, u; }
+)";
+
+QasmHybridSpec hybrid_spec() {
+  QasmHybridSpec s;
+  // Nonlinear angle expressions of both kinds of input, a gate definition and a modifier.
+  s.program = parse_qasm(std::string(kHybridHeader) + R"(gate ent(a) u, v { cry(a) u, v; cx v, u; }
 ry(x[0] * w[0]) q[0];
 ry(sin(x[1]) + w[1]) q[1];
 rx(x[2] ** 2) q[2];
@@ -173,13 +176,7 @@ TEST(QasmHybrid, GradientThroughEncoderCircuitInputsAndHead) {
 // hybrid gradient, through the channels, against finite differences.
 TEST(QasmHybrid, NoisyCircuitGradientThroughTheDensityMatrix) {
   QasmHybridSpec s = hybrid_spec();
-  s.program = parse_qasm(R"(OPENQASM 3.0;
-include "stdgates.inc";
-input array[float[64], 3] x;
-input float[64] t;
-input array[float[64], 4] w;
-qubit[3] q;
-ry(x[0] * w[0]) q[0];
+  s.program = parse_qasm(std::string(kHybridHeader) + R"(ry(x[0] * w[0]) q[0];
 #pragma braket noise depolarizing(0.05) q[0]
 ry(sin(x[1]) + w[1]) q[1];
 cx q[0], q[1];
