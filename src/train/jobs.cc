@@ -134,7 +134,8 @@ std::string job_defaults(const std::string& kind) {
            "adam_epsilon = " +
            k.adam_epsilon +
            "\ncheckpoint_every = 0   # steps between checkpoints; 0: at the end of every epoch\n"
-           "keep_checkpoints = 3\n" +
+           "keep_checkpoints = 3\n"
+           "on_nonfinite = \"stop\"  # a non-finite loss or gradient: stop, or skip the step\n" +
            k.train +
            "\n[noise]               # after every gate, on each of its qubits (0: none)\n"
            "depolarizing = 0.0\n"
@@ -230,6 +231,7 @@ TrainSettings train_settings(const io::Config& c) {
   t.learning_rate = c.get_double("train.learning_rate", 0, 1e6);
   t.checkpoint_every = c.get_int("train.checkpoint_every", 0, INT64_MAX);
   t.keep_checkpoints = static_cast<int>(c.get_int("train.keep_checkpoints", 1, 1000000));
+  t.skip_nonfinite = c.get_choice("train.on_nonfinite", {"stop", "skip"}) == "skip";
   if (c.kind() == "qaoa") {
     t.steps = c.get_int("train.steps", 0, 1000000000);
     return t;

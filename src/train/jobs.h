@@ -65,6 +65,9 @@ struct TrainSettings {
   double learning_rate = 0;
   std::int64_t checkpoint_every = 0;  // steps; 0: at the end of every epoch (or run)
   int keep_checkpoints = 1;
+  // A step whose loss (cost) or gradient is not finite: false stops the run
+  // there (Keras' TerminateOnNaN), true skips its update and goes on.
+  bool skip_nonfinite = false;
   // Supervised kinds (qcnn, sonar, hybrid):
   int epochs = 1;
   std::size_t batch_size = 1;

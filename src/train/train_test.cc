@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <numeric>
 #include <sstream>
@@ -22,6 +23,7 @@
 #include "core/rng.h"
 #include "io/checkpoint.h"
 #include "io/hdf5_file.h"
+#include "train/divergence.h"
 #include "train/jobs.h"
 #include "train/progress.h"
 #include "train/run_dir.h"
@@ -607,6 +609,36 @@ TEST_F(Training, NonFiniteLossStopsTheRunAtItsStep) {
   const io::TrainingState s = io::load_checkpoint(ckpts.back(), c.kind(), layout);
   for (double x : s.params) EXPECT_TRUE(std::isfinite(x));
   for (double x : metric(d, "step", "loss")) EXPECT_TRUE(std::isfinite(x));
+}
+
+// train.on_nonfinite: a step with a non-finite loss or gradient stops the
+// run, naming it, or is skipped; a non-finite parameter always stops it.
+TEST(Divergence, NonFiniteStepsStopOrAreSkipped) {
+  const std::vector<double> fine = {0.1, -2}, broken = {0.1, NAN};
+  EXPECT_TRUE(step_is_finite(0.5, fine, false, "the loss", 3, 1));
+  EXPECT_FALSE(step_is_finite(0.5, broken, true, "the loss", 3, 1));
+  EXPECT_FALSE(step_is_finite(INFINITY, fine, true, "the loss", 3, 1));
+  const auto message = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(message([&] {
+              step_is_finite(0.5, broken, false, "the loss", 3, 1);
+            }).rfind("the gradient is not finite at step 3 (epoch 1): training stopped", 0),
+            0u);
+  EXPECT_EQ(message([&] {
+              step_is_finite(NAN, fine, false, "the cost", 7, -1);
+            }).rfind("the cost is nan at step 7: training stopped", 0),
+            0u);
+  EXPECT_EQ(message([&] {
+              check_finite(0.5, broken, "the loss", 4, 2);
+            }).rfind("a parameter is not finite at step 4 (epoch 2)", 0),
+            0u);
+  EXPECT_EQ(message([&] { check_finite(0.5, fine, "the loss", 4, 2); }), "no error");
 }
 
 TEST_F(Training, RunDirectoryMisuseIsAnError) {

@@ -24,6 +24,7 @@
 #include "io/checkpoint.h"
 #include "io/svg.h"
 #include "ml/optimizer.h"
+#include "train/divergence.h"
 #include "train/jobs.h"
 #include "train/outputs.h"
 #include "train/progress.h"
@@ -131,19 +132,6 @@ io::TrainingState start_state(const io::Config& config, const RunDir& dir,
   }
   if (!options.quiet) out << "No checkpoint to resume from: starting afresh\n";
   return {};
-}
-
-// Stops a diverging run before anything of the step is written: the newest
-// checkpoint stays the last finite state (Keras' TerminateOnNaN).
-void check_finite(double loss, std::span<const double> params, const char* what, std::int64_t step,
-                  std::int64_t epoch) {
-  const bool params_finite =
-      std::all_of(params.begin(), params.end(), [](double x) { return std::isfinite(x); });
-  if (std::isfinite(loss) && params_finite) return;
-  throw Error(std::string(std::isfinite(loss) ? "a parameter" : what) + " is " +
-              (std::isfinite(loss) ? "not finite" : std::to_string(loss)) + " at step " +
-              std::to_string(step) + (epoch >= 0 ? " (epoch " + std::to_string(epoch) + ")" : "") +
-              ": training stopped; the newest checkpoint holds the last finite state");
 }
 
 // The training state as bytes, to broadcast from rank 0 (which alone reads
@@ -521,25 +509,34 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
         const TraceSpan span("optimizer");
         std::tie(loss, correct) =
             sum_rows(model, job.train, rows, order, b0, m, grad, root ? &readout_values : nullptr);
-        opt.step(s.params, grad, lr);
       }
-      check_finite(loss, s.params, "the loss", s.step + 1, s.epoch + 1);
-      s.sums[0] += loss;
-      s.sums[1] += correct;
-      s.sums[2] += static_cast<double>(m);
+      const bool update =
+          step_is_finite(loss, grad, t.skip_nonfinite, "the loss", s.step + 1, s.epoch + 1);
+      if (update) {
+        const TraceSpan span("optimizer");
+        opt.step(s.params, grad, lr);
+        check_finite(loss, s.params, "the loss", s.step + 1, s.epoch + 1);
+        s.sums[0] += loss;
+        s.sums[1] += correct;
+        s.sums[2] += static_cast<double>(m);
+      }
       ++s.step;
       ++steps_here;
       const double dt = seconds_since(t_step);
       const double md = static_cast<double>(m);
-      outputs.step(s.epoch + 1, s.step,
-                   {{"loss", loss / md},
-                    {"accuracy", correct / md},
-                    {"learning_rate", lr},
-                    {"step_time_s", dt},
-                    {"allgather_s", comm_s},
-                    {"examples_per_s", md / dt}});
-      progress.step(static_cast<int>(s.step_in_epoch) + 1,
-                    {{"loss", s.sums[0] / s.sums[2]}, {"accuracy", s.sums[1] / s.sums[2]}});
+      if (update)
+        outputs.step(s.epoch + 1, s.step,
+                     {{"loss", loss / md},
+                      {"accuracy", correct / md},
+                      {"learning_rate", lr},
+                      {"step_time_s", dt},
+                      {"allgather_s", comm_s},
+                      {"examples_per_s", md / dt}});
+      else
+        outputs.step(s.epoch + 1, s.step, {{"skipped_nonfinite", 1}, {"step_time_s", dt}});
+      if (s.sums[2] > 0)
+        progress.step(static_cast<int>(s.step_in_epoch) + 1,
+                      {{"loss", s.sums[0] / s.sums[2]}, {"accuracy", s.sums[1] / s.sums[2]}});
       if (root && every > 0 && s.step % every == 0 && s.step_in_epoch + 1 < steps_per_epoch) {
         const TraceSpan span("checkpoint");
         io::TrainingState next = s;
@@ -637,6 +634,7 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
                     world.local_size(), eval, "train");
   const bool restarts = groups.count > 1;
   const TrainSettings t = train_settings(config);
+  const bool skip_nonfinite = t.skip_nonfinite;
   const std::uint64_t seed = t.seed + static_cast<std::uint64_t>(groups.index);
   const std::int64_t steps = t.steps, every = t.checkpoint_every;
   const double lr = t.learning_rate;
@@ -693,11 +691,11 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
       const TraceSpan span("forward+backward");
       cost = model->cost(s.params, grad, eval);
     }
-    {
+    if (step_is_finite(cost, grad, skip_nonfinite, "the cost", s.step + 1, -1)) {
       const TraceSpan span("optimizer");
       opt.step(s.params, grad, lr);
+      check_finite(cost, s.params, "the cost", s.step + 1, -1);
     }
-    check_finite(cost, s.params, "the cost", s.step + 1, -1);
     const double dt = seconds_since(t);
     if (!quiet) {
       if (s.step == 0)
