@@ -393,6 +393,16 @@ void write_result(const RunDir& dir, const io::Config& config, const ml::ParamLa
   dir.write_text("result.json", os.str() + "\n");
 }
 
+// A supervised step's metrics line (loss and accuracy per example), or the
+// record that it was skipped (train.on_nonfinite).
+Metrics step_metrics(bool updated, double loss, double correct, std::size_t m, double lr, double dt,
+                     double comm_s) {
+  if (!updated) return {{"skipped_nonfinite", 1}, {"step_time_s", dt}};
+  const double md = static_cast<double>(m);
+  return {{"loss", loss / md}, {"accuracy", correct / md}, {"learning_rate", lr},
+          {"step_time_s", dt}, {"allgather_s", comm_s},    {"examples_per_s", md / dt}};
+}
+
 // A supervised run's first state: the model's initial parameters from the seed.
 io::TrainingState fresh_state(const models::HybridModel& model, std::uint64_t seed) {
   io::TrainingState s;
@@ -522,18 +532,8 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
       }
       ++s.step;
       ++steps_here;
-      const double dt = seconds_since(t_step);
-      const double md = static_cast<double>(m);
-      if (update)
-        outputs.step(s.epoch + 1, s.step,
-                     {{"loss", loss / md},
-                      {"accuracy", correct / md},
-                      {"learning_rate", lr},
-                      {"step_time_s", dt},
-                      {"allgather_s", comm_s},
-                      {"examples_per_s", md / dt}});
-      else
-        outputs.step(s.epoch + 1, s.step, {{"skipped_nonfinite", 1}, {"step_time_s", dt}});
+      outputs.step(s.epoch + 1, s.step,
+                   step_metrics(update, loss, correct, m, lr, seconds_since(t_step), comm_s));
       if (s.sums[2] > 0)
         progress.step(static_cast<int>(s.step_in_epoch) + 1,
                       {{"loss", s.sums[0] / s.sums[2]}, {"accuracy", s.sums[1] / s.sums[2]}});
