@@ -16,6 +16,7 @@ namespace fs = std::filesystem;
 
 struct Config::Impl {
   toml::table table;
+  toml::table defaults;  // the kind's defaults, for to_toml's non_default_only
   std::map<std::string, std::string> origin;
 };
 
@@ -171,6 +172,7 @@ Config Config::parse(const std::string& text, const std::string& source,
   auto impl = std::make_unique<Impl>();
   try {
     impl->table = toml::parse(defaults(kind), "defaults for " + kind);
+    impl->defaults = impl->table;
   } catch (const Error& e) {
     throw Error(kind_origin + ": job.kind: " + e.what());
   }
@@ -301,12 +303,29 @@ std::string Config::get_choice(const std::string& key,
   fail(key, "'" + v + "' is not one of: " + list);
 }
 
-std::string Config::to_toml(const std::vector<std::string>& omit) const {
+std::string Config::to_toml(const std::vector<std::string>& omit, bool non_default_only) const {
   toml::table table = impl_->table;
   for (const std::string& key : omit) {
     const auto dot = key.find('.');
     if (toml::table* section = table[key.substr(0, dot)].as_table())
       section->erase(key.substr(dot + 1));
+  }
+  const auto text = [](const toml::node& n) {
+    std::ostringstream os;
+    n.visit([&](const auto& v) { os << v; });
+    return os.str();
+  };
+  if (non_default_only) {
+    for (auto& [section, sec] : table) {
+      toml::table* keys = sec.as_table();
+      const toml::table* defaults = impl_->defaults[section].as_table();
+      if (!keys || !defaults) continue;
+      std::vector<std::string> same;
+      for (const auto& [key, value] : *keys)
+        if (const toml::node* d = defaults->get(key); d && text(*d) == text(value))
+          same.emplace_back(key.str());
+      for (const std::string& key : same) keys->erase(key);
+    }
   }
   std::ostringstream os;
   os << "# Resolved qmlsim configuration: defaults, then the config file, then --set.\n";

@@ -58,8 +58,10 @@ class Config {
   std::string origin(const std::string& key) const;
 
   // The resolved configuration (defaults + file + overrides) as TOML, without
-  // the "section.key"s in `omit`.
-  std::string to_toml(const std::vector<std::string>& omit = {}) const;
+  // the "section.key"s in `omit` and, with `non_default_only`, without the
+  // keys that hold their default value.
+  std::string to_toml(const std::vector<std::string>& omit = {},
+                      bool non_default_only = false) const;
 
  private:
   struct Impl;

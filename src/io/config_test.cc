@@ -58,6 +58,11 @@ TEST(Config, ListsAreSetAsTomlArraysOrCommaSeparated) {
   // The resolved config without execution-only keys.
   EXPECT_EQ(parse(kToy).to_toml({"train.rate", "job.seed"}).find("rate"), std::string::npos);
   EXPECT_NE(parse(kToy).to_toml().find("rate = 0.5"), std::string::npos);
+  // Only what differs from the defaults.
+  const std::string changed = parse(kToy, {"train.rate=0.25"}).to_toml({}, true);
+  EXPECT_NE(changed.find("rate = 0.25"), std::string::npos) << changed;
+  EXPECT_EQ(changed.find("name"), std::string::npos) << changed;
+  EXPECT_EQ(parse(kToy, {"train.rate=0.5"}).to_toml({}, true), parse(kToy).to_toml({}, true));
 }
 
 TEST(Config, PathsAreAnchoredAtTheConfigFile) {

@@ -164,7 +164,7 @@ const std::vector<std::string>& execution_only_keys() {
 
 std::string config_hash(const io::Config& c) {
   Checksum sum;
-  sum.add(c.to_toml(execution_only_keys()));
+  sum.add(c.to_toml(execution_only_keys(), true));
   return sum.hex();
 }
 

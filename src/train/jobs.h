@@ -28,7 +28,9 @@ io::Config load_job_config(const std::string& path, const std::vector<std::strin
 // thread count), train.checkpoint_every, train.keep_checkpoints.
 const std::vector<std::string>& execution_only_keys();
 // The run's identity as checkpoints record it: a hash (16 hex digits) of the
-// resolved config without the execution-only keys.
+// settings that differ from the kind's defaults, the execution-only keys
+// aside (so a later qmlsim whose new keys default to what it did before
+// resumes the run, and so does the run's own resolved config.toml).
 std::string config_hash(const io::Config& c);
 
 // The [noise] table: channels after every gate (circuit.h: with_gate_noise).

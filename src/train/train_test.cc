@@ -683,6 +683,8 @@ TEST_F(Training, ResumeChecksTheRunIdentityOfEveryCheckpoint) {
   };
   const io::RunIdentity first = identity(3);
   EXPECT_EQ(first.config_hash, config_hash(c));
+  // The run's own resolved config.toml is the same config.
+  EXPECT_EQ(config_hash(load_job_config(parts + "/config.toml", {})), first.config_hash);
   EXPECT_EQ(first.run_id.size(), 16u);
   // A thread count changes no number: the run resumes with it.
   ASSERT_EQ(run(qcnn({"job.threads=2"}), parts, true, 1), 0);
