@@ -13,7 +13,6 @@ training rows time the `qmlsim train` steps.
 """
 import argparse
 import json
-import math
 import os
 import platform
 import statistics

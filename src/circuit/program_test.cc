@@ -56,8 +56,8 @@ TEST(Program, ChannelsAndKrausSetsAreOps) {
 }
 
 TEST(Program, BadInputIsAnErrorNamingWhatIsWrong) {
-  EXPECT_EQ(error_of(0, {}), "wires: 0 is out of range (1 to " + std::to_string(kMaxQubits) +
-                                 " qubits)");
+  EXPECT_EQ(error_of(0, {}),
+            "wires: 0 is out of range (1 to " + std::to_string(kMaxQubits) + " qubits)");
   EXPECT_EQ(error_of(1, {{"FOO", {0}, {}, {}, {}, {}, {}}}), "unknown gate or channel 'FOO'");
   EXPECT_EQ(error_of(1, {{"RX", {0}, {ProgramParam{1}}, {}, {}, {}, {}}}),
             "gate RX: parameter slot 1 is out of range (1 parameters)");
