@@ -61,6 +61,47 @@ from ._pennylane import (
 from ._program import engine_options, options
 
 
+# A probs measurement differentiates as the 2^k Z strings over its k wires
+# (|b><b| = 2^-k sum_S (-1)^{|b & S|} Z_S): one adjoint backward pass for a
+# VJP, 2^k for a Jacobian.
+_MAX_PROBS_WIRES = 10
+
+
+def _adjoint_measurement(m) -> bool:
+    """What the adjoint differentiates: <Pauli sum>, and probs of wires."""
+    if isinstance(m, ExpectationMP):
+        return _real_pauli_sum(m.obs)
+    return (type(m) is ProbabilityMP and m.obs is None and m.mv is None  # noqa: E721
+            and 0 < len(m.wires) <= _MAX_PROBS_WIRES)
+
+
+def _z_strings(wires, n: int) -> list:
+    """Engine terms of Z_S for every S over `wires`, S's bit k-1-j for wires[j]
+    (PennyLane's outcome order: the first wire most significant)."""
+    k = len(wires)
+    out = []
+    for s in range(1 << k):
+        z = 0
+        for j, w in enumerate(wires):
+            if s >> (k - 1 - j) & 1:
+                z |= 1 << (n - 1 - w)
+        out.append([(1.0, 0, z)])
+    return out
+
+
+def _walsh(k: int) -> np.ndarray:
+    """2^-k (-1)^{|b & S|}: probabilities from the Z strings' values."""
+    h = np.array([[1.0]])
+    for _ in range(k):
+        h = np.kron(h, np.array([[1.0, 1.0], [1.0, -1.0]]))
+    return h / (1 << k)
+
+
+def blocks_key(blocks) -> tuple:
+    """A hashable key of _adjoint_inputs' blocks (their sizes and kinds)."""
+    return tuple((size, walsh is None) for size, walsh in blocks)
+
+
 def _derivatives_follow(interface, circuit):
     """Whether the interface will ask for the derivatives of this execution:
     torch with gradients enabled, or autograd tracing a trainable parameter
@@ -179,8 +220,7 @@ class QmlsimQubit(Device):
                                   name=name)
             program.add_transform(validate_observables, _real_pauli_sum, name=name)
             program.add_transform(validate_measurements,
-                                  analytic_measurements=lambda m: isinstance(m, ExpectationMP),
-                                  name=name)
+                                  analytic_measurements=_adjoint_measurement, name=name)
             program.add_transform(validate_adjoint_trainable_params)
         return program
 
@@ -194,8 +234,7 @@ class QmlsimQubit(Device):
         # The measurements are checked here and the preprocessing runs on the
         # operations alone: a tape copy in each transform would copy every term
         # of a large Hamiltonian (a third of a 12-qubit VQE gradient's time).
-        if circuit.shots or not all(isinstance(m, ExpectationMP) and _real_pauli_sum(m.obs)
-                                    for m in circuit.measurements):
+        if circuit.shots or not all(_adjoint_measurement(m) for m in circuit.measurements):
             return False
         num_op_params = sum(op.num_params for op in circuit.operations)
         if any(t >= num_op_params for t in circuit.trainable_params):
@@ -290,27 +329,54 @@ class QmlsimQubit(Device):
 
     # -- derivatives
     def _adjoint_inputs(self, circuit):
+        """(n, Program, values, observables, blocks, trainable): the engine's
+        observables for every measurement in order, and per measurement how
+        many of them it takes and the matrix from their values to its own
+        (None: an expectation value, one observable)."""
         circuit, n = _standard_wires(circuit)
         program, values = _program(circuit.operations, n)
-        terms = [_pauli_terms(m.obs, n) for m in circuit.measurements]
-        if any(t is None for t in terms) or not all(
-                isinstance(m, ExpectationMP) for m in circuit.measurements):
-            raise DeviceError("qmlsim.qubit: adjoint needs expectation values of Pauli sums")
+        observables, blocks = [], []
+        for m in circuit.measurements:
+            if isinstance(m, ExpectationMP):
+                terms = _pauli_terms(m.obs, n)
+                if terms is None:
+                    raise DeviceError("qmlsim.qubit: adjoint needs expectation values of Pauli "
+                                      "sums or probabilities")
+                observables.append(terms)
+                blocks.append((1, None))
+            elif _adjoint_measurement(m):
+                wires = list(m.wires.labels)
+                observables.extend(_z_strings(wires, n))
+                blocks.append((1 << len(wires), _walsh(len(wires))))
+            else:
+                raise DeviceError("qmlsim.qubit: adjoint needs expectation values of Pauli "
+                                  "sums or probabilities")
         trainable = list(circuit.trainable_params)
         for t in trainable:
             if t >= len(values):
                 raise DeviceError("qmlsim.qubit: adjoint cannot differentiate observables")
-        return n, program, values, terms, trainable
+        return n, program, values, observables, tuple(blocks), trainable
 
     @staticmethod
-    def _format_jacobian(rows, trainable):
-        jac = np.asarray(rows, dtype=float)
-        jac = np.squeeze(jac.reshape(len(rows), -1)[:, trainable])
-        if jac.ndim == 0:
-            return np.array(jac)
-        if jac.ndim == 1:
-            return tuple(np.array(j) for j in jac)
-        return tuple(tuple(np.array(j_) for j_ in j) for j in jac)
+    def _per_measurement(rows, blocks):
+        """Rows (or values) of the engine's observables as each measurement's."""
+        out, at = [], 0
+        for size, walsh in blocks:
+            block = np.asarray(rows[at:at + size], dtype=float)
+            out.append(block[0] if walsh is None else walsh @ block)
+            at += size
+        return out
+
+    @staticmethod
+    def _format_jacobian(per_measurement, trainable):
+        """PennyLane's shape: per measurement, per trainable parameter (each
+        level dropped when it has one entry)."""
+        jacs = []
+        for jac in per_measurement:  # [entries of the measurement][parameter] or [parameter]
+            jac = np.asarray(jac, dtype=float)[..., trainable]
+            by_param = [np.array(jac[..., p]) for p in range(len(trainable))]
+            jacs.append(by_param[0] if len(by_param) == 1 else tuple(by_param))
+        return jacs[0] if len(jacs) == 1 else tuple(jacs)
 
     def _values_and_jacobians(self, circuits):
         """[(results as execute returns them, Jacobian)] per tape: adjoint
@@ -320,14 +386,17 @@ class QmlsimQubit(Device):
         out = [None] * len(circuits)
         groups = {}
         for i, circuit in enumerate(circuits):
-            n, program, values, terms, trainable = self._adjoint_inputs(circuit)
-            key = (n, tuple(tuple(t) for t in terms))
-            groups.setdefault(key, []).append((i, program, values, trainable))
-        for (n, terms), items in groups.items():
+            n, program, values, observables, blocks, trainable = self._adjoint_inputs(circuit)
+            key = (n, tuple(tuple(t) for t in observables), blocks_key(blocks))
+            groups.setdefault(key, []).append((i, program, values, trainable, blocks))
+        for (n, observables, _), items in groups.items():
             jacs = _qmlsim.jacobian_batch([it[1] for it in items], [it[2] for it in items],
-                                          list(terms), self._engine_options())
-            for (i, _, _, trainable), (values, rows) in zip(items, jacs):
-                out[i] = (_format_values(values), self._format_jacobian(rows, trainable))
+                                          list(observables), self._engine_options())
+            for (i, _, _, trainable, blocks), (values, rows) in zip(items, jacs):
+                results = self._per_measurement(values, blocks)
+                out[i] = (_format_values(results) if all(b[1] is None for b in blocks)
+                          else (results[0] if len(results) == 1 else tuple(results)),
+                          self._format_jacobian(self._per_measurement(rows, blocks), trainable))
         return out
 
     def compute_derivatives(self, circuits, execution_config: ExecutionConfig | None = None):
@@ -338,21 +407,30 @@ class QmlsimQubit(Device):
         return tuple(v for v, _ in both), tuple(jac for _, jac in both)
 
     def _vjp(self, circuit, cotangent):
-        n, program, values, terms, trainable = self._adjoint_inputs(circuit)
-        cot = np.asarray(qml.math.unwrap(cotangent), dtype=float)
-        if len(terms) == 1:
-            cot = cot.reshape((1,) + cot.shape)  # (1,) or (1, batch)
-        batched = cot.ndim == 2
-        columns = cot.T if batched else [cot]
+        """One adjoint backward pass per cotangent column: a probs
+        measurement's cotangent c weighs its Z strings by the transform of c."""
+        n, program, values, observables, blocks, trainable = self._adjoint_inputs(circuit)
+        if all(walsh is None for _, walsh in blocks):
+            cot = np.asarray(qml.math.unwrap(cotangent), dtype=float)
+            if len(blocks) == 1:
+                cot = cot.reshape((1,) + cot.shape)  # (1,) or (1, batch)
+            columns = cot.T if cot.ndim == 2 else [cot]
+        else:
+            parts = [cotangent] if len(blocks) == 1 else list(cotangent)
+            weights = []
+            for (_, walsh), c in zip(blocks, parts):
+                c = np.asarray(qml.math.unwrap(c), dtype=float).reshape(-1)
+                weights.extend(c if walsh is None else walsh.T @ c)
+            cot, columns = np.asarray(weights), [np.asarray(weights)]
         out = []
         for column in columns:
             if not np.any(column):
                 out.append(np.zeros(len(trainable)))
                 continue
-            _, grad = _qmlsim.vjp(program, values, terms, [float(c) for c in column],
+            _, grad = _qmlsim.vjp(program, values, observables, [float(c) for c in column],
                                   self._engine_options())
             out.append(np.asarray(grad, dtype=float)[trainable])
-        result = np.array(out).T if batched else out[0]
+        result = np.array(out).T if cot.ndim == 2 else out[0]
         return tuple(np.array(r) for r in result)
 
     def compute_vjp(self, circuits, cotangents, execution_config=None):

@@ -56,6 +56,35 @@ def test_vjp_path_and_cost_gradient():
     assert np.allclose(qml.grad(cost)(X), qml.grad(ref)(X), atol=1e-10)
 
 
+def _probs_and_expval(x):
+    gates(x)
+    return qml.probs(wires=[2, 0]), qml.expval(qml.PauliZ(1) @ qml.PauliX(0))
+
+
+def test_probabilities_differentiate_by_the_adjoint():
+    """probs (alone, or beside an expectation value) by the adjoint: the VJP
+    one backward pass, the Jacobian against default.qubit; no shifted runs."""
+    dev = qml.device("qmlsim.qubit", wires=3)
+    q = qml.QNode(_probs_and_expval, dev, diff_method="adjoint")
+    ref = qml.QNode(_probs_and_expval, qml.device("default.qubit", wires=3), diff_method="backprop")
+    weights = pnp.array([0.3, -1.0, 2.0, 0.5])
+
+    def cost(f):
+        return lambda x: pnp.sum(f(x)[0] * weights) + 0.7 * f(x)[1]
+
+    with qml.Tracker(dev) as tracker:
+        grad = qml.grad(cost(q))(X)
+    assert np.allclose(grad, qml.grad(cost(ref))(X), atol=1e-10)
+    assert tracker.totals.get("derivatives", 0) > 0 and tracker.totals["executions"] <= 2
+    probs_only = qml.QNode(lambda x: (gates(x), qml.probs(wires=[0, 1, 2]))[1], dev,
+                           diff_method="adjoint")
+    probs_ref = qml.QNode(lambda x: (gates(x), qml.probs(wires=[0, 1, 2]))[1],
+                          qml.device("default.qubit", wires=3), diff_method="backprop")
+    assert np.allclose(qml.jacobian(probs_only)(X), qml.jacobian(probs_ref)(X), atol=1e-10)
+    both = lambda f: (lambda x: qml.math.hstack([f(x)[0], qml.math.reshape(f(x)[1], (1,))]))  # noqa: E731,E501
+    assert np.allclose(qml.jacobian(both(q))(X), qml.jacobian(both(ref))(X), atol=1e-10)
+
+
 def _two_readouts(x):
     gates(x)
     return qml.expval(qml.PauliZ(0)), qml.expval(qml.PauliX(1) @ qml.PauliY(2))
