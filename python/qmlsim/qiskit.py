@@ -14,10 +14,11 @@
 
 A circuit is translated once (cached per circuit object): exported with
 ``qiskit.qasm3.dumps`` (every standard gate, ``UnitaryGate`` and
-``PauliEvolutionGate`` through their definitions) and read by qmlsim's OpenQASM 3
-reader (an Aer noise model's errors as its noise channels: ``_qiskit_noise``), whose ``input`` angles carry the circuit's parameters: parameter
-expressions (``0.3*theta + phi``, ``ParameterVector`` elements, ``sin``) are
-evaluated in C++ and differentiated by the chain rule. Qubit q of the circuit
+``PauliEvolutionGate`` through their definitions; an Aer noise model's errors
+as noise channels, ``_qiskit_noise``) and read by qmlsim's OpenQASM 3 reader,
+whose ``input`` angles carry the circuit's parameters: parameter expressions
+(``0.3*theta + phi``, ``ParameterVector`` elements, ``sin``) are evaluated in
+C++ and differentiated by the chain rule. Qubit q of the circuit
 is qubit q of the observables (Qiskit's order: the rightmost Pauli letter acts
 on qubit 0). ``delay`` and ``barrier`` are identities. Instructions the engine
 cannot run (``reset`` after a gate, mid-circuit measurement, classical control
@@ -84,9 +85,10 @@ class _Settings:
             raise ValueError(f"{_WHO}unknown options: {', '.join(sorted(aer))} (backend_options, "
                              f"run_options, {', '.join(defaults)})")
         known = {"noise_model", "method", "precision", "seed_simulator", "max_parallel_threads"}
-        if set(backend) - known:
-            raise ValueError(f"{_WHO}unknown backend_options: "
-                             f"{', '.join(sorted(set(backend) - known))} ({', '.join(sorted(known))})")
+        unknown = sorted(set(backend) - known)
+        if unknown:
+            raise ValueError(f"{_WHO}unknown backend_options: {', '.join(unknown)} "
+                             f"({', '.join(sorted(known))})")
         if set(run) - {"shots", "seed"}:
             raise ValueError(f"{_WHO}unknown run_options: "
                              f"{', '.join(sorted(set(run) - {'shots', 'seed'}))} (shots, seed)")
