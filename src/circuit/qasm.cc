@@ -24,7 +24,9 @@ int QasmProgram::num_input_values() const {
 std::vector<double> QasmProgram::input_values(
     const std::map<std::string, std::vector<double>>& by_name) const {
   std::vector<double> x(static_cast<std::size_t>(num_input_values()), 0.0);
-  for (const auto& [name, values] : by_name) {
+  for (const auto& entry : by_name) {  // (a lambda may not capture a structured binding)
+    const std::string& name = entry.first;
+    const std::vector<double>& values = entry.second;
     const auto it = std::find_if(inputs.begin(), inputs.end(),
                                  [&](const QasmInput& in) { return in.name == name; });
     if (it == inputs.end()) throw Error("inputs: the program declares no input '" + name + "'");
