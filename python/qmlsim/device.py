@@ -97,7 +97,7 @@ def _walsh(k: int) -> np.ndarray:
     return h / (1 << k)
 
 
-def blocks_key(blocks) -> tuple:
+def _blocks_key(blocks) -> tuple:
     """A hashable key of _adjoint_inputs' blocks (their sizes and kinds)."""
     return tuple((size, walsh is None) for size, walsh in blocks)
 
@@ -387,7 +387,7 @@ class QmlsimQubit(Device):
         groups = {}
         for i, circuit in enumerate(circuits):
             n, program, values, observables, blocks, trainable = self._adjoint_inputs(circuit)
-            key = (n, tuple(tuple(t) for t in observables), blocks_key(blocks))
+            key = (n, tuple(tuple(t) for t in observables), _blocks_key(blocks))
             groups.setdefault(key, []).append((i, program, values, trainable, blocks))
         for (n, observables, _), items in groups.items():
             jacs = _qmlsim.jacobian_batch([it[1] for it in items], [it[2] for it in items],

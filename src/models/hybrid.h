@@ -98,6 +98,9 @@ class HybridModel {
   void add_gate_noise(const std::vector<GateNoise>& noise);
   // Whether the model's circuits hold noise channels.
   bool has_channels() const { return has_channels_; }
+  // The qubits of one state as memory counts them: a density matrix of n
+  // qubits takes what a state vector of 2n does.
+  int state_qubits() const { return has_channels_ ? 2 * num_qubits_ : num_qubits_; }
 
   // outputs() predictions per example data.x[index[i]], example after example.
   std::vector<double> predict(std::span<const double> params, const ml::Dataset& data,

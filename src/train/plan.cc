@@ -134,8 +134,7 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
     p.steps_per_epoch = ceil_div(n, batch);
     p.epochs = t.epochs;
     // A noisy model's states are density matrices: twice the qubits.
-    const int state_qubits = model.num_qubits() * (model.has_channels() ? 2 : 1);
-    const bool fits = sizes(state_qubits, 2 * (per_thread ? p.threads : 1));
+    const bool fits = sizes(model.state_qubits(), 2 * (per_thread ? p.threads : 1));
     p.qubits = model.num_qubits();
     p.density_matrix = model.has_channels();
     if (fits) {

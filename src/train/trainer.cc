@@ -422,8 +422,7 @@ void check_fits(const io::Config& config, const models::HybridModel& model, std:
     config.fail("job.state_ranks",
                 "must be 1 for noisy circuits (one process holds each density matrix)");
   const int in_flight = model.one_example_per_thread(batch, eval) ? eval.threads : 1;
-  const int state_qubits = model.has_channels() ? 2 * model.num_qubits() : model.num_qubits();
-  check_working_set(working_set(state_qubits, 2 * in_flight, state_ranks(groups), eval),
+  check_working_set(working_set(model.state_qubits(), 2 * in_flight, state_ranks(groups), eval),
                     world.local_size(), eval, "train");
 }
 
@@ -794,8 +793,7 @@ void infer(const io::Config& config, const std::string& weights, std::ostream& o
   const SupervisedJob job = make_supervised_job(config);
   const int in_flight =
       job.model->one_example_per_thread(job.train.size(), eval) ? eval.threads : 1;
-  const int n = job.model->num_qubits() * (job.model->has_channels() ? 2 : 1);
-  check_working_set(working_set(n, in_flight, 1, eval), 1, eval, "infer");
+  check_working_set(working_set(job.model->state_qubits(), in_flight, 1, eval), 1, eval, "infer");
   const std::vector<double> params = io::load_weights(weights, job.model->layout());
   const std::size_t k = job.model->outputs();
   // A class name for outputs p: the sign class (named when the data had names) or the argmax.
