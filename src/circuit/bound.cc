@@ -60,7 +60,20 @@ Matrix antihermitian_part(const Matrix& m) {
   return p;
 }
 
+namespace {
+// Mid-circuit measurements, resets and classically controlled operations run
+// only in the dynamic-circuit engine, which binds them without their condition.
+void refuse_dynamic(const Operation& op) {
+  if (op.is_dynamic())
+    throw Error(describe(op) +
+                ": a mid-circuit measurement, reset or classically controlled operation runs "
+                "only in forward simulation (expectation values, probabilities, samples), not "
+                "in gradients or on this path");
+}
+}  // namespace
+
 BoundGate bind_params(const Operation& op, std::span<const double> theta) {
+  refuse_dynamic(op);
   if (op.is_channel())
     throw Error(describe(op) +
                 ": a noise channel runs only on a density matrix (method density_matrix)");
@@ -104,6 +117,7 @@ BoundGate column_half(const BoundGate& g, int n) {
 }
 
 std::vector<BoundGate> bind_kraus(const Operation& op, std::span<const double> theta) {
+  refuse_dynamic(op);
   std::vector<double> params;
   for (const ParamExpr& p : op.params) params.push_back(p.value(theta));
   std::vector<Matrix> kraus;

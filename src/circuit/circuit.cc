@@ -7,6 +7,35 @@
 
 namespace qmlsim {
 
+Circuit::Circuit(int num_qubits, int num_clbits) : num_qubits_(num_qubits), num_clbits_(num_clbits) {
+  if (num_clbits < 0 || num_clbits > kMaxClbits)
+    throw Error(std::to_string(num_clbits) + " classical bits: at most " +
+                std::to_string(kMaxClbits) + " are supported");
+}
+
+void Circuit::check_dynamic(const Operation& op) const {
+  const std::string name = describe(op);
+  if (op.is_instruction()) {
+    if (op.is_channel() || !op.controls.empty() || !op.params.empty() || op.wires.size() != 1)
+      throw Error(name + ": a measurement or reset acts on one wire, with no controls");
+    if (op.instruction == Instruction::measure && (op.clbit < 0 || op.clbit >= num_clbits_))
+      throw Error(name + ": classical bit " + std::to_string(op.clbit) + " is out of range for " +
+                  std::to_string(num_clbits_) + " classical bit(s)");
+  }
+  const Condition& c = op.condition;
+  std::vector<int> bits = c.bits;
+  std::sort(bits.begin(), bits.end());
+  for (int b : bits)
+    if (b < 0 || b >= num_clbits_)
+      throw Error(name + ": condition on classical bit " + std::to_string(b) +
+                  ", out of range for " + std::to_string(num_clbits_) + " classical bit(s)");
+  if (std::adjacent_find(bits.begin(), bits.end()) != bits.end())
+    throw Error(name + ": a condition names a classical bit twice");
+  if (bits.size() < 64 && c.value >> bits.size() != 0)
+    throw Error(name + ": condition value " + std::to_string(c.value) + " does not fit in " +
+                std::to_string(bits.size()) + " bit(s)");
+}
+
 void Circuit::check_channel(const Operation& op) const {
   const ChannelInfo& info = channel_info(op.channel);
   const std::string name(info.name);
@@ -47,6 +76,15 @@ void Circuit::check_wires(const std::string& name, const Operation& op) const {
 }
 
 void Circuit::add(Operation op) {
+  if (op.is_dynamic()) {
+    check_dynamic(op);
+    ++dynamic_;
+    if (op.is_instruction()) {
+      check_wires(describe(op), op);
+      ops_.push_back(std::move(op));
+      return;
+    }
+  }
   if (op.is_channel()) {
     check_channel(op);
     check_wires(std::string(channel_info(op.channel).name), op);
@@ -95,6 +133,20 @@ void Circuit::add(GateId g, std::vector<int> wires, std::vector<ParamExpr> param
 
 std::string describe(const Operation& op) {
   std::ostringstream s;
+  if (op.condition.active()) {
+    s << "if(";
+    for (std::size_t j = op.condition.bits.size(); j-- > 0;)
+      s << "c" << op.condition.bits[j] << (j ? "," : "");
+    s << (op.condition.negated ? "!=" : "==") << op.condition.value << ") ";
+  }
+  if (op.instruction == Instruction::measure) {
+    s << "measure " << (op.wires.empty() ? -1 : op.wires[0]) << " -> c" << op.clbit;
+    return s.str();
+  }
+  if (op.instruction == Instruction::reset) {
+    s << "reset " << (op.wires.empty() ? -1 : op.wires[0]);
+    return s.str();
+  }
   if (!op.controls.empty()) s << "C" << op.controls.size() << "-";
   s << (op.is_channel() ? channel_info(op.channel).name : gate_info(op.gate).name);
   if (!op.params.empty()) {
@@ -116,10 +168,10 @@ std::string describe(const Operation& op) {
 }
 
 Circuit with_gate_noise(const Circuit& c, const std::vector<GateNoise>& noise) {
-  Circuit out(c.num_qubits());
+  Circuit out(c.num_qubits(), c.num_clbits());
   for (const Operation& op : c.ops()) {
     out.add(op);
-    if (op.is_channel()) continue;
+    if (op.is_channel() || op.is_dynamic()) continue;
     std::vector<int> wires = op.controls;
     wires.insert(wires.end(), op.wires.begin(), op.wires.end());
     for (int q : wires) {

@@ -397,6 +397,22 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
   return result;
 }
 
+std::vector<BoundGate> density_matrix_gates(const Circuit& c, std::span<const double> theta,
+                                            const EngineOptions& options) {
+  return density_gates(c, theta, options);
+}
+
+template <class R>
+void start_density_matrix(State<R>& rho, int n, const EngineOptions& options) {
+  set_initial(rho, n, options);
+}
+
+template <class R>
+void read_out_density_matrix(const State<R>& rho, int n, const SimulateRequest& req,
+                             SimulateResult& out) {
+  read_out(rho, n, req, out);
+}
+
 #define QMLSIM_INSTANTIATE(R)                                                                 \
   template SimulateResult simulate_density_matrix<R>(                                         \
       const Circuit&, std::span<const double>, const SimulateRequest&, const EngineOptions&); \
@@ -405,6 +421,12 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
                                                std::span<const double>, const EngineOptions&);
 QMLSIM_INSTANTIATE(float)
 QMLSIM_INSTANTIATE(double)
+template void start_density_matrix<float>(State<float>&, int, const EngineOptions&);
+template void start_density_matrix<double>(State<double>&, int, const EngineOptions&);
+template void read_out_density_matrix<float>(const State<float>&, int, const SimulateRequest&,
+                                             SimulateResult&);
+template void read_out_density_matrix<double>(const State<double>&, int, const SimulateRequest&,
+                                              SimulateResult&);
 #undef QMLSIM_INSTANTIATE
 
 }  // namespace qmlsim

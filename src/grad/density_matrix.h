@@ -23,6 +23,8 @@
 #include <span>
 #include <vector>
 
+#include "backends/cpu/statevector.h"
+#include "circuit/bound.h"
 #include "circuit/circuit.h"
 #include "circuit/observable.h"
 #include "grad/adjoint.h"
@@ -56,5 +58,17 @@ template <class R>
 AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta,
                                  const std::vector<PauliSum>& observables,
                                  std::span<const double> weights, const EngineOptions& options);
+
+// The parts of simulate_density_matrix, for the dynamic-circuit engine
+// (grad/dynamic.h), on rho held in a 2n-qubit state vector: c's operations in
+// density-matrix form, fused as options say; rho set to the initial state;
+// rho read out as simulate_density_matrix reads it.
+std::vector<BoundGate> density_matrix_gates(const Circuit& c, std::span<const double> theta,
+                                            const EngineOptions& options);
+template <class R>
+void start_density_matrix(cpu::StateVector<R>& rho, int n, const EngineOptions& options);
+template <class R>
+void read_out_density_matrix(const cpu::StateVector<R>& rho, int n, const SimulateRequest& req,
+                             SimulateResult& out);
 
 }  // namespace qmlsim

@@ -44,6 +44,9 @@ struct EngineOptions {
   // Trajectories: how many, and the seed of their random streams.
   std::int64_t trajectories = 1000;
   std::uint64_t seed = 1;
+  // Dynamic circuits read exactly (grad/dynamic.h): the most outcome branches
+  // of mid-circuit measurements, resets and (on a state vector) channels.
+  std::int64_t max_branches = 65536;
 };
 
 }  // namespace qmlsim

@@ -7,6 +7,7 @@
 #include "backends/cuda/statevector.h"
 #include "core/error.h"
 #include "grad/density_matrix.h"
+#include "grad/dynamic.h"
 #include "grad/engine.h"
 #include "grad/trajectories.h"
 #include "passes/fusion.h"
@@ -63,6 +64,7 @@ std::vector<BoundGate> forward_gates(const Circuit& c, std::span<const double> t
 template <class R>
 SimulateResult simulate(const Circuit& c, std::span<const double> theta, const SimulateRequest& req,
                         const EngineOptions& options) {
+  if (c.has_dynamic()) return simulate_dynamic<R>(c, theta, req, options);
   if (runs_on_trajectories(c, options)) return simulate_trajectories<R>(c, theta, req, options);
   if (runs_on_density_matrix(c, options)) return simulate_density_matrix<R>(c, theta, req, options);
   const std::vector<BoundGate> gates = forward_gates(c, theta, options);
@@ -98,7 +100,7 @@ std::vector<std::vector<double>> expvals_many(const std::vector<const Circuit*>&
   const int n = detail::common_qubits(circuits, "expvals_many");
   const Precision p = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
   const bool noisy = std::any_of(circuits.begin(), circuits.end(),
-                                 [](const Circuit* c) { return c->has_channels(); });
+                                 [](const Circuit* c) { return c->has_channels() || c->has_dynamic(); });
   if (options.backend == Backend::cuda && options.initial_state.empty() && !noisy &&
       cuda::small_batch_fits(n, p, observables.size())) {
     std::vector<std::vector<BoundGate>> gates;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <span>
 #include <vector>
 
@@ -32,6 +33,12 @@ struct SimulateResult {
   std::vector<cplx> state;            // when requested
   std::vector<double> probabilities;  // when requested
   std::vector<double> expval_errors;  // trajectories: the standard error of each <H_k>
+  // Dynamic circuits (grad/dynamic.h): with shots, each shot's classical
+  // record (bit k = classical bit k) and final sample of all qubits, counted
+  // (`counts` is their marginal over the records); without shots, the exact
+  // probability of each classical record.
+  std::map<std::pair<std::uint64_t, index_t>, std::int64_t> records;
+  std::map<std::uint64_t, double> record_probabilities;
 };
 
 // The final state of c at theta on options.backend (threads, fusion and chunks

@@ -1,0 +1,368 @@
+#include "grad/dynamic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/cpu/statevector.h"
+#include "circuit/bound.h"
+#include "core/error.h"
+#include "core/memory.h"
+#include "core/rng.h"
+#include "grad/density_matrix.h"
+#include "grad/engine.h"
+#include "grad/kraus_branches.h"
+#include "passes/fusion.h"
+
+namespace qmlsim {
+namespace {
+
+template <class R>
+using State = cpu::StateVector<R>;
+
+// Outcomes less likely than this are not walked in exact mode.
+constexpr double kPrune = 1e-14;
+
+// One step of the walk: a run of operations under one condition, or a point
+// where the walk branches.
+struct Step {
+  enum class Kind { gates, measure, reset, channel };
+  Kind kind = Kind::gates;
+  Condition condition;
+  std::vector<BoundGate> gates;  // gates: in the walk's form (state or density matrix), fused
+  int qubit = -1, clbit = -1;    // measure, reset
+  Branches branches;             // channel, on a state vector
+};
+
+struct Plan {
+  int n = 0;
+  bool density = false;  // the walk's state is vec(rho) on 2n qubits
+  std::vector<Step> steps;
+};
+
+Operation unconditioned(const Operation& op) {
+  Operation o = op;
+  o.condition = {};
+  return o;
+}
+
+// The reset channel {|0><0|, |0><1|} on q.
+Operation reset_channel(int q) {
+  Operation op;
+  op.channel = ChannelId::kraus;
+  op.wires = {q};
+  op.kraus = std::make_shared<const std::vector<Matrix>>(
+      std::vector<Matrix>{{1, 0, 0, 0}, {0, 1, 0, 0}});
+  return op;
+}
+
+Plan plan_of(const Circuit& c, std::span<const double> theta, bool density,
+             const EngineOptions& o) {
+  Plan p;
+  p.n = c.num_qubits();
+  p.density = density;
+  Circuit run(c.num_qubits());  // consecutive operations under the condition `condition`
+  Condition condition;
+  auto flush = [&] {
+    if (run.ops().empty()) return;
+    Step s;
+    s.condition = condition;
+    if (density) {
+      s.gates = density_matrix_gates(run, theta, o);
+    } else {
+      s.gates = bind_params(run, theta);
+      if (o.fusion > 0) s.gates = fuse(s.gates, {o.fusion, std::max(10, o.fusion)});
+    }
+    p.steps.push_back(std::move(s));
+    run = Circuit(c.num_qubits());
+  };
+  for (const Operation& op : c.ops()) {
+    const bool reset_as_channel = density && op.instruction == Instruction::reset;
+    if (reset_as_channel || (!op.is_instruction() && (density || !op.is_channel()))) {
+      if (!(op.condition == condition)) {
+        flush();
+        condition = op.condition;
+      }
+      run.add(reset_as_channel ? reset_channel(op.wires[0]) : unconditioned(op));
+      continue;
+    }
+    flush();
+    Step s;
+    s.condition = op.condition;
+    if (op.is_channel()) {
+      s.kind = Step::Kind::channel;
+      s.branches = branches_of(unconditioned(op), theta);
+    } else {
+      s.kind = op.instruction == Instruction::measure ? Step::Kind::measure : Step::Kind::reset;
+      s.qubit = op.wires[0];
+      s.clbit = op.clbit;
+    }
+    p.steps.push_back(std::move(s));
+  }
+  flush();
+  return p;
+}
+
+// The depth-first walk over outcomes. Exact: each leaf weighted by its
+// probability. Sampling: each leaf weighted by its share of `count` shots,
+// drawn binomially at each branch point, and sampled for them when asked.
+template <class R>
+class Walker {
+ public:
+  Walker(const Plan& plan, const SimulateRequest& req, const EngineOptions& options,
+         bool sampling, bool sample_leaves, std::uint64_t seed)
+      : plan_(plan),
+        req_(req),
+        options_(options),
+        sampling_(sampling),
+        sample_leaves_(sample_leaves),
+        rng_(seed),
+        binomial_engine_(Rng(seed ^ 0x5851f42d4c957f2dULL).next()) {
+    const int width = plan.density ? 2 * plan.n : plan.n;
+    state_bytes_ = cpu::state_bytes(width, sizeof(R) == 4 ? Precision::c64 : Precision::c128);
+    out.expvals.assign(req.observables.size(), 0.0);
+    if (req.probabilities) out.probabilities.assign(std::size_t{1} << plan.n, 0.0);
+  }
+
+  // Walks from the initial state with `count` shots (sampling) or weight 1.
+  void run(std::int64_t count) {
+    total_ = count;
+    std::unique_ptr<State<R>> s = new_state();
+    if (plan_.density) {
+      start_density_matrix(*s, plan_.n, options_);
+    } else {
+      s->set_basis_state(0);
+      detail::set_initial_state(*s, options_);
+    }
+    walk(0, *s, 1.0, count, 0);
+  }
+
+  SimulateResult out;
+
+ private:
+  const Plan& plan_;
+  const SimulateRequest& req_;
+  const EngineOptions& options_;
+  bool sampling_, sample_leaves_;
+  Rng rng_;
+  std::mt19937_64 binomial_engine_;
+  std::int64_t total_ = 1, leaves_ = 1;
+  std::uint64_t state_bytes_ = 0;
+  int live_states_ = 0;
+  std::vector<std::unique_ptr<State<R>>> spare_;
+
+  std::unique_ptr<State<R>> new_state() {
+    if (!spare_.empty()) {
+      std::unique_ptr<State<R>> s = std::move(spare_.back());
+      spare_.pop_back();
+      return s;
+    }
+    const std::uint64_t have = usable_memory().bytes;
+    if (have > 0 && (live_states_ + 1) * state_bytes_ > have / 10 * 9)
+      throw Error("dynamic circuit: its branches need " + std::to_string(live_states_ + 1) +
+                  " states of " + std::to_string(state_bytes_ >> 20) +
+                  " MiB at once, more than this machine's memory");
+    ++live_states_;
+    const int width = plan_.density ? 2 * plan_.n : plan_.n;
+    auto s = std::make_unique<State<R>>(width, options_.threads, typename State<R>::Unset{});
+    if (options_.chunk_qubits >= 0) s->set_chunk_qubits(options_.chunk_qubits);
+    return s;
+  }
+
+  double expval(const State<R>& s, const PauliSum& h) const {
+    if (!plan_.density) return s.expval(h);
+    SimulateRequest req;
+    req.observables = {h};
+    SimulateResult r;
+    read_out_density_matrix(s, plan_.n, req, r);
+    return r.expvals[0];
+  }
+
+  // The probability of each outcome of a branch point in state s.
+  std::vector<double> outcome_probabilities(const Step& st, const State<R>& s) const {
+    std::vector<double> p;
+    if (st.kind == Step::Kind::channel) {
+      const Branches& b = st.branches;
+      for (std::size_t i = 0; i < b.kraus.size(); ++i)
+        p.push_back(std::max(0.0, b.unitary[i] ? b.lower[i] : expval(s, b.weight[i])));
+    } else {
+      PauliSum z;
+      z.add(1.0, 0, index_t{1} << st.qubit);
+      const double p1 = std::clamp((1 - expval(s, z)) / 2, 0.0, 1.0);
+      p = {1 - p1, p1};
+    }
+    double sum = 0;
+    for (double x : p) sum += x;
+    for (double& x : p) x /= sum;
+    return p;
+  }
+
+  // Shots split over outcomes of probabilities p (sequential binomials).
+  std::vector<std::int64_t> split(std::int64_t shots, const std::vector<double>& p) {
+    std::vector<std::int64_t> out(p.size(), 0);
+    double mass = 1;
+    for (std::size_t i = 0; i < p.size() && shots > 0; ++i) {
+      const double q = i + 1 == p.size() ? 1.0 : std::clamp(p[i] / mass, 0.0, 1.0);
+      out[i] = std::binomial_distribution<std::int64_t>(shots, q)(binomial_engine_);
+      shots -= out[i];
+      mass -= p[i];
+    }
+    return out;
+  }
+
+  // Collapses s onto outcome i of probability p (renormalised).
+  void enter(const Step& st, std::size_t i, double p, State<R>& s) const {
+    if (st.kind == Step::Kind::channel) {
+      const Branches& b = st.branches;
+      if (b.unitary[i]) {
+        if (!b.identity[i]) s.apply(b.gate[i]);
+        return;
+      }
+      BoundGate k = b.kraus[i];
+      for (cplx& a : k.matrix) a /= std::sqrt(p);
+      s.apply(k);
+      return;
+    }
+    const int q = st.qubit, n = plan_.n;
+    BoundGate project;
+    project.diagonal = true;
+    if (plan_.density) {  // rho -> P rho P / p on the row and column qubits
+      project.targets = {q, q + n};
+      project.matrix.assign(4, 0);
+      project.matrix[i ? 3 : 0] = 1 / p;
+    } else {
+      project.targets = {q};
+      project.matrix.assign(2, 0);
+      project.matrix[i] = 1 / std::sqrt(p);
+    }
+    s.apply(project);
+    if (st.kind == Step::Kind::reset && i == 1) {
+      BoundGate x;
+      x.targets = {q};
+      x.matrix = {0, 1, 1, 0};
+      s.apply(x);
+      if (plan_.density) s.apply(column_half(x, n));
+    }
+  }
+
+  static std::uint64_t record_after(const Step& st, std::size_t i, std::uint64_t record) {
+    if (st.kind != Step::Kind::measure) return record;
+    const std::uint64_t bit = std::uint64_t{1} << st.clbit;
+    return i ? record | bit : record & ~bit;
+  }
+
+  void walk(std::size_t k, State<R>& s, double weight, std::int64_t shots, std::uint64_t record) {
+    for (; k < plan_.steps.size(); ++k) {
+      const Step& st = plan_.steps[k];
+      if (st.condition.active() && !st.condition.holds(record)) continue;
+      if (st.kind == Step::Kind::gates) {
+        s.apply(st.gates);
+        continue;
+      }
+      const std::vector<double> p = outcome_probabilities(st, s);
+      const std::vector<std::int64_t> shares =
+          sampling_ ? split(shots, p) : std::vector<std::int64_t>(p.size(), 0);
+      std::vector<std::size_t> next;  // the outcomes walked on
+      for (std::size_t i = 0; i < p.size(); ++i)
+        if (sampling_ ? shares[i] > 0 : p[i] > kPrune) next.push_back(i);
+      if (next.empty())  // no shots (or, by rounding, no outcome): nothing to walk
+        return;
+      for (std::size_t j = 0; j + 1 < next.size(); ++j) {
+        const std::size_t i = next[j];
+        if (++leaves_ > options_.max_branches)
+          throw Error("dynamic circuit: more than " + std::to_string(options_.max_branches) +
+                      " branches of mid-circuit outcomes to walk exactly; raise the limit "
+                      "(--max-branches, Options.max_branches) or sample it with shots "
+                      "(one-shot)");
+        std::unique_ptr<State<R>> child = new_state();
+        child->copy_from(s);
+        enter(st, i, p[i], *child);
+        walk(k + 1, *child, weight * p[i], shares[i], record_after(st, i, record));
+        spare_.push_back(std::move(child));
+      }
+      const std::size_t i = next.back();
+      enter(st, i, p[i], s);
+      weight *= p[i];
+      shots = shares[i];
+      record = record_after(st, i, record);
+    }
+    leaf(s, sampling_ ? static_cast<double>(shots) / static_cast<double>(total_) : weight, shots,
+         record);
+  }
+
+  void leaf(const State<R>& s, double weight, std::int64_t shots, std::uint64_t record) {
+    if (weight == 0) return;
+    SimulateRequest req;
+    req.observables = req_.observables;
+    req.probabilities = req_.probabilities;
+    SimulateResult r;
+    if (plan_.density) {
+      read_out_density_matrix(s, plan_.n, req, r);
+    } else {
+      for (const PauliSum& h : req.observables) r.expvals.push_back(s.expval(h));
+      if (req.probabilities) r.probabilities = s.probabilities();
+    }
+    for (std::size_t k = 0; k < r.expvals.size(); ++k) out.expvals[k] += weight * r.expvals[k];
+    for (std::size_t i = 0; i < r.probabilities.size(); ++i)
+      out.probabilities[i] += weight * r.probabilities[i];
+    out.record_probabilities[record] += weight;
+    if (!sample_leaves_) return;
+    for (const auto& [outcome, hits] : s.sample(shots, rng_.next())) {
+      out.records[{record, outcome}] += hits;
+      out.counts[outcome] += hits;
+    }
+  }
+};
+
+}  // namespace
+
+template <class R>
+SimulateResult simulate_dynamic(const Circuit& c, std::span<const double> theta,
+                                const SimulateRequest& req, const EngineOptions& options) {
+  if (options.backend != Backend::cpu)
+    throw Error("dynamic circuits (mid-circuit measurement, reset, classical control) run on the "
+                "CPU backend only");
+  if (req.state || req.most_probable)
+    throw Error(
+        "a dynamic circuit (mid-circuit measurement, reset or classical control) ends in a "
+        "mixture of branches: it has no single final state");
+  const bool trajectories = options.method == Method::trajectories;
+  SimulateResult out;
+  if (!req.observables.empty() || req.probabilities || req.shots == 0) {
+    const bool density =
+        c.has_channels() && !trajectories &&
+        (options.method == Method::density_matrix || density_matrix_fits(c.num_qubits()));
+    if (trajectories && options.trajectories < 1)
+      throw Error("trajectories: " + std::to_string(options.trajectories) +
+                  " is not a positive number of trajectories");
+    const Plan plan = plan_of(c, theta, density, options);
+    Walker<R> values(plan, req, options, trajectories, false, options.seed);
+    values.run(trajectories ? options.trajectories : 1);
+    out = std::move(values.out);
+  }
+  if (req.shots > 0) {
+    const Plan plan = plan_of(c, theta, false, options);
+    SimulateRequest bare;  // the samples only
+    Walker<R> samples(plan, bare, options, true, true, req.seed);
+    samples.run(req.shots);
+    out.counts = std::move(samples.out.counts);
+    out.records = std::move(samples.out.records);
+    if (out.record_probabilities.empty()) {
+      for (const auto& [key, hits] : out.records)
+        out.record_probabilities[key.first] +=
+            static_cast<double>(hits) / static_cast<double>(req.shots);
+    }
+  }
+  return out;
+}
+
+template SimulateResult simulate_dynamic<float>(const Circuit&, std::span<const double>,
+                                                const SimulateRequest&, const EngineOptions&);
+template SimulateResult simulate_dynamic<double>(const Circuit&, std::span<const double>,
+                                                 const SimulateRequest&, const EngineOptions&);
+
+}  // namespace qmlsim
