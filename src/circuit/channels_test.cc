@@ -185,8 +185,11 @@ TEST(Channels, NoiseAfterEveryGate) {
   cx.controls = {1};
   cx.params = {ParamExpr::ref(0)};
   c.add(cx);
-  c.add(Operation{
-      GateId::I, {0}, {}, {ParamExpr::literal(0.1)}, nullptr, ChannelId::bit_flip, nullptr});
+  Operation flip;
+  flip.channel = ChannelId::bit_flip;
+  flip.wires = {0};
+  flip.params = {ParamExpr::literal(0.1)};
+  c.add(flip);
   const Circuit n = with_gate_noise(c, {{ChannelId::depolarizing, 0.1},
                                         {ChannelId::phase_damping, 0},
                                         {ChannelId::amplitude_damping, 0.2}});
