@@ -7,7 +7,8 @@
 
 namespace qmlsim {
 
-Circuit::Circuit(int num_qubits, int num_clbits) : num_qubits_(num_qubits), num_clbits_(num_clbits) {
+Circuit::Circuit(int num_qubits, int num_clbits)
+    : num_qubits_(num_qubits), num_clbits_(num_clbits) {
   if (num_clbits < 0 || num_clbits > kMaxClbits)
     throw Error(std::to_string(num_clbits) + " classical bits: at most " +
                 std::to_string(kMaxClbits) + " are supported");
@@ -18,7 +19,7 @@ void Circuit::check_dynamic(const Operation& op) const {
   if (op.is_instruction()) {
     if (op.is_channel() || !op.controls.empty() || !op.params.empty() || op.wires.size() != 1)
       throw Error(name + ": a measurement or reset acts on one wire, with no controls");
-    if (op.instruction == Instruction::measure && (op.clbit < 0 || op.clbit >= num_clbits_))
+    if (op.instruction == Instruction::measure && (op.clbit < -1 || op.clbit >= num_clbits_))
       throw Error(name + ": classical bit " + std::to_string(op.clbit) + " is out of range for " +
                   std::to_string(num_clbits_) + " classical bit(s)");
   }
@@ -140,7 +141,8 @@ std::string describe(const Operation& op) {
     s << (op.condition.negated ? "!=" : "==") << op.condition.value << ") ";
   }
   if (op.instruction == Instruction::measure) {
-    s << "measure " << (op.wires.empty() ? -1 : op.wires[0]) << " -> c" << op.clbit;
+    s << "measure " << (op.wires.empty() ? -1 : op.wires[0]);
+    if (op.clbit >= 0) s << " -> c" << op.clbit;
     return s.str();
   }
   if (op.instruction == Instruction::reset) {

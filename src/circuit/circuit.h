@@ -65,7 +65,7 @@ struct Operation {
       kraus;  // ChannelId::kraus only; first wire most significant
 
   Instruction instruction = Instruction::none;
-  int clbit = -1;       // measure: the classical bit written
+  int clbit = -1;       // measure: the classical bit written (-1: none, the outcome not kept)
   Condition condition;  // classical control (any kind of operation)
 
   bool is_channel() const { return channel != ChannelId::none; }

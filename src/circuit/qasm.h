@@ -3,15 +3,16 @@
 //
 // OpenQASM 2.0: qreg/creg, the qelib1.inc gates (built in; no file is read),
 // user `gate` definitions, parameter expressions (pi, + - * / ^, sin cos tan
-// exp ln sqrt), `barrier`, terminal `measure`.
+// exp ln sqrt), `barrier`, `measure`, `reset`, `if (c == n) op;`.
 //
 // OpenQASM 3: `qubit[n] q;` (and qreg), `bit[n] c;` (and creg), slices
 // q[a:b], the stdgates.inc gates (built in), inputs (`input float[64] x;`,
 // angle, int, uint, bool, and `input array[float[64], N] w;` indexed w[3]),
 // constants (`const`, and variables declared with a constant value, scalars
 // and arrays), the modifiers `ctrl @`, `ctrl(n) @`, `negctrl @`, `inv @`,
-// `pow(k) @` on any gate, `gphase`, `U`, `barrier`, terminal `measure`
-// (`c = measure q;`, `measure q -> c;`), expressions with ** and
+// `pow(k) @` on any gate, `gphase`, `U`, `barrier`, `measure`
+// (`c = measure q;`, `measure q -> c;`), `reset`, `if (condition) body [else
+// body]` (qasm_dynamic.cc), expressions with ** and
 // arcsin/arccos/arctan, constants pi/π, tau/τ, euler/ℇ, true/false; static
 // control flow unrolled as it is read: `for` over constant ranges, sets and
 // arrays, `def` subroutines with qubit and angle arguments and no result.
@@ -26,10 +27,17 @@
 // on single qubits or, broadcast, on each qubit of a register. Other pragmas
 // are refused.
 //
-// Rejected with a located error, in both: `reset` after a gate, classical
-// control flow on measured bits, mid-circuit measurement, `opaque` gates that
-// are used; in OpenQASM 3 also `extern`, timing, calibrations, aliases,
-// subroutines with results and classical variables without a constant value.
+// Dynamic circuits, in both: a measurement followed by operations on its
+// qubit, `reset` after a gate, or an `if` make the circuit dynamic
+// (Circuit::has_dynamic: measure and reset instructions, conditions on
+// classical bits numbered across the registers in declaration order);
+// otherwise measurements are the readout and stay out of the circuit.
+//
+// Rejected with a located error, in both: `opaque` gates that are used, a
+// condition on bits no measurement has written, a comparison value its
+// register cannot hold; in OpenQASM 3 also `while`, `switch`, `else if`,
+// `extern`, timing, calibrations, aliases, subroutines with results and
+// classical variables without a constant value.
 //
 // Gate names: OpenQASM 2.0 reserves the gates of the specification's
 // qelib1.inc once included; the further gates qmlsim builds in (cu, p, sx,
@@ -75,6 +83,9 @@ struct QasmProgram {
   std::vector<int> measured;             // qubits named by `measure`, in order of appearance
   std::vector<std::string> qubit_names;  // "q[0]", ... in global qubit order
   std::vector<QasmInput> inputs;         // OpenQASM 3 `input` declarations, in order
+  // Classical registers (name, size) in declaration order; a dynamic
+  // circuit's classical bits are numbered across them in that order.
+  std::vector<std::pair<std::string, int>> clbit_registers;
   std::shared_ptr<const QasmAngleExprs> input_angles;  // null if nothing depends on an input
   // e^{i global_phase} multiplies the final state: the uncontrolled `gphase`
   // calls (and phases of modifiers) at the bound inputs. Expectation values and

@@ -83,10 +83,7 @@ void QasmParser::gate_statement() {
     }
     for (int q : qubits) {
       touched_.insert(q);
-      if (measured_.count(q)) {
-        fail_at(at, "gate '" + call.name + "' on " + qubit_names_[q] +
-                        " after it was measured: mid-circuit measurement is not supported");
-      }
+      if (measured_.count(q)) make_dynamic();  // a gate after a measurement
     }
     apply_call(call, params, qubits, Context{});
   }
@@ -229,6 +226,9 @@ void QasmParser::fractional_power(const GateCall& call, const std::vector<Expr>&
 }
 
 void QasmParser::add_global_phase(const Expr& theta) {
+  // A phase under a classical condition multiplies one branch of a mixture:
+  // it changes nothing observable.
+  if (!conditions_.empty() || never_) return;
   if (theta.size() == 1 && theta[0].kind == ExprOp::Num) {
     phase_ = std::remainder(phase_ + theta[0].value, 2 * std::numbers::pi);
     return;
@@ -265,7 +265,7 @@ void QasmParser::emit(GateId g, const std::vector<int>& controls, const std::vec
     angles_.push_back(0);
     input_angles_.emplace_back(slot, e);
   }
-  ops_.push_back(std::move(op));
+  push_op(std::move(op));
 }
 
 }  // namespace qmlsim::qasm

@@ -31,13 +31,13 @@ Token Lexer::next() {
     t.text = std::string(s_.substr(i_ + 1, j - i_ - 1));
     advance(j - i_ + 1);
   } else {
-    static constexpr std::string_view two[] = {"->", "==", "**"};
+    static constexpr std::string_view two[] = {"->", "==", "**", "!=", "<=", ">=", "&&", "||"};
     t.kind = Tok::Sym;
     for (const std::string_view sym : two) {
       if (s_.substr(i_, 2) == sym) t.text.assign(sym.data(), sym.size());
     }
     if (t.text.empty()) {
-      if (std::string_view(";,()[]{}+-*/^@=:").find(c) == std::string_view::npos) {
+      if (std::string_view(";,()[]{}+-*/^@=:!~&|<>").find(c) == std::string_view::npos) {
         throw_at({source_, line_, col_}, std::string("unexpected character '") + c + "'");
       }
       t.text = std::string(1, c);

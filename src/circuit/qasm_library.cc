@@ -120,9 +120,7 @@ bool keyword(std::string_view name, int version) {
 // OpenQASM 3 statements qmlsim does not simulate, with the reason shown.
 std::optional<std::string> unsupported_v3(std::string_view word) {
   static const std::map<std::string, std::string, std::less<>> m = {
-      {"if", "classical control flow on measured bits"},
-      {"else", "classical control flow"},
-      {"while", "classical control flow (for loops over constant ranges are supported)"},
+      {"while", "loops on measured values (for loops over constant ranges are supported)"},
       {"switch", "classical control flow"},
       {"break", "classical control flow"},
       {"continue", "classical control flow"},

@@ -42,9 +42,7 @@ void QasmParser::pragma() {
     op.wires.clear();
     for (const Arg& a : args) op.wires.push_back(a.whole ? a.first + j : a.first);
     for (int q : op.wires) {
-      if (measured_.count(q))
-        fail_at(where, "noise on " + qubit_names_[static_cast<std::size_t>(q)] +
-                           " after it was measured: mid-circuit measurement is not supported");
+      if (measured_.count(q)) make_dynamic();
       touched_.insert(q);
     }
     try {
@@ -56,7 +54,7 @@ void QasmParser::pragma() {
     if (static_cast<std::int64_t>(ops_.size()) >= limits_.max_gates)
       fail_at(where, "the program expands to more than the limit of " +
                          std::to_string(limits_.max_gates) + " gates; raise it with --max-gates");
-    ops_.push_back(op);
+    push_op(op);
   }
 }
 

@@ -262,7 +262,7 @@ class QasmParser {
   int broadcast_count(const std::vector<Arg>& args, const Token& at) const;
 
   // `reset` of qubits no gate has touched yet is a no-op (they are |0>), as
-  // at the start of many programs; after a gate it would need a mixed state.
+  // at the start of many programs; after a gate it is a reset operation.
   void reset();
 
   void barrier() {
@@ -271,6 +271,8 @@ class QasmParser {
     expect_sym(";");
   }
 
+  // Measures q into classical bits c (c.first < 0: into none, OpenQASM 3's
+  // `measure q;`).
   void record_measurement(const Token& kw, const Arg& q, const Arg& c);
 
   Arg classical_arg();
@@ -281,7 +283,7 @@ class QasmParser {
     const Arg q = qubit_arg();
     if (version_ == 3 && at_sym(";")) {
       advance();
-      return record_measurement(kw, q, q);
+      return record_measurement(kw, q, Arg{-1, q.size, q.whole});
     }
     expect_sym("->");
     const Arg c = classical_arg();
@@ -372,7 +374,7 @@ class QasmParser {
   bool in_prelude_ = false;
   std::string last_type_;
   std::map<std::string, std::pair<int, int>> qregs_;  // name -> (first qubit, size)
-  std::map<std::string, int> cregs_;
+  std::map<std::string, std::pair<int, int>> cregs_;  // name -> (first bit, size)
   std::map<std::string, double> consts_;  // constants, loop variables, constant arguments
   std::map<std::string, std::vector<double>> const_arrays_;
   std::map<std::string, Expr> locals_;  // a subroutine's angle arguments that depend on inputs
@@ -396,6 +398,58 @@ class QasmParser {
   std::set<int> measured_;
   std::set<int> touched_;  // qubits a gate or measurement has acted on
   std::vector<int> measured_order_;
+
+  // -- dynamic circuits (qasm_dynamic.cc)
+  // `if (condition) body [else body]` (OpenQASM 3) and `if (c == n) op;`
+  // (2.0): the body's operations run under the condition's alternatives.
+  void if_statement();
+  // A condition over classical bits in postfix order (CondOp), evaluated for
+  // every assignment of the bits it reads.
+  struct CondOp {
+    enum Kind {
+      Num,
+      Bit,
+      Reg,
+      Not,
+      BitNot,
+      And,
+      Or,
+      BitAnd,
+      BitOr,
+      BitXor,
+      Eq,
+      Ne,
+      Lt,
+      Le,
+      Gt,
+      Ge
+    };
+    Kind kind = Num;
+    std::uint64_t value = 0;  // Num
+    int first = 0, size = 1;  // Bit (size 1), Reg
+  };
+  std::vector<CondOp> condition_expression();
+  void cond_binary(std::vector<CondOp>& out, int level);
+  void cond_unary(std::vector<CondOp>& out);
+  // The assignments of `bits` (bit j of an assignment = bits[j]) where e is
+  // true, and where it is false.
+  std::pair<std::vector<std::uint64_t>, std::vector<std::uint64_t>> satisfying(
+      const std::vector<CondOp>& e, const std::vector<int>& bits, const Token& at) const;
+  // The current alternatives refined by `bits` taking one of `values`.
+  std::vector<Condition> refine(const std::vector<int>& bits,
+                                const std::vector<std::uint64_t>& values, const Token& at) const;
+  // Appends op once per current alternative (unconditionally when none).
+  void push_op(Operation op);
+  // Marks the program dynamic (a measurement or reset that matters, or an
+  // `if`); then every measurement stays in the circuit.
+  void make_dynamic() { dynamic_ = true; }
+
+  std::vector<Condition> conditions_;  // mutually exclusive; empty: unconditional
+  bool never_ = false;                 // the current branch's condition can never hold
+  bool dynamic_ = false;
+  int num_clbits_ = 0;
+  std::vector<std::pair<std::string, int>> creg_order_;
+  std::set<int> written_bits_;  // classical bits a measurement has written so far
 };
 
 }  // namespace qmlsim::qasm

@@ -12,8 +12,14 @@ QasmProgram QasmParser::parse() {
   parse_header();
   while (!at(Tok::End)) statement();
   QasmProgram out;
-  out.circuit = Circuit(num_qubits_);
-  for (Operation& op : ops_) out.circuit.add(std::move(op));
+  if (dynamic_ && num_clbits_ > kMaxClbits)
+    throw Error(source_ + ": a dynamic circuit with " + std::to_string(num_clbits_) +
+                " classical bits: at most " + std::to_string(kMaxClbits) + " are supported");
+  out.circuit = Circuit(num_qubits_, dynamic_ ? num_clbits_ : 0);
+  for (Operation& op : ops_) {  // a static circuit's measurements are its readout
+    if (dynamic_ || op.instruction != Instruction::measure) out.circuit.add(std::move(op));
+  }
+  out.clbit_registers = std::move(creg_order_);
   out.angles = std::move(angles_);
   out.measured = std::move(measured_order_);
   out.qubit_names = std::move(qubit_names_);
@@ -110,7 +116,7 @@ void QasmParser::statement() {
   if (w == "OPENQASM") fail("OPENQASM may appear only once, at the start");
   if (version_ == 2) {
     if (w == "opaque") return gate_decl(true);
-    if (w == "if") fail("classically controlled gates ('if') are not supported");
+    if (w == "if") return if_statement();
     return gate_statement();
   }
   if (w == "qubit" || w == "bit") return typed_register(w == "qubit");
@@ -120,6 +126,8 @@ void QasmParser::statement() {
     return const_decl(false);
   }
   if (w == "for") return for_loop();
+  if (w == "if") return if_statement();
+  if (w == "else") fail("'else' without an 'if'");
   if (w == "def") return def_decl();
   if (w == "return") return return_statement();
   if (auto s = subs_.find(w); s != subs_.end()) return call_subroutine(*s->second);
@@ -172,7 +180,9 @@ void QasmParser::declare_register(const Token& name_tok, const std::string& name
   if (version_ == 3 && keyword(name, 3)) fail_at(name_tok, "'" + name + "' is a reserved word");
   if (size <= 0) fail_at(size_tok, "register size must be positive");
   if (!quantum) {
-    cregs_[name] = size;
+    cregs_[name] = {num_clbits_, size};
+    creg_order_.emplace_back(name, size);
+    num_clbits_ += size;
     return;
   }
   if (num_qubits_ + size > kMaxQubits) {
@@ -545,11 +555,12 @@ void QasmParser::reset() {
   const Arg a = qubit_arg();
   expect_sym(";");
   for (int j = 0; j < a.size; ++j) {
-    if (touched_.count(a.first + j)) {
-      fail_at(stmt_, "'reset' of " + qubit_names_[static_cast<std::size_t>(a.first + j)] +
-                         " after a gate or measurement is not supported: qmlsim simulates pure "
-                         "states");
-    }
+    if (!touched_.count(a.first + j)) continue;  // still |0>
+    make_dynamic();
+    Operation op;
+    op.instruction = Instruction::reset;
+    op.wires = {a.first + j};
+    push_op(std::move(op));
   }
 }
 
@@ -559,8 +570,19 @@ void QasmParser::record_measurement(const Token& kw, const Arg& q, const Arg& c)
                     std::to_string(c.size) + ")");
   }
   for (int j = 0; j < q.size; ++j) {
+    const int bit = c.first < 0 ? -1 : c.first + j;
+    for (const Condition& alt : conditions_)
+      if (std::find(alt.bits.begin(), alt.bits.end(), bit) != alt.bits.end())
+        fail_at(kw, "measuring into a classical bit inside an 'if' on that bit is not supported");
     touched_.insert(q.first + j);
     if (measured_.insert(q.first + j).second) measured_order_.push_back(q.first + j);
+    if (bit >= 0) written_bits_.insert(bit);
+    if (!conditions_.empty() || never_) make_dynamic();
+    Operation op;
+    op.instruction = Instruction::measure;
+    op.wires = {q.first + j};
+    op.clbit = bit;
+    push_op(std::move(op));
   }
 }
 
@@ -569,7 +591,7 @@ QasmParser::Arg QasmParser::classical_arg() {
   const std::string cname = expect_id("a classical register");
   auto it = cregs_.find(cname);
   if (it == cregs_.end()) fail_at(ct, "unknown classical register '" + cname + "'");
-  return indexed({0, it->second}, cname);
+  return indexed(it->second, cname);
 }
 
 }  // namespace qmlsim::qasm

@@ -171,6 +171,40 @@ TEST(Cli, NoisyCircuitsRunByTrajectories) {
       << grad.err;
 }
 
+TEST(Cli, DynamicCircuitsReportTheirRegistersAsQiskitPrintsThem) {
+  // Measure q[0] (a fair coin) into c0, copy it onto q[1] by feed-forward.
+  const std::string dynamic =
+      write("dynamic.qasm",
+            "OPENQASM 2.0;\ninclude \"qelib1.inc\";\nqreg q[2];\ncreg c0[1];\n"
+            "creg c1[1];\nh q[0];\nmeasure q[0] -> c0[0];\nif(c0==1) x q[1];\n"
+            "measure q[1] -> c1[0];\nreset q[0];\n");
+  const Result exact = run("run " + dynamic + " --observable Z1 --observable Z0 --json");
+  ASSERT_EQ(exact.status, 0) << exact.err;
+  EXPECT_NE(exact.out.find("\"registers\":[\"c1\",\"c0\"],\"register_probabilities\":{\"0 0\":0.5"
+                           ",\"1 1\":0.5}"),
+            std::string::npos)
+      << exact.out;
+  EXPECT_NE(exact.out.find("\"expval\":[0,1]"), std::string::npos) << exact.out;
+  const Result shots = run("run " + dynamic + " --shots 1000 --seed 3");
+  ASSERT_EQ(shots.status, 0) << shots.err;
+  EXPECT_NE(shots.out.find("counts of the classical registers (c1 c0; 1000 shots"),
+            std::string::npos)
+      << shots.out;
+  EXPECT_EQ(shots.out.find(" 0 1 "), std::string::npos) << shots.out;  // never disagree
+  for (const auto& [flags, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--observable Z0 --gradient", "--gradient: " + dynamic + " is a dynamic circuit"},
+           {"--observable Z0 --distributed", "--distributed: " + dynamic},
+           {"--observable Z0 --max-branches 0", "--max-branches: 0 is out of range"}}) {
+    const Result bad = run("run " + dynamic + " " + flags);
+    EXPECT_EQ(bad.status, 2) << flags;
+    EXPECT_NE(bad.err.find(says), std::string::npos) << flags << ": " << bad.err;
+  }
+  const Result not_dynamic =
+      run("run " + write("bell.qasm", kBell) + " --observable Z0 --max-branches 4");
+  EXPECT_EQ(not_dynamic.status, 2);
+  EXPECT_NE(not_dynamic.err.find("is not a dynamic circuit"), std::string::npos) << not_dynamic.err;
+}
+
 // Settings from the environment that qmlsim does not take are one line, exit 2.
 TEST(Cli, BadEnvironmentSettingsAreErrors) {
   const std::string bell = write("env_bell.qasm", kBell);

@@ -17,6 +17,7 @@
 #include "distributed/state.h"
 #include "grad/adjoint.h"
 #include "grad/density_matrix.h"
+#include "grad/dynamic.h"
 #include "grad/simulate.h"
 #include "grad/trajectories.h"
 #include "io/checkpoint.h"
@@ -37,6 +38,9 @@ const std::vector<OptionSpec> kSpecs = {
      "matrix, or as the mean of --trajectories state-vector trajectories; auto (default) picks "
      "the density matrix while it fits in memory, trajectories beyond"},
     {"--trajectories", "R", "trajectories of a noisy circuit (default 1000)"},
+    {"--max-branches", "N",
+     "a dynamic circuit (mid-circuit measurement, reset, if): the most outcome branches its "
+     "exact expectation values may walk (default 65536); shots are sampled without a limit"},
     {"--shots", "N", "draw N samples of all qubits"},
     {"--seed", "S", "seed for sampling and trajectories (default 1)"},
     {"--input", "NAME=V[,V...]", "value of an OpenQASM 3 input (an array: its elements)", true},
@@ -62,7 +66,7 @@ const std::vector<OptionSpec> kSpecs = {
 constexpr const char* kUsage =
     "qmlsim run CIRCUIT.qasm --observable \"PAULI SUM\" [--observable ...] "
     "[--precision c64|c128] [--threads N] [--fusion K] [--backend cpu|cuda] [--method M] "
-    "[--trajectories R] "
+    "[--trajectories R] [--max-branches N] "
     "[--shots N --seed S] [--input NAME=V[,V...] ...] [--gradient] [--distributed [--exchange-mib "
     "N]] "
     "[--plan-processes P] [--state-out FILE.h5] [--json] "
@@ -71,7 +75,10 @@ constexpr const char* kUsage =
     "is one parameter, in program order; an OpenQASM 3 circuit's inputs get their own\n"
     "derivatives (the chain rule through each angle's expression of the inputs).\n"
     "Qubit q of the circuit is bit q of an amplitude index (qubit 0 least significant);\n"
-    "sampled bit strings are written most significant qubit first, as Qiskit does.";
+    "sampled bit strings are written most significant qubit first, as Qiskit does.\n"
+    "A dynamic circuit (a measurement followed by operations, reset, if) reports its\n"
+    "classical registers instead, as Qiskit prints them: the last register first, each\n"
+    "most significant bit first, separated by spaces.";
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) {
@@ -83,6 +90,10 @@ struct Outcome {
   std::vector<double> expval_errors;          // trajectories: standard errors
   std::vector<std::vector<double>> gradient;  // [observable][angle], with --gradient
   std::map<index_t, std::int64_t> counts;
+  // Dynamic circuits: counts of the classical record per shot, or (without
+  // shots) the exact probability of each record.
+  std::map<std::uint64_t, std::int64_t> record_counts;
+  std::map<std::uint64_t, double> record_probabilities;
   std::size_t gates_after_fusion = 0;
   // --distributed: the layout and its traffic (this process's; the same on every process).
   int processes = 1, slice_qubits = 0;
@@ -175,6 +186,8 @@ Outcome simulate_program(const QasmProgram& prog, const std::vector<PauliSum>& o
     out.expval_errors = std::move(r.expval_errors);
     out.counts = std::move(r.counts);
     out.gates_after_fusion = r.gates_after_fusion;
+    for (const auto& [key, hits] : r.records) out.record_counts[key.first] += hits;
+    out.record_probabilities = std::move(r.record_probabilities);
   }
   if (gradient) out.gradient = adjoint_jacobian<R>(prog.circuit, prog.angles, observables, engine);
   return out;
@@ -247,6 +260,24 @@ std::string bitstring(index_t i, int n) {
   for (int q = 0; q < n; ++q)
     if (i >> q & 1) s[static_cast<std::size_t>(n - 1 - q)] = '1';
   return s;
+}
+
+// A classical record as Qiskit prints it: the last register first, each most
+// significant bit first, registers separated by spaces.
+std::string register_string(std::uint64_t record, const QasmProgram& prog) {
+  std::vector<std::string> parts;
+  int first = 0;
+  for (const auto& [name, size] : prog.clbit_registers) {
+    std::string s(static_cast<std::size_t>(size), '0');
+    for (int j = 0; j < size; ++j)
+      if (first + j < 64 && (record >> (first + j) & 1))
+        s[static_cast<std::size_t>(size - 1 - j)] = '1';
+    parts.push_back(std::move(s));
+    first += size;
+  }
+  std::string out;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) out += (out.empty() ? "" : " ") + *it;
+  return out;
 }
 
 // What a run reports, for print_json and print_text.
@@ -325,9 +356,27 @@ void print_json(const Report& r) {
       w.end_array();
     }
   }
+  const bool dynamic = prog.circuit.has_dynamic();
+  if (dynamic) {
+    w.key("registers").begin_array();
+    for (auto it = prog.clbit_registers.rbegin(); it != prog.clbit_registers.rend(); ++it)
+      w.value(it->first);
+    w.end_array();
+  }
+  if (dynamic && shots == 0) {
+    w.key("register_probabilities").begin_object();
+    for (const auto& [rec, p] : out.record_probabilities)
+      w.key(register_string(rec, prog)).value(p);
+    w.end_object();
+  }
   if (shots > 0) {
     w.key("counts").begin_object();
-    for (const auto& [i, c] : out.counts) w.key(bitstring(i, n)).value(static_cast<long long>(c));
+    if (dynamic) {
+      for (const auto& [rec, c] : out.record_counts)
+        w.key(register_string(rec, prog)).value(static_cast<long long>(c));
+    } else {
+      for (const auto& [i, c] : out.counts) w.key(bitstring(i, n)).value(static_cast<long long>(c));
+    }
     w.end_object();
     w.key("shots")
         .value(static_cast<long long>(shots))
@@ -408,7 +457,20 @@ void print_text(const Report& r) {
       }
     }
   }
-  if (shots > 0) {
+  std::string registers;  // as Qiskit orders them
+  for (auto it = prog.clbit_registers.rbegin(); it != prog.clbit_registers.rend(); ++it)
+    registers += (registers.empty() ? "" : " ") + it->first;
+  if (prog.circuit.has_dynamic() && shots == 0) {
+    std::cout << "classical registers (" << registers << "), exact probabilities:\n";
+    for (const auto& [rec, p] : out.record_probabilities)
+      std::cout << "  " << register_string(rec, prog) << " " << p << "\n";
+  }
+  if (shots > 0 && prog.circuit.has_dynamic()) {
+    std::cout << "counts of the classical registers (" << registers << "; " << shots
+              << " shots, seed " << seed << "):\n";
+    for (const auto& [rec, c] : out.record_counts)
+      std::cout << "  " << register_string(rec, prog) << " " << c << "\n";
+  } else if (shots > 0) {
     std::cout << "counts (" << shots << " shots, seed " << seed << ", qubit 0 rightmost):\n";
     for (const auto& [i, c] : out.counts) std::cout << "  " << bitstring(i, n) << " " << c << "\n";
   }
@@ -420,6 +482,28 @@ void print_text(const Report& r) {
               << " exchanges; peak memory per process " << format_gib(out.peak_bytes) << "\n";
   }
   std::cout << "time: parse " << r.parse_s << " s, simulate " << r.sim_s << " s\n";
+}
+
+// --max-branches, which only a dynamic circuit takes, and the flags it
+// cannot take, each a one-line error.
+void read_dynamic_flags(const Args& args, EngineOptions& engine, const std::string& path,
+                        bool dynamic) {
+  engine.max_branches =
+      args.get_int("--max-branches", engine.max_branches, 1, std::int64_t{1} << 40);
+  if (args.has("--max-branches") && !dynamic)
+    throw Error("--max-branches: " + path +
+                " is not a dynamic circuit (no mid-circuit measurement, reset or if)");
+  if (!dynamic) return;
+  const std::string what = path + " is a dynamic circuit (mid-circuit measurement, reset or if)";
+  if (args.has("--gradient"))
+    throw Error("--gradient: " + what + "; its gradients are not supported");
+  if (args.has("--distributed")) throw Error("--distributed: " + what + ": it runs in one process");
+  if (args.has("--state-out"))
+    throw Error("--state-out: " + what + ": it ends in a mixture, not one state");
+  if (args.has("--plan-processes"))
+    throw Error("--plan-processes: " + what + ": it runs in one process");
+  if (engine.backend != Backend::cpu)
+    throw Error("--backend: " + what + ": it runs on the cpu backend");
 }
 
 }  // namespace
@@ -483,16 +567,21 @@ int run_command(const std::vector<std::string>& argv) {
       "--method", "auto", std::vector<std::string>(kMethodNames.begin(), kMethodNames.end())));
   engine.trajectories = args.get_int("--trajectories", 1000, 1, std::int64_t{1} << 40);
   engine.seed = seed;
-  if (engine.method == Method::statevector && prog.circuit.has_channels())
+  const bool dynamic = prog.circuit.has_dynamic();
+  read_dynamic_flags(args, engine, path, dynamic);
+  if (engine.method == Method::statevector && prog.circuit.has_channels() && !dynamic)
     throw Error("--method statevector: " + path +
                 " has noise channels, which run on a density matrix or trajectories (--method "
                 "density_matrix|trajectories)");
-  const bool density = runs_on_density_matrix(prog.circuit, engine);
-  const bool by_trajectories = runs_on_trajectories(prog.circuit, engine);
+  const bool density = dynamic ? dynamic_runs_on_density_matrix(prog.circuit, engine)
+                               : runs_on_density_matrix(prog.circuit, engine);
+  const bool by_trajectories =
+      dynamic ? engine.method == Method::trajectories : runs_on_trajectories(prog.circuit, engine);
   if (args.has("--trajectories") && !by_trajectories)
-    throw Error("--trajectories: " + path + " does not run by trajectories here (" +
-                (prog.circuit.has_channels() ? "its density matrix runs" : "it has no channels") +
-                "; --method trajectories runs them)");
+    throw Error(
+        "--trajectories: " + path + " does not run by trajectories here (" +
+        (prog.circuit.has_channels() || dynamic ? "it runs exactly" : "it has no channels") +
+        "; --method trajectories runs them)");
   if (density) check_density_matrix_fits(prog.circuit, prec, precision, gradient, path);
   const int states = gradient ? 3 : 1;  // the adjoint Jacobian keeps three
   const bool distributed = args.has("--distributed");

@@ -55,8 +55,8 @@ Operation reset_channel(int q) {
   Operation op;
   op.channel = ChannelId::kraus;
   op.wires = {q};
-  op.kraus = std::make_shared<const std::vector<Matrix>>(
-      std::vector<Matrix>{{1, 0, 0, 0}, {0, 1, 0, 0}});
+  op.kraus =
+      std::make_shared<const std::vector<Matrix>>(std::vector<Matrix>{{1, 0, 0, 0}, {0, 1, 0, 0}});
   return op;
 }
 
@@ -113,8 +113,8 @@ Plan plan_of(const Circuit& c, std::span<const double> theta, bool density,
 template <class R>
 class Walker {
  public:
-  Walker(const Plan& plan, const SimulateRequest& req, const EngineOptions& options,
-         bool sampling, bool sample_leaves, std::uint64_t seed)
+  Walker(const Plan& plan, const SimulateRequest& req, const EngineOptions& options, bool sampling,
+         bool sample_leaves, std::uint64_t seed)
       : plan_(plan),
         req_(req),
         options_(options),
@@ -125,6 +125,7 @@ class Walker {
     const int width = plan.density ? 2 * plan.n : plan.n;
     state_bytes_ = cpu::state_bytes(width, sizeof(R) == 4 ? Precision::c64 : Precision::c128);
     out.expvals.assign(req.observables.size(), 0.0);
+    if (sampling) out.expval_errors.assign(req.observables.size(), 0.0);  // sums of squares first
     if (req.probabilities) out.probabilities.assign(std::size_t{1} << plan.n, 0.0);
   }
 
@@ -250,7 +251,7 @@ class Walker {
   }
 
   static std::uint64_t record_after(const Step& st, std::size_t i, std::uint64_t record) {
-    if (st.kind != Step::Kind::measure) return record;
+    if (st.kind != Step::Kind::measure || st.clbit < 0) return record;
     const std::uint64_t bit = std::uint64_t{1} << st.clbit;
     return i ? record | bit : record & ~bit;
   }
@@ -306,7 +307,10 @@ class Walker {
       for (const PauliSum& h : req.observables) r.expvals.push_back(s.expval(h));
       if (req.probabilities) r.probabilities = s.probabilities();
     }
-    for (std::size_t k = 0; k < r.expvals.size(); ++k) out.expvals[k] += weight * r.expvals[k];
+    for (std::size_t k = 0; k < r.expvals.size(); ++k) {
+      out.expvals[k] += weight * r.expvals[k];
+      if (sampling_) out.expval_errors[k] += weight * r.expvals[k] * r.expvals[k];
+    }
     for (std::size_t i = 0; i < r.probabilities.size(); ++i)
       out.probabilities[i] += weight * r.probabilities[i];
     out.record_probabilities[record] += weight;
@@ -320,12 +324,18 @@ class Walker {
 
 }  // namespace
 
+bool dynamic_runs_on_density_matrix(const Circuit& c, const EngineOptions& options) {
+  return c.has_channels() && options.method != Method::trajectories &&
+         (options.method == Method::density_matrix || density_matrix_fits(c.num_qubits()));
+}
+
 template <class R>
 SimulateResult simulate_dynamic(const Circuit& c, std::span<const double> theta,
                                 const SimulateRequest& req, const EngineOptions& options) {
   if (options.backend != Backend::cpu)
-    throw Error("dynamic circuits (mid-circuit measurement, reset, classical control) run on the "
-                "CPU backend only");
+    throw Error(
+        "dynamic circuits (mid-circuit measurement, reset, classical control) run on the "
+        "CPU backend only");
   if (req.state || req.most_probable)
     throw Error(
         "a dynamic circuit (mid-circuit measurement, reset or classical control) ends in a "
@@ -333,19 +343,27 @@ SimulateResult simulate_dynamic(const Circuit& c, std::span<const double> theta,
   const bool trajectories = options.method == Method::trajectories;
   SimulateResult out;
   if (!req.observables.empty() || req.probabilities || req.shots == 0) {
-    const bool density =
-        c.has_channels() && !trajectories &&
-        (options.method == Method::density_matrix || density_matrix_fits(c.num_qubits()));
+    const bool density = dynamic_runs_on_density_matrix(c, options);
     if (trajectories && options.trajectories < 1)
       throw Error("trajectories: " + std::to_string(options.trajectories) +
                   " is not a positive number of trajectories");
     const Plan plan = plan_of(c, theta, density, options);
+    for (const Step& st : plan.steps) out.gates_after_fusion += st.gates.size();
     Walker<R> values(plan, req, options, trajectories, false, options.seed);
     values.run(trajectories ? options.trajectories : 1);
+    values.out.gates_after_fusion = out.gates_after_fusion;
     out = std::move(values.out);
+    const auto count = static_cast<double>(options.trajectories);
+    for (std::size_t k = 0; trajectories && k < out.expvals.size(); ++k) {
+      const double mean = out.expvals[k], squares = out.expval_errors[k];
+      const double variance = count > 1 ? (squares - mean * mean) * count / (count - 1) : 0;
+      out.expval_errors[k] = std::sqrt(std::max(0.0, variance) / count);
+    }
   }
   if (req.shots > 0) {
     const Plan plan = plan_of(c, theta, false, options);
+    if (out.gates_after_fusion == 0)
+      for (const Step& st : plan.steps) out.gates_after_fusion += st.gates.size();
     SimulateRequest bare;  // the samples only
     Walker<R> samples(plan, bare, options, true, true, req.seed);
     samples.run(req.shots);

@@ -32,10 +32,16 @@ namespace qmlsim {
 
 // c (with c.has_dynamic()) at theta, read out as requested: exact expectation
 // values, probabilities and record_probabilities (or their trajectory means),
-// and with req.shots the samples with their classical records. A final state
+// and with req.shots the samples with their classical records; trajectory
+// means come with their standard errors (expval_errors). A final state
 // or most probable state is an Error (a dynamic circuit ends in a mixture);
 // so is a walk beyond options.max_branches (naming the limit and sampling
 // with shots as the alternative).
+// Whether simulate_dynamic's exact walk runs on the density matrix: c has
+// channels, the method is not trajectories, and it is density_matrix or the
+// density matrix fits.
+bool dynamic_runs_on_density_matrix(const Circuit& c, const EngineOptions& options);
+
 template <class R>
 SimulateResult simulate_dynamic(const Circuit& c, std::span<const double> theta,
                                 const SimulateRequest& req, const EngineOptions& options);

@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 
+#include "circuit/qasm.h"
 #include "core/error.h"
 #include "grad/adjoint.h"
 #include "testing/dense_oracle.h"
@@ -152,7 +153,8 @@ Exact oracle(const Circuit& c, const std::vector<PauliSum>& observables) {
     const double p = diagonal[i];
     std::uint64_t record = 0;
     for (int k = 0; k < kClbits; ++k)
-      if (d.owner[static_cast<std::size_t>(k)] >= 0 && (i >> d.owner[static_cast<std::size_t>(k)] & 1))
+      if (d.owner[static_cast<std::size_t>(k)] >= 0 &&
+          (i >> d.owner[static_cast<std::size_t>(k)] & 1))
         record |= std::uint64_t{1} << k;
     e.records[record] += p;
     e.joint[{record, i & ((index_t{1} << n) - 1)}] += p;
@@ -290,6 +292,37 @@ TEST(Dynamic, TeleportationMovesTheState) {
   EXPECT_NEAR(r.expvals[0], std::cos(0.7), 1e-12);
   EXPECT_NEAR(r.expvals[1], std::sin(0.7), 1e-12);
   EXPECT_EQ(r.record_probabilities.size(), 4u);
+}
+
+TEST(Dynamic, OpenQasm3ConditionsRunAsWritten) {
+  // Four equally likely records; c == 3 flips q[2], the others rotate it by
+  // 0.5, and c == 1 (c[0] set, c[1] not: the nested condition) by 0.5 more.
+  const QasmProgram p = parse_qasm(R"(OPENQASM 3.0;
+include "stdgates.inc";
+qubit[3] q;
+bit[2] c;
+h q[0];
+h q[1];
+c[0] = measure q[0];
+c[1] = measure q[1];
+if (c == 3) { x q[2]; } else {
+  ry(0.5) q[2];
+  if ((c[0] | false) && !(c[1] != 0)) ry(0.5) q[2];
+}
+reset q[0];
+)",
+                                   "t.qasm");
+  ASSERT_TRUE(p.circuit.has_dynamic());
+  PauliSum z2, z0;
+  z2.add(1.0, 0, 4);
+  z0.add(1.0, 0, 1);
+  SimulateRequest req;
+  req.observables = {z2, z0};
+  const SimulateResult r = simulate_dynamic<double>(p.circuit, p.angles, req, options());
+  EXPECT_NEAR(r.expvals[0], (-1 + 2 * std::cos(0.5) + std::cos(1.0)) / 4, 1e-12);
+  EXPECT_NEAR(r.expvals[1], 1.0, 1e-12);  // reset
+  for (std::uint64_t record = 0; record < 4; ++record)
+    EXPECT_NEAR(r.record_probabilities.at(record), 0.25, 1e-12);
 }
 
 TEST(Dynamic, RefusesWhatItCannotDo) {

@@ -99,8 +99,9 @@ std::vector<std::vector<double>> expvals_many(const std::vector<const Circuit*>&
   if (circuits.empty()) return {};
   const int n = detail::common_qubits(circuits, "expvals_many");
   const Precision p = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
-  const bool noisy = std::any_of(circuits.begin(), circuits.end(),
-                                 [](const Circuit* c) { return c->has_channels() || c->has_dynamic(); });
+  const bool noisy = std::any_of(circuits.begin(), circuits.end(), [](const Circuit* c) {
+    return c->has_channels() || c->has_dynamic();
+  });
   if (options.backend == Backend::cuda && options.initial_state.empty() && !noisy &&
       cuda::small_batch_fits(n, p, observables.size())) {
     std::vector<std::vector<BoundGate>> gates;

@@ -6,8 +6,8 @@
 
 #include <cstdint>
 #include <map>
-#include <utility>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "circuit/circuit.h"
