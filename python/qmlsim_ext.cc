@@ -49,6 +49,7 @@ struct Options {
   std::string method = "auto";  // statevector, density_matrix, trajectories (options.h)
   std::int64_t trajectories = 1000;
   std::uint64_t seed = 1;
+  std::int64_t max_branches = 65536;  // dynamic circuits' exact walks
 };
 
 Backend backend_of(const Options& o) {
@@ -85,6 +86,9 @@ EngineOptions engine_of(const Options& o) {
     throw Error("trajectories: " + std::to_string(o.trajectories) + " is not a positive number");
   e.trajectories = o.trajectories;
   e.seed = o.seed;
+  if (o.max_branches < 1)
+    throw Error("max_branches: " + std::to_string(o.max_branches) + " is not a positive number");
+  e.max_branches = o.max_branches;
   return e;
 }
 
@@ -147,6 +151,34 @@ nb::ndarray<nb::numpy, std::complex<double>> final_state(const BatchItem& item, 
   }
   const std::size_t size = out.size();
   return to_numpy(std::move(out), {size});
+}
+
+// The branches of a dynamic program's walk: (classical record, probability,
+// shots, final state as complex128), exactly (shots = 0) or of `shots` shots.
+using Branch =
+    std::tuple<std::uint64_t, double, std::int64_t, nb::ndarray<nb::numpy, std::complex<double>>>;
+std::vector<Branch> branches(const Program& p, const std::vector<double>& values,
+                             std::int64_t shots, std::uint64_t seed, const Options& o) {
+  if (shots < 0) throw Error("shots: " + std::to_string(shots) + " is negative");
+  SimulateRequest req;
+  req.leaves = true;
+  req.shots = shots;
+  req.seed = seed;
+  const BatchItem item = item_of(p, values);
+  const Precision precision = precision_of(o);
+  const EngineOptions e = engine_of(o);
+  std::vector<DynamicLeaf> leaves;
+  {
+    nb::gil_scoped_release release;
+    leaves = std::move(simulate_batch({item}, req, precision, e)[0].leaves);
+  }
+  std::vector<Branch> out;
+  for (DynamicLeaf& leaf : leaves) {
+    const std::size_t size = leaf.state.size();
+    out.emplace_back(leaf.record, leaf.probability, leaf.shots,
+                     to_numpy(std::move(leaf.state), {size}));
+  }
+  return out;
 }
 
 // <H_k> of many programs in one call: out[item][k].
@@ -388,7 +420,8 @@ NB_MODULE(_qmlsim, m) {
       .def_rw("backend", &Options::backend)
       .def_rw("method", &Options::method)
       .def_rw("trajectories", &Options::trajectories)
-      .def_rw("seed", &Options::seed);
+      .def_rw("seed", &Options::seed)
+      .def_rw("max_branches", &Options::max_branches);
   m.def(
       "check_backend",
       [](const std::string& backend) {
@@ -412,27 +445,40 @@ NB_MODULE(_qmlsim, m) {
       });
   nb::class_<ProgramOp>(m, "Op")
       .def(nb::init<std::string, std::vector<int>, std::vector<ProgramParamArg>, std::vector<int>,
-                    std::vector<bool>, std::vector<cplx>, std::vector<std::vector<cplx>>>(),
+                    std::vector<bool>, std::vector<cplx>, std::vector<std::vector<cplx>>, int,
+                    std::vector<int>, std::uint64_t, bool>(),
            nb::arg("gate"), nb::arg("targets"), nb::arg("params") = std::vector<ProgramParamArg>{},
            nb::arg("controls") = std::vector<int>{},
            nb::arg("control_values") = std::vector<bool>{}, nb::arg("matrix") = std::vector<cplx>{},
-           nb::arg("kraus") = std::vector<std::vector<cplx>>{},
+           nb::arg("kraus") = std::vector<std::vector<cplx>>{}, nb::arg("clbit") = -1,
+           nb::arg("condition_bits") = std::vector<int>{}, nb::arg("condition_value") = 0,
+           nb::arg("condition_negated") = false,
            "A gate of the table on its targets (intrinsic controls first), under extra controls "
            "(on |1>, or |0> where control_values is False); parameters are literals or Param; "
            "matrix (first target most significant) for QubitUnitary only. Or a noise channel "
            "of the channel table (Braket's names: 'depolarizing', 'amplitude_damping', ...) on "
-           "its targets; kraus (flat matrices, first target most significant) for 'kraus'.")
+           "its targets; kraus (flat matrices, first target most significant) for 'kraus'. "
+           "Or 'measure' (into classical bit clbit; -1: none) or 'reset' on one target. Any op "
+           "runs only where classical bits condition_bits hold condition_value (bit j for "
+           "condition_bits[j]), or where they do not with condition_negated.")
+      .def(nb::init<const ProgramOp&>(), nb::arg("op"), "A copy of op.")
       .def_ro("gate", &ProgramOp::gate)
       .def_ro("targets", &ProgramOp::targets)
-      .def_ro("controls", &ProgramOp::controls);
+      .def_ro("controls", &ProgramOp::controls)
+      .def_rw("clbit", &ProgramOp::clbit)
+      .def_rw("condition_bits", &ProgramOp::condition_bits)
+      .def_rw("condition_value", &ProgramOp::condition_value)
+      .def_rw("condition_negated", &ProgramOp::condition_negated);
   nb::class_<Program>(m, "Program")
-      .def(nb::init<int, const std::vector<ProgramOp>&, int, std::vector<cplx>, double>(),
+      .def(nb::init<int, const std::vector<ProgramOp>&, int, std::vector<cplx>, double, int>(),
            nb::arg("num_qubits"), nb::arg("ops"), nb::arg("num_params") = 0,
            nb::arg("initial_state") = std::vector<cplx>{}, nb::arg("global_phase") = 0.0,
+           nb::arg("num_clbits") = 0,
            "Operations on num_qubits qubits over num_params parameters, checked once; runs start "
            "from initial_state (default |0...0>) and states come back times e^{i global_phase}.")
       .def_prop_ro("num_qubits", [](const Program& p) { return p.circuit.num_qubits(); })
       .def_ro("num_params", &Program::num_params)
+      .def_prop_ro("dynamic", [](const Program& p) { return p.circuit.has_dynamic(); })
       .def_ro("global_phase", &Program::global_phase);
   m.def(
       "state",
@@ -463,6 +509,12 @@ NB_MODULE(_qmlsim, m) {
       nb::arg("program"), nb::arg("values"), nb::arg("observables"), nb::arg("cotangent"),
       nb::arg("options"),
       "(<H_k>, sum_k cotangent[k] d<H_k>/d(parameter)): one adjoint backward pass.");
+  m.def("branches", &branches, nb::arg("program"), nb::arg("values"), nb::arg("shots"),
+        nb::arg("seed"), nb::arg("options"),
+        "The branches of a dynamic program (mid-circuit measurements, resets, conditions): "
+        "[(classical record, probability, shots, final state)], every branch of probability "
+        "above 1e-14 when shots = 0 (up to options.max_branches), else the branches the shots "
+        "take (each shot collapsing the state as a device would; probability = its share).");
   m.def("expvals_qasm", &expvals_qasm, nb::arg("text"), nb::arg("observables"), nb::arg("options"),
         "<H_k> of an OpenQASM 2.0 / 3 program (no inputs).");
   m.def("state_qasm", &state_qasm, nb::arg("text"), nb::arg("inputs"), nb::arg("options"),

@@ -12,10 +12,12 @@ import weakref
 
 import numpy as np
 import pennylane as qml
+from pennylane.measurements import MidMeasureMP
 from pennylane.operation import StatePrepBase
+from pennylane.ops import Conditional
 
 from . import _qmlsim
-from ._program import Builder, Op, Param, pauli_terms
+from ._program import Builder, Op, Param, alternatives, pauli_terms
 
 try:
     from pennylane.exceptions import DeviceError
@@ -358,28 +360,24 @@ def _standard_wires(circuit):
 _FSWAP_PI = np.array([[1, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, -1]], dtype=complex)
 
 
-def _program(operations, n: int):
+def _mcm_key(m):
+    """A mid-circuit measurement's identity across tape copies and wire maps."""
+    uid = getattr(m, "meas_uid", None)
+    return uid if uid is not None else m.hash
+
+
+def _program(operations, n: int, mcms: dict | None = None):
     """The tape's operations as the engine's Program and its parameter values:
     tape parameter t (every operation's parameters, in order) is program
     parameter t; one that is not a scalar angle (a matrix, a state, a
     template's data) keeps a value of 0 and no gate reads it, so its gradient
-    is 0, as is a global phase's."""
+    is 0, as is a global phase's. Mid-circuit measurements (``qml.measure``)
+    write classical bits in order of appearance (mcms: _mcm_key -> bit, filled
+    in), and ``qml.cond`` puts its operation under classical control."""
     b, values, initial = Builder(n), [], ()
+    mcms = {} if mcms is None else mcms
     for index, op in enumerate(operations):
-        kind = _table_kind(op)
-        if kind is not None:  # the common case, first
-            name, controlled = kind
-            wires = (op.control_wires.labels + op.base.wires.labels if controlled
-                     else op.wires.labels)
-            params = []
-            for p in op.data:
-                params.append(Param(len(values)))
-                values.append(_value(p))
-            b.ops.append(Op(name, b.qubits(wires), params))
-            continue
-        name = _GATES.get(op.name)
-        if name is not None and name != "QubitUnitary":  # Adjoint(S), Adjoint(T)
-            b.ops.append(Op(name, b.qubits(_labels(op))))
+        if _add_gate(b, op, values):  # the common case, first
             continue
         if isinstance(op, StatePrepBase):  # the starting state, applied directly
             if index != 0:
@@ -389,8 +387,58 @@ def _program(operations, n: int):
             values.extend([0.0] * op.num_params)
             initial = amps.tolist()
             continue
+        if isinstance(op, MidMeasureMP):
+            bit = mcms.setdefault(_mcm_key(op), len(mcms))
+            b.measure(op.wires.labels[0], bit)
+            if op.reset:
+                b.reset(op.wires.labels[0])
+            continue
+        if isinstance(op, Conditional):
+            _add_conditional(b, op, values, mcms)
+            continue
         _add_operation(b, op, values)
-    return b.program(len(values), initial), values
+    return b.program(len(values), initial, len(mcms)), values
+
+
+def _add_gate(b, op, values) -> bool:
+    """A table gate (or Adjoint(S), Adjoint(T)) appended to b, its tape
+    parameters to values; False for any other operation."""
+    kind = _table_kind(op)
+    if kind is not None:
+        name, controlled = kind
+        wires = (op.control_wires.labels + op.base.wires.labels if controlled
+                 else op.wires.labels)
+        params = []
+        for p in op.data:
+            params.append(Param(len(values)))
+            values.append(_value(p))
+        b.ops.append(Op(name, b.qubits(wires), params))
+        return True
+    name = _GATES.get(op.name)
+    if name is not None and name != "QubitUnitary":
+        b.ops.append(Op(name, b.qubits(_labels(op))))
+        return True
+    return False
+
+
+def _add_conditional(b, op, values, mcms):
+    """``qml.cond(condition, op)``: op's engine operations under the classical
+    bits of the measurements the condition reads, once per assignment of
+    them that satisfies it (or one negated condition)."""
+    mv = op.meas_val
+    try:
+        bits = [mcms[_mcm_key(m)] for m in mv.measurements]
+    except KeyError:
+        raise DeviceError("qmlsim: qml.cond on a mid-circuit measurement that comes after it") \
+            from None
+    start, phase = len(b.ops), b.phase
+    base = op.base
+    if isinstance(base, MidMeasureMP) or isinstance(base, Conditional):
+        raise DeviceError("qmlsim: qml.cond of a measurement or of another qml.cond")
+    if not _add_gate(b, base, values):
+        _add_operation(b, base, values)
+    b.phase = phase  # a phase of one branch changes nothing observable
+    b.condition(start, bits, alternatives(len(bits), lambda v: bool(mv.processing_fn(*v))))
 
 
 # PennyLane's channels with a row in the engine's channel table (same

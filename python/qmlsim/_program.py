@@ -122,10 +122,52 @@ class Builder:
                            [list(k) for k in kraus]))
         return self
 
+    def measure(self, wire, clbit: int = -1):
+        """Appends a measurement of a door wire into classical bit `clbit`
+        (-1: the outcome is not kept)."""
+        self.ops.append(Op("measure", [self.qubit(wire)], clbit=clbit))
+        return self
+
+    def reset(self, wire):
+        """Appends a reset of a door wire to |0>."""
+        self.ops.append(Op("reset", [self.qubit(wire)]))
+        return self
+
+    def condition(self, start: int, bits, alternatives):
+        """Puts the ops appended since index `start` under classical control:
+        once per alternative (value, negated) over classical bits `bits`
+        (bit j of a value for bits[j]); the alternatives must be mutually
+        exclusive, so exactly one copy runs where any holds."""
+        body = self.ops[start:]
+        del self.ops[start:]
+        for value, negated in alternatives:
+            for op in body:
+                if op.condition_bits:
+                    raise ValueError("a classical condition on an operation that already has one")
+                c = Op(op)
+                c.condition_bits, c.condition_value, c.condition_negated = list(bits), value, negated
+                self.ops.append(c)
+        return self
+
     def engine_gate(self, name: str, qubits, params=(), matrix=()):
         """Appends a table gate on engine qubits (no wire map)."""
         self.ops.append(Op(name, list(qubits), list(params), [], [], matrix))
         return self
 
-    def program(self, num_params: int = 0, initial_state=()) -> "_qmlsim.Program":
-        return Program(self.n, self.ops, num_params, list(initial_state), self.phase)
+    def program(self, num_params: int = 0, initial_state=(), num_clbits: int = 0
+                ) -> "_qmlsim.Program":
+        return Program(self.n, self.ops, num_params, list(initial_state), self.phase, num_clbits)
+
+
+def alternatives(k: int, holds) -> list:
+    """The (value, negated) alternatives of a condition on k classical bits
+    that holds(bits) decides (bits[j] = bit j of an assignment): one value,
+    all values but one (negated), or each satisfying value."""
+    if k > 12:
+        raise ValueError(f"a condition on {k} mid-circuit measurements: at most 12 are supported")
+    yes = [a for a in range(1 << k) if holds([(a >> j) & 1 for j in range(k)])]
+    if len(yes) == 1:
+        return [(yes[0], False)]
+    if k > 0 and len(yes) == (1 << k) - 1:
+        return [(next(a for a in range(1 << k) if a not in yes), True)]
+    return [(a, False) for a in yes]

@@ -41,10 +41,17 @@ from pennylane.devices.preprocess import (
     validate_measurements,
     validate_observables,
 )
-from pennylane.devices.qubit import measure_final_state
+from pennylane.devices.qubit import measure, measure_final_state
 from pennylane.math import Interface
-from pennylane.measurements import ExpectationMP, MidMeasureMP, ProbabilityMP
-from pennylane.transforms import broadcast_expand, defer_measurements
+from pennylane.measurements import (
+    DensityMatrixMP,
+    ExpectationMP,
+    MidMeasureMP,
+    ProbabilityMP,
+    VarianceMP,
+)
+from pennylane.ops import Conditional
+from pennylane.transforms import broadcast_expand, defer_measurements, dynamic_one_shot
 from pennylane.transforms.core import CompilePipeline
 
 from . import _qmlsim
@@ -52,6 +59,7 @@ from ._pennylane import (
     _DIFFERENTIABLE,
     DeviceError,
     _adjoint_native,
+    _mcm_key,
     _native,
     _pauli_terms,
     _program,
@@ -117,6 +125,76 @@ def _derivatives_follow(interface, circuit):
         return tracer is not None and any(
             isinstance(p, tracer.Box) for p in circuit.get_parameters(trainable_only=True))
     return False
+
+
+_MCM_METHODS = ("deferred", "tree-traversal", "one-shot")
+
+
+def _mcm_config(config, circuit, name: str):
+    """The mid-circuit measurement method: the one asked for, or the device's
+    own choice (tree-traversal analytically: each outcome branch walked once
+    by the engine; one-shot with shots: the shots split over the branches)."""
+    mcm = config.mcm_config
+    method = mcm.mcm_method
+    if method in (None, "device"):
+        method = "one-shot" if getattr(circuit, "shots", None) else "tree-traversal"
+    if method not in _MCM_METHODS:
+        raise DeviceError(f"{name}: mcm_method={method!r} is not one of {', '.join(_MCM_METHODS)}")
+    if mcm.postselect_mode == "fill-shots" and method != "deferred":
+        raise DeviceError(f"{name}: postselect_mode='fill-shots' needs mcm_method='deferred'")
+    return dataclasses.replace(mcm, mcm_method=method)
+
+
+def _with_mcms(native):
+    """The stopping condition `native` that also keeps mid-circuit
+    measurements and qml.cond of native operations."""
+    def stops(op):
+        return (isinstance(op, MidMeasureMP) or native(op)
+                or (isinstance(op, Conditional) and native(op.base)))
+    return stops
+
+
+def _has_mcms(circuit) -> bool:
+    return any(isinstance(op, MidMeasureMP) for op in circuit.operations)
+
+
+def _mcm_value(mv, record: int, bits: dict):
+    """A measurement value (qml.measure's, or an expression of several) for a
+    classical record."""
+    return mv.processing_fn(*[(record >> bits[_mcm_key(m)]) & 1 for m in mv.measurements])
+
+
+def _mixture_statistic(m, branches, bits: dict, measure_state):
+    """An analytic measurement of the mixture of branches [(record, weight,
+    state tensor)]: of measurement values from the records, of wires and
+    observables from each branch's state (measure_state(m, state))."""
+    if m.mv is not None:
+        mvs = m.mv if isinstance(m.mv, list) else [m.mv]
+        if isinstance(m, ProbabilityMP):
+            values = [sorted({v for _, v in mv.items()}) for mv in mvs]
+            shape = [len(v) for v in values]
+            out = np.zeros(shape)
+            for record, w, _ in branches:
+                out[tuple(v.index(_mcm_value(mv, record, bits))
+                          for mv, v in zip(mvs, values))] += w
+            return out.reshape(-1)
+        first = sum(w * _mcm_value(m.mv, r, bits) for r, w, _ in branches)
+        if isinstance(m, ExpectationMP):
+            return np.float64(first)
+        if isinstance(m, VarianceMP):
+            second = sum(w * _mcm_value(m.mv, r, bits) ** 2 for r, w, _ in branches)
+            return np.float64(second - first ** 2)
+    elif isinstance(m, (ExpectationMP, ProbabilityMP, DensityMatrixMP)):
+        return sum(w * np.asarray(measure_state(m, s)) for _, w, s in branches)
+    elif isinstance(m, VarianceMP):
+        e = qml.expval(m.obs)
+        means = [float(np.real(measure_state(e, s))) for _, _, s in branches]
+        mean = sum(w * x for (_, w, _), x in zip(branches, means))
+        return np.float64(sum(w * (float(np.real(measure_state(m, s))) + x * x)
+                              for (_, w, s), x in zip(branches, means)) - mean * mean)
+    raise DeviceError(f"qmlsim: {type(m).__name__} of a circuit with mid-circuit measurements "
+                      "(a mixture of branches) is not supported; expval, var, probs and "
+                      "density_matrix are")
 
 
 def _format_values(values):
@@ -200,18 +278,27 @@ class QmlsimQubit(Device):
             updated["grad_on_execution"] = (adjoint and not vjp
                                             and _derivatives_follow(config.interface, circuit))
         updated["convert_to_numpy"] = True
+        updated["mcm_config"] = _mcm_config(config, circuit, self.name)
         return dataclasses.replace(config, **updated)
 
     def preprocess_transforms(self, execution_config: ExecutionConfig | None = None):
         config = execution_config or ExecutionConfig()
         program = CompilePipeline()
-        program.add_transform(defer_measurements, allow_postselect=False)
-        program.add_transform(decompose, stopping_condition=self._stops, device_wires=self.wires,
+        mcm_method = config.mcm_config.mcm_method
+        native_mcms = mcm_method in ("tree-traversal", "one-shot")
+        if not native_mcms:
+            program.add_transform(defer_measurements, allow_postselect=False)
+        stops = _with_mcms(self._stops) if native_mcms else self._stops
+        program.add_transform(decompose, stopping_condition=stops, device_wires=self.wires,
                               skip_initial_state_prep=True, name=self.name)
-        program.add_transform(device_resolve_dynamic_wires, wires=self.wires, allow_resets=False)
+        program.add_transform(device_resolve_dynamic_wires, wires=self.wires,
+                              allow_resets=native_mcms)
         program.add_transform(validate_device_wires, self.wires, name=self.name)
         program.add_transform(validate_measurements, name=self.name)
         program.add_transform(broadcast_expand)
+        if mcm_method == "one-shot":
+            program.add_transform(dynamic_one_shot,
+                                  postselect_mode=config.mcm_config.postselect_mode)
         if config.gradient_method == "adjoint":
             name = "adjoint + qmlsim.qubit"
             program.add_transform(no_sampling, name=name)
@@ -231,6 +318,8 @@ class QmlsimQubit(Device):
             return False
         if circuit is None:
             return True
+        if _has_mcms(circuit) and execution_config.mcm_config.mcm_method != "deferred":
+            return False  # the branches' probabilities depend on the parameters
         # The measurements are checked here and the preprocessing runs on the
         # operations alone: a tape copy in each transform would copy every term
         # of a large Hamiltonian (a third of a 12-qubit VQE gradient's time).
@@ -283,6 +372,9 @@ class QmlsimQubit(Device):
         results = [None] * len(circuits)
         groups = {}
         for i, circuit in enumerate(circuits):
+            if _has_mcms(circuit):
+                results[i] = self._simulate_dynamic(circuit)
+                continue
             fast = self._expval_inputs(circuit)
             if fast is None:
                 results[i] = self._simulate(circuit)
@@ -326,6 +418,60 @@ class QmlsimQubit(Device):
             # probs of every wire in order (a kernel matrix's overlaps): |amplitude|^2
             return (state.real ** 2 + state.imag ** 2).astype(np.float64)
         return measure_final_state(circuit, state.reshape((2,) * n), False, rng=self._rng)
+
+    def _simulate_dynamic(self, circuit):
+        """A tape with mid-circuit measurements (qml.measure, qml.cond),
+        natively: analytically as the mixture of every outcome branch
+        (tree-traversal), or with shots (one-shot: dynamic_one_shot's tape,
+        one partition per shot) as the branches the shots take, each branch's
+        shots sampled from its final state by PennyLane's own sampling."""
+        circuit, n = _standard_wires(circuit)
+        bits = {}
+        program, values = _program(circuit.operations, n, bits)
+        mcms = [op for op in circuit.operations if isinstance(op, MidMeasureMP)]
+        shots = circuit.shots.total_shots if circuit.shots else 0
+        seed = int(self._rng.integers(1 << 62))
+        branches = _qmlsim.branches(program, values, shots, seed, self._engine_options())
+        if shots:
+            return self._one_shot(circuit, n, branches, bits, mcms)
+        kept = [(r, w, s) for r, w, _, s in branches
+                if all(m.postselect is None or (r >> bits[_mcm_key(m)]) & 1 == m.postselect
+                       for m in mcms)]
+        total = sum(w for _, w, _ in kept)
+        kept = [(r, w / total if total > 0 else np.nan, s) for r, w, s in kept]
+        kept = [(r, w, self._leaf_tensor(s, n)) for r, w, s in kept]
+        out = tuple(_mixture_statistic(m, kept, bits, self._measure) for m in circuit.measurements)
+        return out[0] if len(out) == 1 else out
+
+    def _one_shot(self, circuit, n, branches, bits, mcms):
+        """dynamic_one_shot's tape (one partition per shot; the user's
+        measurements of wires, then a sample of each mid-circuit measurement):
+        each branch's shots sampled from its final state, in a random order."""
+        terminal = circuit.measurements[:len(circuit.measurements) - len(mcms)]
+        per_shot = []
+        for record, _, count, state in branches:
+            outcomes = tuple(np.int64((record >> bits[_mcm_key(m)]) & 1) for m in mcms)
+            rows = [()] * count
+            if terminal:
+                leaf = qml.tape.QuantumScript([], terminal, shots=[1] * count)
+                r = self._measure_final(leaf, self._leaf_tensor(state, n), False, rng=self._rng)
+                if not leaf.shots.has_partitioned_shots:
+                    r = (r,)
+                rows = [row if len(terminal) > 1 else (row,) for row in r]
+            for row in rows:
+                shot = tuple(row) + outcomes
+                per_shot.append(shot if len(shot) > 1 else shot[0])
+        order = self._rng.permutation(len(per_shot))
+        per_shot = tuple(per_shot[i] for i in order)
+        return per_shot if circuit.shots.has_partitioned_shots else per_shot[0]
+
+    # The pure state's measurement functions; qmlsim.mixed has its own.
+    _measure = staticmethod(measure)
+    _measure_final = staticmethod(measure_final_state)
+
+    def _leaf_tensor(self, state, n):
+        """A branch's final state as PennyLane's measurement code takes it."""
+        return state.astype(self._c_dtype, copy=False).reshape((2,) * n)
 
     # -- derivatives
     def _adjoint_inputs(self, circuit):

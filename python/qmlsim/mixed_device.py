@@ -31,10 +31,11 @@ import numpy as np
 import pennylane as qml
 from pennylane.devices import ExecutionConfig
 from pennylane.devices.qubit_mixed import measure_final_state
+from pennylane.devices.qubit_mixed.measure import measure as measure_mixed
 
 from ._pennylane import DeviceError, _adjoint_native, _is_channel, _native
 from ._program import engine_options
-from .device import QmlsimQubit
+from .device import QmlsimQubit, _has_mcms
 
 
 def _mixed_native(op) -> bool:
@@ -63,6 +64,15 @@ class QmlsimMixed(QmlsimQubit):
     short_name = "qmlsim.mixed"
     _stops = staticmethod(_mixed_native)
     _adjoint_stops = staticmethod(_mixed_adjoint_native)
+    _measure = staticmethod(measure_mixed)
+    _measure_final = staticmethod(measure_final_state)
+
+    def _leaf_tensor(self, state, n):
+        """A branch's final rho (a pure state's, from a shot walk, as |psi><psi|)."""
+        d = 1 << n
+        state = state.astype(self._c_dtype, copy=False)
+        rho = state.reshape((d, d)) if state.size == d * d else np.outer(state, state.conj())
+        return rho.reshape((2,) * (2 * n))
 
     def __init__(self, wires=None, shots=None, seed="global", readout_prob=None,
                  c_dtype=np.complex128, threads=None, fusion=3, method="density_matrix",
@@ -100,6 +110,9 @@ class QmlsimMixed(QmlsimQubit):
 
     def execute(self, circuits, execution_config: ExecutionConfig | None = None):
         if self._readout is not None:  # every measurement through PennyLane's readout model
+            if any(_has_mcms(c) for c in circuits):
+                raise DeviceError("qmlsim.mixed: readout_prob with mid-circuit measurements is "
+                                  "not supported")
             return tuple(self._simulate(c) for c in circuits)
         return super().execute(circuits, execution_config)
 

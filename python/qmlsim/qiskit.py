@@ -20,10 +20,14 @@ whose ``input`` angles carry the circuit's parameters: parameter expressions
 (``0.3*theta + phi``, ``ParameterVector`` elements, ``sin``) are evaluated in
 C++ and differentiated by the chain rule. Qubit q of the circuit
 is qubit q of the observables (Qiskit's order: the rightmost Pauli letter acts
-on qubit 0). ``delay`` and ``barrier`` are identities. Instructions the engine
-cannot run (``reset`` after a gate, mid-circuit measurement, classical control
-flow, ``initialize`` anywhere but first on every qubit) are a ``ValueError``
-naming the instruction and its line in the exported program. An ``initialize`` or
+on qubit 0). ``delay`` and ``barrier`` are identities. ``Estimator`` runs
+dynamic circuits (``reset`` after a gate, ``measure`` then gates, ``if_test``
+on measured bits) exactly, as the mixture over outcomes; gradients of them,
+and ``Sampler``/``Backend`` runs of mid-circuit measurements, are not
+supported yet (a ``ValueError``). Instructions the engine cannot run
+(``while_loop``, ``switch``, ``initialize`` anywhere but first on every
+qubit) are a ``ValueError`` naming the instruction and its line in the
+exported program. An ``initialize`` or
 ``StatePreparation`` on every qubit as the first instruction is the engine's
 starting state. ``PauliEvolutionGate`` runs through its definition (its
 synthesis: Lie-Trotter by default), as transpiled for hardware; for commuting

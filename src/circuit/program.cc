@@ -33,8 +33,8 @@ void check_initial_state(std::span<const cplx> initial, int n) {
 }
 
 Program::Program(int num_qubits, const std::vector<ProgramOp>& ops, int params,
-                 std::vector<cplx> initial_state, double phase)
-    : circuit(checked_qubits(num_qubits)),
+                 std::vector<cplx> initial_state, double phase, int num_clbits)
+    : circuit(checked_qubits(num_qubits), num_clbits),
       num_params(params),
       initial(std::move(initial_state)),
       global_phase(phase) {
@@ -74,6 +74,7 @@ void Program::add_channel(ChannelId id, const ProgramOp& spec) {
   op.wires = spec.targets;
   for (const ProgramParamArg& arg : spec.params)
     op.params.push_back(param(arg, "channel " + spec.gate));
+  op.condition = {spec.condition_bits, spec.condition_value, spec.condition_negated};
   if (id == ChannelId::kraus) {
     std::vector<Matrix> kraus(spec.kraus.begin(), spec.kraus.end());
     op.kraus = std::make_shared<const std::vector<Matrix>>(std::move(kraus));
@@ -83,7 +84,23 @@ void Program::add_channel(ChannelId id, const ProgramOp& spec) {
   circuit.add(std::move(op));
 }
 
+void Program::add_instruction(Instruction kind, const ProgramOp& spec) {
+  if (!spec.controls.empty() || !spec.params.empty())
+    throw Error(spec.gate + ": takes no controls or parameters");
+  Operation op;
+  op.instruction = kind;
+  op.wires = spec.targets;
+  op.clbit = kind == Instruction::measure ? spec.clbit : -1;
+  op.condition = {spec.condition_bits, spec.condition_value, spec.condition_negated};
+  circuit.add(std::move(op));
+}
+
 void Program::add(const ProgramOp& spec) {
+  if (spec.gate == "measure") return add_instruction(Instruction::measure, spec);
+  if (spec.gate == "reset") return add_instruction(Instruction::reset, spec);
+  if (spec.condition_bits.empty() && (spec.condition_value != 0 || spec.condition_negated))
+    throw Error(spec.gate + ": a condition value without condition bits");
+  const Condition condition{spec.condition_bits, spec.condition_value, spec.condition_negated};
   if (const std::optional<ChannelId> ch = channel_by_name(spec.gate)) return add_channel(*ch, spec);
   const std::optional<GateId> g = gate_by_name(spec.gate);
   if (!g) throw Error("unknown gate or channel '" + spec.gate + "'");
@@ -93,16 +110,26 @@ void Program::add(const ProgramOp& spec) {
   std::vector<int> flips;  // controls on |0>: X before and after
   for (std::size_t i = 0; i < spec.control_values.size(); ++i)
     if (!spec.control_values[i]) flips.push_back(spec.controls[i]);
-  for (int q : flips) circuit.add(GateId::X, {q});
+  auto flip = [&] {
+    for (int q : flips) {
+      Operation x;
+      x.gate = GateId::X;
+      x.wires = {q};
+      x.condition = condition;
+      circuit.add(std::move(x));
+    }
+  };
+  flip();
   Operation op;
   op.gate = *g;
+  op.condition = condition;
   op.wires = spec.targets;
   op.controls = spec.controls;
   for (const ProgramParamArg& arg : spec.params)
     op.params.push_back(param(arg, "gate " + spec.gate));
   if (*g == GateId::QubitUnitary) op.unitary = std::make_shared<Matrix>(spec.matrix);
   circuit.add(std::move(op));
-  for (int q : flips) circuit.add(GateId::X, {q});
+  flip();
 }
 
 }  // namespace qmlsim

@@ -4,6 +4,7 @@
 // Every field is checked once, here, with a one-line Error naming the op.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <variant>
@@ -29,6 +30,10 @@ using ProgramParamArg = std::variant<double, ProgramParam>;  // a literal or a p
 // `matrix` (first target most significant) for QubitUnitary only. Or a noise
 // channel of the channel table (circuit/channels.h) on `targets`, without
 // controls; `kraus` (each first target most significant) for "kraus" only.
+// Or "measure" (one target, its outcome into classical bit `clbit`, or none
+// for -1) or "reset" (one target). Any op may be classically controlled: it
+// runs where the classical bits `condition_bits` hold `condition_value` (bit j
+// of the value for condition_bits[j]), or, negated, where they do not.
 struct ProgramOp {
   std::string gate;
   std::vector<int> targets;
@@ -37,9 +42,14 @@ struct ProgramOp {
   std::vector<bool> control_values;
   std::vector<cplx> matrix;
   std::vector<std::vector<cplx>> kraus;
+  int clbit = -1;
+  std::vector<int> condition_bits;
+  std::uint64_t condition_value = 0;
+  bool condition_negated = false;
 };
 
-// A circuit on num_qubits qubits over num_params parameters; runs start from
+// A circuit on num_qubits qubits and num_clbits classical bits over
+// num_params parameters; runs start from
 // `initial` (empty: |0...0>) and states come back times e^{i global_phase}.
 struct Program {
   Circuit circuit;
@@ -50,7 +60,7 @@ struct Program {
   // Throws Error on any op, qubit count, parameter slot, initial state or
   // phase that is not valid.
   Program(int num_qubits, const std::vector<ProgramOp>& ops, int num_params,
-          std::vector<cplx> initial_state, double phase);
+          std::vector<cplx> initial_state, double phase, int num_clbits = 0);
 
   // The parameter values as the engine's slots: REQUIRES nothing; throws
   // Error unless there are num_params finite values.
@@ -60,6 +70,7 @@ struct Program {
   ParamExpr param(const ProgramParamArg& arg, const std::string& name) const;
   void add(const ProgramOp& op);
   void add_channel(ChannelId id, const ProgramOp& op);
+  void add_instruction(Instruction kind, const ProgramOp& op);
 };
 
 // Throws Error unless `initial` is empty (|0...0>) or 2^n amplitudes of norm 1.

@@ -314,6 +314,19 @@ class Walker {
     for (std::size_t i = 0; i < r.probabilities.size(); ++i)
       out.probabilities[i] += weight * r.probabilities[i];
     out.record_probabilities[record] += weight;
+    if (req_.leaves) {
+      DynamicLeaf l{record, weight, shots, {}};
+      if (plan_.density) {  // rho, row-major
+        SimulateRequest as_matrix;
+        as_matrix.state = true;
+        SimulateResult rho;
+        read_out_density_matrix(s, plan_.n, as_matrix, rho);
+        l.state = std::move(rho.state);
+      } else {
+        l.state = s.to_vector();
+      }
+      out.leaves.push_back(std::move(l));
+    }
     if (!sample_leaves_) return;
     for (const auto& [outcome, hits] : s.sample(shots, rng_.next())) {
       out.records[{record, outcome}] += hits;
@@ -342,6 +355,15 @@ SimulateResult simulate_dynamic(const Circuit& c, std::span<const double> theta,
         "mixture of branches: it has no single final state");
   const bool trajectories = options.method == Method::trajectories;
   SimulateResult out;
+  if (req.leaves && req.shots > 0) {  // the shot walk's branches, for the caller to sample
+    const Plan plan = plan_of(c, theta, false, options);
+    Walker<R> walk(plan, req, options, true, false, req.seed);
+    walk.run(req.shots);
+    out = std::move(walk.out);
+    out.expvals.clear();
+    out.expval_errors.clear();
+    return out;
+  }
   if (!req.observables.empty() || req.probabilities || req.shots == 0) {
     const bool density = dynamic_runs_on_density_matrix(c, options);
     if (trajectories && options.trajectories < 1)

@@ -33,7 +33,8 @@ namespace qmlsim {
 // c (with c.has_dynamic()) at theta, read out as requested: exact expectation
 // values, probabilities and record_probabilities (or their trajectory means),
 // and with req.shots the samples with their classical records; trajectory
-// means come with their standard errors (expval_errors). A final state
+// means come with their standard errors (expval_errors). With req.leaves,
+// every branch walked (the shot walk's with shots, nothing sampled). A final state
 // or most probable state is an Error (a dynamic circuit ends in a mixture);
 // so is a walk beyond options.max_branches (naming the limit and sampling
 // with shots as the alternative).

@@ -23,6 +23,20 @@ struct SimulateRequest {
   bool most_probable = false;  // find the basis state of highest probability
   bool state = false;          // the final amplitudes, as complex128
   bool probabilities = false;  // |a_i|^2 of every basis state
+  // Dynamic circuits on a state vector: the final state of every branch
+  // walked (of the shot walk when shots > 0, then nothing is sampled).
+  bool leaves = false;
+};
+
+// One branch of a dynamic circuit's walk (grad/dynamic.h): its classical
+// record, probability (exact walk) or share of the shots (shot walk), its
+// shots, and its final state (normalised; on a density-matrix walk rho,
+// row-major: rho[r][c] at r 2^n + c).
+struct DynamicLeaf {
+  std::uint64_t record = 0;
+  double probability = 0;
+  std::int64_t shots = 0;
+  std::vector<cplx> state;
 };
 
 struct SimulateResult {
@@ -39,6 +53,7 @@ struct SimulateResult {
   // probability of each classical record.
   std::map<std::pair<std::uint64_t, index_t>, std::int64_t> records;
   std::map<std::uint64_t, double> record_probabilities;
+  std::vector<DynamicLeaf> leaves;  // when requested
 };
 
 // The final state of c at theta on options.backend (threads, fusion and chunks
