@@ -342,6 +342,30 @@ class QasmRunner {
     return {to_numpy(std::move(grads), {x.shape(0), p}), to_numpy(std::move(values), {x.shape(0)})};
   }
 
+  bool dynamic() const { return prog_.circuit.has_dynamic(); }
+  std::vector<std::tuple<std::string, int>> registers() const {
+    std::vector<std::tuple<std::string, int>> out;
+    for (const auto& [name, size] : prog_.clbit_registers) out.emplace_back(name, size);
+    return out;
+  }
+
+  // A dynamic program's classical records over `shots` shots for every
+  // binding (each seeded with `seed`): [binding] -> [(record, count)].
+  std::vector<std::vector<std::tuple<std::uint64_t, std::int64_t>>> records(
+      const Matrix2& x, std::int64_t shots, std::uint64_t seed, const Options& o) const {
+    if (shots < 1) throw Error("shots: " + std::to_string(shots) + " is not positive");
+    SimulateRequest req;
+    req.shots = shots;
+    req.seed = seed;
+    std::vector<std::vector<std::tuple<std::uint64_t, std::int64_t>>> out;
+    for (const SimulateResult& r : run(x, req, o)) {
+      std::map<std::uint64_t, std::int64_t> counts;
+      for (const auto& [key, hits] : r.records) counts[key.first] += hits;
+      out.emplace_back(counts.begin(), counts.end());
+    }
+    return out;
+  }
+
  private:
   std::span<const double> row(const Matrix2& x, std::size_t i) const {
     return {x.data() + i * x.shape(1), x.shape(1)};
@@ -542,7 +566,16 @@ NB_MODULE(_qmlsim, m) {
            "(d<H_which[i]>/d(input value) [binding][value], <H_which[i]> [binding]) by the "
            "adjoint method.")
       .def("probabilities", &QasmRunner::probabilities, nb::arg("x"), nb::arg("options"),
-           "|amplitude|^2 of every basis state: [binding][2^n].");
+           "|amplitude|^2 of every basis state: [binding][2^n].")
+      .def_prop_ro("dynamic", &QasmRunner::dynamic,
+                   "Whether the program is dynamic (mid-circuit measurement, reset, if).")
+      .def("registers", &QasmRunner::registers,
+           "(name, size) of every classical register in declaration order; a record's bits "
+           "are numbered across them in that order.")
+      .def("records", &QasmRunner::records, nb::arg("x"), nb::arg("shots"), nb::arg("seed"),
+           nb::arg("options"),
+           "A dynamic program's classical records over shots shots (each collapsing the state "
+           "at each measurement) for every binding: [binding] -> [(record, count)].");
   m.def("max_qubits", [] { return kMaxQubits; });
   m.def(
       "parse_pauli_sum",

@@ -47,7 +47,7 @@ from collections import Counter
 from typing import Iterable
 
 import numpy as np
-from qiskit import QuantumCircuit, qasm3
+from qiskit import QuantumCircuit, QuantumRegister, qasm3
 from qiskit.circuit import Parameter, ParameterExpression
 from qiskit.primitives import (BaseEstimatorV2, BaseSamplerV2, BitArray, DataBin, PrimitiveJob,
                                PrimitiveResult, PubResult, SamplerPubResult)
@@ -115,6 +115,12 @@ class _Settings:
         self.engine = options(self.checked)
 
 
+def _registers_partition(circuit: QuantumCircuit) -> bool:
+    """Whether every clbit is in exactly one of the circuit's registers."""
+    bits = [b for r in circuit.cregs for b in r]
+    return len(bits) == circuit.num_clbits == len(set(bits)) and circuit.num_clbits > 0
+
+
 class _Translation:
     """A circuit as the engine runs it: the parsed program, and for each of its
     input values the index of the circuit parameter it carries. With a noise
@@ -124,6 +130,8 @@ class _Translation:
     def __init__(self, circuit: QuantumCircuit, noise_model=None, measured: tuple = ()):
         self.parameters = list(circuit.parameters)
         flat = QuantumCircuit(circuit.num_qubits, circuit.num_clbits)  # one register each
+        if _registers_partition(circuit):  # the circuit's own, which conditions may name
+            flat = QuantumCircuit(QuantumRegister(circuit.num_qubits, "q"), *circuit.cregs)
         flat.compose(circuit, inplace=True)
         flat = with_noise(flat, noise_model, measured)  # Aer's delay noise needs the delays
         flat.data = [i for i in flat.data if i.operation.name != "delay"]  # identity here
@@ -374,6 +382,66 @@ def _final_measurements(circuit: QuantumCircuit):
     return mapping, stripped
 
 
+_CONTROL_FLOW = {"if_else", "while_loop", "for_loop", "switch_case", "box"}
+
+
+def _dynamic(circuit: QuantumCircuit) -> bool:
+    """Whether a circuit is dynamic: control flow, a reset after a gate, or an
+    operation on a qubit after its measurement."""
+    touched, measured = set(), set()
+    for item in circuit.data:
+        name = item.operation.name
+        qubits = {circuit.find_bit(q).index for q in item.qubits}
+        if name in _CONTROL_FLOW or (name == "reset" and qubits & touched):
+            return True
+        if name == "measure":
+            measured |= qubits
+        elif name not in ("barrier", "delay") and qubits & measured:
+            return True
+        touched |= qubits
+    return False
+
+
+def _engine_seed(seed) -> int:
+    """An int seed for the engine from a Sampler's seed (int, Generator or None)."""
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(1 << 62))
+    if seed is None:
+        return int(np.random.default_rng().integers(1 << 62))
+    return int(seed) & ((1 << 64) - 1)
+
+
+def _sample_dynamic(circuit: QuantumCircuit, bindings, shots: int, seed, engine,
+                    noise_model=None) -> np.ndarray:
+    """_sample for a dynamic circuit: every shot collapses the state at each
+    mid-circuit measurement (the engine splits the shots over the outcome
+    branches); bits [binding][shot][clbit] in a seeded random order."""
+    t = _translate(circuit, noise_model, ())
+    if any(m is not None for m in t.readout):
+        raise ValueError("qmlsim.qiskit: readout errors of a noise model on a dynamic circuit "
+                         "are not supported")
+    if bindings is None:
+        x = np.zeros((1, len(t.parameters)))
+    else:
+        x = bindings.as_array(t.parameters) if t.parameters else np.zeros(bindings.shape + (0,))
+    where = []  # the circuit clbit of each record bit
+    for name, size in t.runner.registers():
+        reg = next((r for r in circuit.cregs if r.name == name), None)
+        if reg is None or len(reg) != size:
+            raise ValueError(f"qmlsim.qiskit: classical register {name!r} of the exported "
+                             "program is not one of the circuit's")
+        where.extend(circuit.find_bit(b).index for b in reg)
+    records = t.runner.records(t.values(x), shots, _engine_seed(seed), engine)
+    rng = np.random.default_rng(seed)
+    bits = np.zeros((len(records), shots, circuit.num_clbits), dtype=bool)
+    for b, counts in enumerate(records):
+        per_shot = np.repeat([r for r, _ in counts], [c for _, c in counts])
+        per_shot = per_shot[rng.permutation(shots)]
+        for k, clbit in enumerate(where):
+            bits[b, :, clbit] = (per_shot >> k) & 1
+    return bits
+
+
 def _sample(circuit: QuantumCircuit, bindings, shots: int, seed, engine,
             noise_model=None) -> np.ndarray:
     """Classical bits [binding][shot][clbit] of `shots` runs of `circuit` for
@@ -382,6 +450,8 @@ def _sample(circuit: QuantumCircuit, bindings, shots: int, seed, engine,
     StatevectorSampler draws them: each binding from a generator seeded afresh
     with `seed`; unmeasured clbits are 0. With a noise model, the outcomes of
     its noisy circuit, read through its readout errors."""
+    if _dynamic(circuit):
+        return _sample_dynamic(circuit, bindings, shots, seed, engine, noise_model)
     mapping, stripped = _final_measurements(circuit)
     t = _translate(stripped, noise_model, tuple(sorted(set(mapping.values()))))
     if bindings is None:
@@ -557,6 +627,8 @@ class Backend(BackendV2):
         self._target = Target(description="qmlsim", num_qubits=None)
         for name, gate in get_standard_gate_name_mapping().items():
             self._target.add_instruction(gate, properties=None, name=name)
+        from qiskit.circuit import IfElseOp
+        self._target.add_instruction(IfElseOp, name="if_else")  # dynamic circuits
 
     @property
     def target(self):

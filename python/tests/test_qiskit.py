@@ -183,12 +183,14 @@ def test_bad_input_is_a_value_error():
     with ctl.if_test((ctl.clbits[0], 1)):
         ctl.x(1)
     assert np.isclose(est.run([(ctl, "ZZ")]).result()[0].data.evs, 1.0)  # q1 copies q0
-    mid = QuantumCircuit(2, 1)
-    mid.h(0)
-    mid.measure(0, 0)
-    mid.x(0)
-    with pytest.raises(ValueError, match="mid-circuit measurement"):
-        Sampler().run([mid]).result()
+    loop = QuantumCircuit(1, 1)  # a loop on a measured value: refused by name
+    loop.h(0)
+    loop.measure(0, 0)
+    with loop.while_loop((loop.clbits[0], 1)):
+        loop.h(0)
+        loop.measure(0, 0)
+    with pytest.raises(ValueError, match="'while' is not supported"):
+        Sampler().run([loop]).result()
     with pytest.raises(ValueError, match="precision"):
         Estimator(precision="c32")
     with pytest.raises(ValueError, match="threads"):
@@ -349,3 +351,81 @@ def test_estimator_and_sampler_agree_with_aer():
         table = np.array([[aer_counts.get(k, 0) for k in keys], [our_counts.get(k, 0) for k in keys]])
         table = table[:, table.sum(axis=0) >= 10]  # chi-square needs expected counts >= 5
         assert chi2_contingency(table)[1] > 1e-3, (n, keys)
+
+
+def _dynamic_circuits():
+    """Teleportation, active reset, repeat-until-success and an if/else on a
+    register: mid-circuit measure, reset, if_test on bits and registers."""
+    from qiskit import ClassicalRegister, QuantumRegister
+    a = Parameter("a")
+    q, m, out = QuantumRegister(3, "q"), ClassicalRegister(2, "m"), ClassicalRegister(1, "out")
+    tele = QuantumCircuit(q, m, out)
+    tele.ry(a, 0)
+    tele.h(1)
+    tele.cx(1, 2)
+    tele.cx(0, 1)
+    tele.h(0)
+    tele.measure(0, m[0])
+    tele.measure(1, m[1])
+    with tele.if_test((m[1], 1)):
+        tele.x(2)
+    with tele.if_test((m[0], 1)):
+        tele.z(2)
+    with tele.if_test((m, 3)) as other:
+        tele.h(1)
+    with other:
+        tele.reset(1)
+    tele.ry(-a, 2)
+    tele.h(1)
+    tele.measure(2, out[0])
+    reset = QuantumCircuit(2, 3)
+    reset.h(0)
+    reset.cx(0, 1)
+    reset.measure(0, 0)
+    with reset.if_test((reset.clbits[0], 1)):
+        reset.x(0)
+    reset.ry(a, 0)
+    reset.measure(0, 1)
+    reset.measure(1, 2)
+    rus = QuantumCircuit(2, 2)
+    for _ in range(2):  # two rounds of a repeat-until-success T-gadget
+        with rus.if_test((rus.clbits[0], 0)):
+            rus.reset(0)
+            rus.h(0)
+            rus.t(0)
+            rus.cx(0, 1)
+            rus.h(0)
+            rus.measure(0, 0)
+    rus.ry(a, 1)
+    rus.measure(1, 1)
+    return [tele, reset, rus]
+
+
+@pytest.mark.parametrize("which", range(3))
+def test_dynamic_circuits_sample_as_aer_does(which):
+    qiskit_aer = pytest.importorskip("qiskit_aer")
+    stats = pytest.importorskip("scipy.stats")
+    from qiskit_aer.primitives import SamplerV2 as AerSampler
+    circuit = _dynamic_circuits()[which]
+    pub = [(circuit, [0.7])]
+    shots = 20000
+    ours = Sampler(seed=5).run(pub, shots=shots).result()[0].join_data().get_counts()
+    aer = AerSampler(seed=5).run(pub, shots=shots).result()[0].join_data().get_counts()
+    keys = sorted(set(ours) | set(aer))
+    table = np.array([[ours.get(k, 0) for k in keys], [aer.get(k, 0) for k in keys]])
+    if len(keys) > 1:
+        assert stats.chi2_contingency(table).pvalue > 1e-4, (ours, aer)
+    assert qiskit_aer is not None
+
+
+def test_dynamic_circuits_on_the_backend_give_counts_and_memory():
+    from qiskit import transpile
+    from qmlsim.qiskit import Backend
+    circuit = _dynamic_circuits()[0].assign_parameters([0.7])
+    backend = Backend()
+    result = backend.run(transpile(circuit, backend), shots=400, seed_simulator=2,
+                         memory=True).result()
+    counts, memory = result.get_counts(), result.get_memory()
+    assert sum(counts.values()) == 400 and len(memory) == 400
+    assert all(k.startswith("0 ") for k in counts)  # out: the teleported state undone
+    assert counts == {k: memory.count(k) for k in set(memory)}

@@ -43,7 +43,7 @@ struct ProgramOp {
   std::vector<cplx> matrix;
   std::vector<std::vector<cplx>> kraus;
   int clbit = -1;
-  std::vector<int> condition_bits;
+  std::vector<int> condition_bits = {};
   std::uint64_t condition_value = 0;
   bool condition_negated = false;
 };

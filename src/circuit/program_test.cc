@@ -55,6 +55,33 @@ TEST(Program, ChannelsAndKrausSetsAreOps) {
   EXPECT_TRUE(p.circuit.has_channels());
 }
 
+TEST(Program, MeasurementsResetsAndConditionsMakeItDynamic) {
+  ProgramOp h{"H", {0}, {}, {}, {}, {}, {}};
+  ProgramOp measure{"measure", {0}, {}, {}, {}, {}, {}};
+  measure.clbit = 1;
+  ProgramOp x{"X", {1}, {}, {0}, {false}, {}, {}};  // negated control: X wrapped around
+  x.condition_bits = {1};
+  x.condition_value = 1;
+  ProgramOp reset{"reset", {0}, {}, {}, {}, {}, {}};
+  const Program p(2, {h, measure, x, reset}, 0, {}, 0.0, 2);
+  ASSERT_TRUE(p.circuit.has_dynamic());
+  const auto& ops = p.circuit.ops();
+  ASSERT_EQ(ops.size(), 6u);  // H, measure, X (flip), X, X (flip), reset
+  EXPECT_EQ(ops[1].instruction, Instruction::measure);
+  EXPECT_EQ(ops[1].clbit, 1);
+  for (int i = 2; i < 5; ++i) EXPECT_EQ(ops[i].condition, (Condition{{1}, 1, false})) << i;
+  EXPECT_EQ(ops[5].instruction, Instruction::reset);
+  measure.clbit = 2;
+  EXPECT_THROW(Program(2, {measure}, 0, {}, 0.0, 2), Error);  // no classical bit 2
+  x.condition_value = 2;
+  EXPECT_THROW(Program(2, {x}, 0, {}, 0.0, 2), Error);  // 2 does not fit in one bit
+  ProgramOp loose{"X", {0}, {}, {}, {}, {}, {}};
+  loose.condition_value = 1;
+  EXPECT_EQ(error_of(1, {loose}), "X: a condition value without condition bits");
+  reset.controls = {1};
+  EXPECT_THROW(Program(2, {reset}, 0, {}, 0.0, 0), Error);
+}
+
 TEST(Program, BadInputIsAnErrorNamingWhatIsWrong) {
   EXPECT_EQ(error_of(0, {}),
             "wires: 0 is out of range (1 to " + std::to_string(kMaxQubits) + " qubits)");

@@ -34,7 +34,7 @@
 // otherwise measurements are the readout and stay out of the circuit.
 //
 // Rejected with a located error, in both: `opaque` gates that are used, a
-// condition on bits no measurement has written, a comparison value its
+// condition on bits no measurement of the program writes, a comparison value its
 // register cannot hold; in OpenQASM 3 also `while`, `switch`, `else if`,
 // `extern`, timing, calibrations, aliases, subroutines with results and
 // classical variables without a constant value.

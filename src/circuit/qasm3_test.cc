@@ -275,12 +275,14 @@ TEST(Qasm3, BraketNoisePragmasBecomeChannels) {
 TEST(Qasm3, UnsupportedConstructsGiveLocatedErrors) {
   const std::string h = "OPENQASM 3.0;\ninclude \"stdgates.inc\";\nqubit[2] q;\n";
   const Bad cases[] = {
-      {"bit c;\nif (c) x q[0];", "5:1", "no measurement has written"},
+      {"bit c;\nif (c) x q[0];", "5:1", "no measurement in the program"},
       {"for int i in [0:1] { if (true) x q[0]; }", "4:22", "reads no classical bit"},
       {"bit[2] c;\nc = measure q;\nif (c == 7) x q[0];", "6:7", "2 bit(s) cannot hold 7"},
       {"bit c;\nc = measure q[0];\nif (c) x q[0]; else if (c) x q[1];", "6:21", "'else if'"},
       {"bit c;\nc = measure q[0];\nif (q) x q[0];", "6:5", "expected a classical bit"},
       {"else x q[0];", "4:1", "'else' without an 'if'"},
+      {"bit c;\nif (!c) { c = measure q[0]; x q[1]; }", "5:15", "only as the last operation"},
+      {"bit c;\nif (!c) { c = measure q[0]; } else { x q[1]; }", "5:15", "without 'else'"},
       {"while (true) { }", "4:1", "loops on measured values"},
       {"def f(qubit a) -> bit { return measure a; }", "4:16", "returns a value"},
       {"def f(qubit a) { return measure a; }\nf(q[0]);", "4:25", "returning a value"},

@@ -17,6 +17,12 @@ constexpr std::size_t kMaxAlternatives = 4096;
 
 }  // namespace
 
+void QasmParser::check_conditions_read() const {
+  for (const auto& [kw, bits] : conditions_read_)
+    if (std::none_of(bits.begin(), bits.end(), [&](int b) { return written_bits_.count(b) > 0; }))
+      fail_at(kw, "the condition reads classical bits that no measurement in the program writes");
+}
+
 void QasmParser::push_op(Operation op) {
   if (never_) return;
   if (conditions_.empty()) {
@@ -293,25 +299,30 @@ void QasmParser::if_statement() {
       bits.push_back(op.first + j);
   std::sort(bits.begin(), bits.end());
   bits.erase(std::unique(bits.begin(), bits.end()), bits.end());
-  if (std::none_of(bits.begin(), bits.end(), [&](int b) { return written_bits_.count(b) > 0; }))
-    fail_at(kw, bits.empty() ? "the condition reads no classical bit"
-                             : "the condition reads classical bits that no measurement has "
-                               "written before it");
+  if (bits.empty()) fail_at(kw, "the condition reads no classical bit");
+  conditions_read_.emplace_back(kw, bits);  // checked against the measurements at the end
   const auto [yes, no] = satisfying(e, bits, kw);
   make_dynamic();
   const std::vector<Condition> outer = conditions_;
   const bool outer_never = never_;
-  auto branch = [&](const std::vector<std::uint64_t>& values, auto&& body) {
+  const MeasureIntoCondition outer_into = into_condition_;
+  auto branch = [&](const std::vector<std::uint64_t>& values, bool has_else, auto&& body) {
     conditions_ = values.empty() ? std::vector<Condition>{} : refine(bits, values, kw);
     never_ = outer_never || conditions_.empty();
+    into_condition_ = {};
     body();
+    if (into_condition_.set && (ops_.size() != into_condition_.end || has_else))
+      fail_at(into_condition_.at,
+              "measuring into a classical bit its 'if' reads is supported only as the last "
+              "operation of an 'if' without 'else'");
     conditions_ = outer;
     never_ = outer_never;
+    into_condition_ = outer_into;
   };
   if (version_ == 2) {  // one quantum operation
     if (!at(Tok::Id) || (keyword(cur_.text, 2) && !at_id("measure") && !at_id("reset")))
       fail("expected a gate, 'measure' or 'reset' after the condition, found " + describe_cur());
-    branch(yes, [&] { statement(); });
+    branch(yes, false, [&] { statement(); });
     return;
   }
   const std::shared_ptr<const Block> then_body = capture_block("if body");
@@ -322,8 +333,8 @@ void QasmParser::if_statement() {
       fail("'else if' is not supported: write the second 'if' in braces, else { if (...) ... }");
     else_body = capture_block("else body");
   }
-  branch(yes, [&] { run_block(*then_body); });
-  if (else_body) branch(no, [&] { run_block(*else_body); });
+  branch(yes, else_body != nullptr, [&] { run_block(*then_body); });
+  if (else_body) branch(no, false, [&] { run_block(*else_body); });
 }
 
 }  // namespace qmlsim::qasm

@@ -450,6 +450,21 @@ class QasmParser {
   int num_clbits_ = 0;
   std::vector<std::pair<std::string, int>> creg_order_;
   std::set<int> written_bits_;  // classical bits a measurement has written so far
+  // Each `if` and the bits it reads: at least one must be written by some
+  // measurement of the program (bits start at 0, so a condition may come
+  // before the measurement, as in an unrolled repeat-until-success loop).
+  std::vector<std::pair<Token, std::vector<int>>> conditions_read_;
+  // A measurement into a bit the enclosing `if` reads: the engine checks each
+  // operation's condition when it runs, so it is allowed only as the body's
+  // last operation (copies for other alternatives then re-measure the same
+  // qubit: no change), once, and without an `else`.
+  struct MeasureIntoCondition {
+    Token at;
+    std::size_t end = 0;  // ops_.size() after it
+    bool set = false;
+  };
+  MeasureIntoCondition into_condition_;
+  void check_conditions_read() const;
 };
 
 }  // namespace qmlsim::qasm

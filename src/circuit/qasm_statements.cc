@@ -11,6 +11,7 @@ namespace qmlsim::qasm {
 QasmProgram QasmParser::parse() {
   parse_header();
   while (!at(Tok::End)) statement();
+  check_conditions_read();
   QasmProgram out;
   if (dynamic_ && num_clbits_ > kMaxClbits)
     throw Error(source_ + ": a dynamic circuit with " + std::to_string(num_clbits_) +
@@ -571,9 +572,13 @@ void QasmParser::record_measurement(const Token& kw, const Arg& q, const Arg& c)
   }
   for (int j = 0; j < q.size; ++j) {
     const int bit = c.first < 0 ? -1 : c.first + j;
+    bool into_condition = false;
     for (const Condition& alt : conditions_)
-      if (std::find(alt.bits.begin(), alt.bits.end(), bit) != alt.bits.end())
-        fail_at(kw, "measuring into a classical bit inside an 'if' on that bit is not supported");
+      into_condition =
+          into_condition || std::find(alt.bits.begin(), alt.bits.end(), bit) != alt.bits.end();
+    if (into_condition && into_condition_.set)
+      fail_at(kw, "measuring into a classical bit its 'if' reads is supported once per body, as "
+                  "its last operation");
     touched_.insert(q.first + j);
     if (measured_.insert(q.first + j).second) measured_order_.push_back(q.first + j);
     if (bit >= 0) written_bits_.insert(bit);
@@ -583,6 +588,7 @@ void QasmParser::record_measurement(const Token& kw, const Arg& q, const Arg& c)
     op.wires = {q.first + j};
     op.clbit = bit;
     push_op(std::move(op));
+    if (into_condition) into_condition_ = {kw, ops_.size(), true};
   }
 }
 
