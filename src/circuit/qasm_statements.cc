@@ -577,8 +577,9 @@ void QasmParser::record_measurement(const Token& kw, const Arg& q, const Arg& c)
       into_condition =
           into_condition || std::find(alt.bits.begin(), alt.bits.end(), bit) != alt.bits.end();
     if (into_condition && into_condition_.set)
-      fail_at(kw, "measuring into a classical bit its 'if' reads is supported once per body, as "
-                  "its last operation");
+      fail_at(kw,
+              "measuring into a classical bit its 'if' reads is supported once per body, as "
+              "its last operation");
     touched_.insert(q.first + j);
     if (measured_.insert(q.first + j).second) measured_order_.push_back(q.first + j);
     if (bit >= 0) written_bits_.insert(bit);
