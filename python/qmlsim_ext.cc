@@ -181,6 +181,32 @@ std::vector<Branch> branches(const Program& p, const std::vector<double>& values
   return out;
 }
 
+// Dynamic runs' classical records over `shots` shots (each collapsing the
+// state at each measurement) for every item, each seeded with `seed`:
+// [item] -> [(record, count)].
+using RecordCounts = std::vector<std::tuple<std::uint64_t, std::int64_t>>;
+std::vector<RecordCounts> record_counts(const std::vector<BatchItem>& items, std::int64_t shots,
+                                        std::uint64_t seed, const Options& o) {
+  if (shots < 1) throw Error("shots: " + std::to_string(shots) + " is not positive");
+  SimulateRequest req;
+  req.shots = shots;
+  req.seed = seed;
+  const Precision precision = precision_of(o);
+  const EngineOptions e = engine_of(o);
+  std::vector<SimulateResult> results;
+  {
+    nb::gil_scoped_release release;
+    results = simulate_batch(items, req, precision, e);
+  }
+  std::vector<RecordCounts> out;
+  for (const SimulateResult& r : results) {
+    std::map<std::uint64_t, std::int64_t> counts;
+    for (const auto& [key, hits] : r.records) counts[key.first] += hits;
+    out.emplace_back(counts.begin(), counts.end());
+  }
+  return out;
+}
+
 // <H_k> of many programs in one call: out[item][k].
 std::vector<std::vector<double>> expvals_batch(const std::vector<const Program*>& programs,
                                                const std::vector<std::vector<double>>& values,
@@ -351,19 +377,13 @@ class QasmRunner {
 
   // A dynamic program's classical records over `shots` shots for every
   // binding (each seeded with `seed`): [binding] -> [(record, count)].
-  std::vector<std::vector<std::tuple<std::uint64_t, std::int64_t>>> records(
-      const Matrix2& x, std::int64_t shots, std::uint64_t seed, const Options& o) const {
-    if (shots < 1) throw Error("shots: " + std::to_string(shots) + " is not positive");
-    SimulateRequest req;
-    req.shots = shots;
-    req.seed = seed;
-    std::vector<std::vector<std::tuple<std::uint64_t, std::int64_t>>> out;
-    for (const SimulateResult& r : run(x, req, o)) {
-      std::map<std::uint64_t, std::int64_t> counts;
-      for (const auto& [key, hits] : r.records) counts[key.first] += hits;
-      out.emplace_back(counts.begin(), counts.end());
-    }
-    return out;
+  std::vector<RecordCounts> records(const Matrix2& x, std::int64_t shots, std::uint64_t seed,
+                                    const Options& o) const {
+    const std::vector<std::vector<double>> thetas = bind(x);
+    std::vector<BatchItem> items;
+    for (const std::vector<double>& theta : thetas)
+      items.push_back({&prog_.circuit, theta, initial_});
+    return record_counts(items, shots, seed, o);
   }
 
  private:
@@ -539,6 +559,14 @@ NB_MODULE(_qmlsim, m) {
         "[(classical record, probability, shots, final state)], every branch of probability "
         "above 1e-14 when shots = 0 (up to options.max_branches), else the branches the shots "
         "take (each shot collapsing the state as a device would; probability = its share).");
+  m.def(
+      "records",
+      [](const Program& p, const std::vector<double>& values, std::int64_t shots,
+         std::uint64_t seed,
+         const Options& o) { return record_counts({item_of(p, values)}, shots, seed, o)[0]; },
+      nb::arg("program"), nb::arg("values"), nb::arg("shots"), nb::arg("seed"), nb::arg("options"),
+      "A dynamic program's classical records over shots shots (each collapsing the state at "
+      "each measurement): [(record, count)].");
   m.def("expvals_qasm", &expvals_qasm, nb::arg("text"), nb::arg("observables"), nb::arg("options"),
         "<H_k> of an OpenQASM 2.0 / 3 program (no inputs).");
   m.def("state_qasm", &state_qasm, nb::arg("text"), nb::arg("inputs"), nb::arg("options"),

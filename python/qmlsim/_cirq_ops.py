@@ -35,8 +35,9 @@ _FIXED = ((cirq.HPowGate, "H"), (cirq.CXPowGate, "CNOT"), (cirq.SwapPowGate, "SW
 class Step(NamedTuple):
     """One operation as the engine takes it. kind: "measure", "phase" (a
     cirq.GlobalPhaseGate), "rotation" (a rotation family: engine gate `name`,
-    `phase` of exponent 1), "fixed" (H, CNOT, SWAP families), "matrix", or
-    "channel" (a noise channel on at most 2 qubits, run as its Kraus set)."""
+    `phase` of exponent 1), "fixed" (H, CNOT, SWAP families), "matrix",
+    "channel" (a noise channel on at most 2 qubits, run as its Kraus set), or
+    "controlled" (a cirq.ClassicallyControlledOperation of one of these)."""
     kind: str
     op: cirq.Operation
     wires: list
@@ -64,6 +65,8 @@ def steps(circuit, qubits, who: str, resolve_later: bool):
     n = len(qubits)
 
     def keep(op) -> bool:
+        if isinstance(op, cirq.ClassicallyControlledOperation):
+            return keep(op.without_classical_controls())
         if cirq.is_measurement(op) or isinstance(op.gate, cirq.GlobalPhaseGate):
             return True
         family = _family(op.gate) if op.gate is not None else None
@@ -81,16 +84,23 @@ def steps(circuit, qubits, who: str, resolve_later: bool):
 
     for op in cirq.decompose(circuit, keep=keep, on_stuck_raise=stuck):
         wires = [n - 1 - index[q] for q in op.qubits]
-        if cirq.is_measurement(op):
-            yield Step("measure", op, wires)
-        elif isinstance(op.gate, cirq.GlobalPhaseGate):
-            yield Step("phase", op, wires)
-        elif _is_channel(op):
-            yield Step("channel", op, wires)
+        if isinstance(op, cirq.ClassicallyControlledOperation):
+            yield Step("controlled", op, wires)
         else:
-            family = _family(op.gate) if op.gate is not None else None
-            kind, name, phase = family if family else ("matrix", None, 0.0)
-            yield Step(kind, op, wires, name, phase)
+            yield step_of(op, wires)
+
+
+def step_of(op, wires) -> Step:
+    """The Step of one operation that needs no decomposition."""
+    if cirq.is_measurement(op):
+        return Step("measure", op, wires)
+    if isinstance(op.gate, cirq.GlobalPhaseGate):
+        return Step("phase", op, wires)
+    if _is_channel(op):
+        return Step("channel", op, wires)
+    family = _family(op.gate) if op.gate is not None else None
+    kind, name, phase = family if family else ("matrix", None, 0.0)
+    return Step(kind, op, wires, name, phase)
 
 
 def _is_channel(op) -> bool:

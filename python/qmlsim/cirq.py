@@ -23,8 +23,14 @@
   controlled operations) runs as its matrix; anything else through
   ``cirq.decompose``. Symbols in exponents and ``sympy`` expressions of them are
   resolved by Cirq per parameter point. ``LineQubit``, ``GridQubit`` and any
-  other qubit type; mid-circuit measurements and classical control are a
-  ``ValueError`` naming the operation.
+  other qubit type.
+- Dynamic circuits: measurements before other operations, ``cirq.ResetChannel``
+  and ``with_classical_controls`` (measurement keys and ``sympy`` conditions,
+  resolved by Cirq for every assignment of the bits they read): ``run`` splits
+  the repetitions over the outcome branches (each simulated once),
+  ``simulate`` follows one trajectory (its record and final state), and
+  expectation values are the exact mixture over outcomes. A key measured twice
+  is a ``ValueError``.
 - Noise (``cirq.depolarize``, ``amplitude_damp``, ``circuit.with_noise(...)``,
   any channel with Kraus operators on one or two qubits): expectation values
   and ``run`` on the engine's density matrix, exactly, as
@@ -41,8 +47,8 @@ import cirq
 import numpy as np
 
 from . import _qmlsim
-from ._cirq_ops import evaluate, observable_terms, steps
-from ._program import Program, engine_options, options
+from ._cirq_ops import evaluate, observable_terms, step_of, steps
+from ._program import Op, Program, alternatives, engine_options, options
 
 _WHO = "qmlsim.cirq: "
 
@@ -51,13 +57,19 @@ class _Program:
     """A circuit translated once for a sweep: per operation either a fixed
     engine operation or one evaluated at each parameter point. Cirq qubit i is
     engine qubit n-1-i, so the engine's state index is Cirq's. Terminal
-    measurements as (key, qubit indices, invert mask)."""
+    measurements as (key, qubit indices, invert mask). A dynamic circuit
+    (measurements before other operations, classically controlled
+    operations) keeps its measurements in the program, each qubit's outcome in
+    a classical bit (`bits`: key -> its bits, first qubit first)."""
 
     def __init__(self, circuit, qubits, initial_state):
         self.n = len(qubits)
         index = {q: i for i, q in enumerate(qubits)}
         self.initial, self.steps, self.measurements = [], [], []
         self.noisy = False
+        self.dynamic = not circuit.are_all_measurements_terminal() or any(
+            isinstance(op, cirq.ClassicallyControlledOperation) for op in circuit.all_operations())
+        self.bits = {}  # measurement key -> classical bits (dynamic circuits)
         if initial_state is not None and not (isinstance(initial_state, (int, np.integer))
                                               and int(initial_state) == 0):
             try:
@@ -65,9 +77,6 @@ class _Program:
             except ValueError as e:
                 raise ValueError(f"qmlsim.cirq: initial_state: {e}") from e
             self.initial = amps.tolist()
-        if not circuit.are_all_measurements_terminal():
-            raise ValueError("qmlsim.cirq: mid-circuit measurements are not supported "
-                             "(measurements must be terminal)")
         for step in steps(circuit, qubits, _WHO, resolve_later=True):
             self._add(step, index)
 
@@ -78,6 +87,17 @@ class _Program:
                 raise ValueError(f"qmlsim.cirq: measurement {step.op!r} is not supported")
             self.measurements.append((gate.key, [index[q] for q in step.op.qubits],
                                       gate.full_invert_mask()))
+            if self.dynamic:
+                key = str(gate.key)
+                if key in self.bits:
+                    raise ValueError(f"qmlsim.cirq: measurement key {key!r} is used twice in a "
+                                     "dynamic circuit (repeated keys are not supported)")
+                first = sum(len(b) for b in self.bits.values())
+                self.bits[key] = list(range(first, first + len(step.op.qubits)))
+                ops = [Op("measure", [w], clbit=b) for w, b in zip(step.wires, self.bits[key])]
+                self.steps.append(lambda resolver, ops=ops: (ops, 0.0))
+        elif step.kind == "controlled":
+            self.steps.append(self._controlled(step))
         elif step.kind == "channel" and not cirq.is_parameterized(step.op):
             self.noisy = True
             fixed = evaluate(step, cirq.ParamResolver(), _WHO)
@@ -88,15 +108,60 @@ class _Program:
         else:
             self.steps.append(lambda resolver, step=step: evaluate(step, resolver, _WHO))
 
+    def _controlled(self, step):
+        """A classically controlled operation: its operation once per
+        assignment of the bits its conditions read that satisfies them all
+        (Cirq's own resolution of each condition), evaluated per point."""
+        op = step.op
+        keys = sorted({k for c in op.classical_controls for k in c.keys}, key=str)
+        missing = [str(k) for k in keys if str(k) not in self.bits]
+        if missing:
+            raise ValueError(f"qmlsim.cirq: {op!r} is controlled by {missing}, which no earlier "
+                             "measurement writes")
+        bits = [b for k in keys for b in self.bits[str(k)]]
+
+        def holds(values):
+            records, at = {}, 0
+            for k in keys:
+                size = len(self.bits[str(k)])
+                records[k] = [tuple(values[at:at + size])]
+                at += size
+            store = cirq.ClassicalDataDictionaryStore(_records=records)
+            return all(c.resolve(store) for c in op.classical_controls)
+
+        alts = alternatives(len(bits), holds)
+        inner = step_of(op.without_classical_controls(), step.wires)
+        if inner.kind in ("measure", "phase"):
+            raise ValueError(f"qmlsim.cirq: a classically controlled {inner.kind} ({op!r}) is "
+                             "not supported")
+
+        def at(resolver):
+            engine_op, _ = evaluate(inner, resolver, _WHO)  # a branch's phase is unobservable
+            out = []
+            for value, negated in alts:
+                c = Op(engine_op)
+                c.condition_bits, c.condition_value, c.condition_negated = bits, value, negated
+                out.append(c)
+            return out, 0.0
+        return at
+
     def at(self, resolver):
         """The engine's program at one parameter point (angles as literals)."""
         ops, phase = [], 0.0
         for step in self.steps:
             op, p = step(resolver)
-            if op is not None:
+            if isinstance(op, list):
+                ops.extend(op)
+            elif op is not None:
                 ops.append(op)
             phase += p
-        return Program(self.n, ops, 0, self.initial, phase)
+        num_clbits = sum(len(b) for b in self.bits.values())
+        return Program(self.n, ops, 0, self.initial, phase, num_clbits)
+
+    def records(self, outcome_bits: np.ndarray, key: str, invert) -> np.ndarray:
+        """One key's bits [repetition][qubit] from records (bit k = clbit k)."""
+        bits = np.array([(outcome_bits >> b) & 1 for b in self.bits[key]], dtype=np.uint8).T
+        return bits ^ np.array(invert, dtype=np.uint8)
 
 
 class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
@@ -159,9 +224,18 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
         return np.abs(out) ** 2
 
     # -- cirq.SimulatesSamples
+    def _seed(self) -> int:
+        return int(self._prng.randint(1 << 62))
+
     def _run(self, circuit, param_resolver, repetitions):
         _, _, prog, (point,) = self._programs(circuit, param_resolver, cirq.QubitOrder.DEFAULT,
                                                None)
+        if prog.dynamic:  # every repetition collapses the state at each measurement
+            counts = _qmlsim.records(point, [], repetitions, self._seed(), options(self._options))
+            per_shot = np.repeat([r for r, _ in counts], [c for _, c in counts]).astype(np.int64)
+            per_shot = per_shot[self._prng.permutation(repetitions)]
+            return {str(key): prog.records(per_shot, str(key), invert).reshape(
+                repetitions, 1, len(qubits)) for key, qubits, invert in prog.measurements}
         probs = self._probabilities(point, prog.n)
         probs /= probs.sum()
         outcomes = self._prng.choice(len(probs), size=repetitions, p=probs)
@@ -200,13 +274,20 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
                             initial_state=None):
         qubits, resolvers, prog, points = self._programs(program, params, qubit_order,
                                                          initial_state)
-        if prog.noisy:
+        if prog.noisy and not prog.dynamic:  # a dynamic one's trajectory draws its channels
             raise ValueError("qmlsim.cirq: a noisy circuit has a density matrix, not a state "
                              "vector: use simulate_expectation_values or run")
         for resolver, point in zip(resolvers, points):
-            state = self._state(point)
             measurements = {}
-            if prog.measurements:  # sampled once, the state collapsed onto the outcome
+            if prog.dynamic:  # one trajectory: its outcomes and final state
+                ((record, _, _, state),) = _qmlsim.branches(point, [], 1, self._seed(),
+                                                            options(self._options))
+                for key, _, invert in prog.measurements:
+                    measurements[str(key)] = prog.records(np.array([record]), str(key),
+                                                          invert).reshape(-1)
+            else:
+                state = self._state(point)
+            if prog.measurements and not prog.dynamic:  # sampled once, the state collapsed onto the outcome
                 probs = np.abs(state) ** 2
                 outcome = int(self._prng.choice(len(probs), p=probs / probs.sum()))
                 keep = np.ones(len(state), dtype=bool)

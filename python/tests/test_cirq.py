@@ -143,9 +143,12 @@ def test_bad_input_is_a_value_error():
     q = cirq.LineQubit.range(2)
     with pytest.raises(ValueError, match="unresolved parameters"):
         Simulator().simulate(cirq.Circuit(cirq.rx(A).on(q[0])))
-    with pytest.raises(ValueError, match="mid-circuit"):
+    with pytest.raises(ValueError, match="used twice in a dynamic circuit"):
         Simulator().run(cirq.Circuit(cirq.measure(q[0], key="x"), cirq.H(q[0]),
-                                     cirq.measure(q[0], key="y")))
+                                     cirq.measure(q[0], key="x")))
+    with pytest.raises(ValueError, match="which no earlier measurement writes"):
+        Simulator().run(cirq.Circuit(cirq.X(q[0]).with_classical_controls("z"),
+                                     cirq.measure(q[0], key="z")))
     with pytest.raises(ValueError, match="terminal measurements"):
         Simulator().simulate_expectation_values(
             cirq.Circuit(cirq.H(q[0]), cirq.measure(q[0], key="x")), cirq.Z(q[0]))
@@ -195,3 +198,52 @@ def test_noisy_circuits_match_the_density_matrix_simulator(seed):
     counts = Simulator(seed=seed).run(m, param_resolver=r, repetitions=20000).histogram(key="m")
     for outcome, p in enumerate(probs):
         assert abs(counts.get(outcome, 0) / 20000 - p) < 0.03
+
+
+def _feed_forward_circuit():
+    """Teleportation with measurement and classical feed-forward (sympy and key
+    conditions), a reset, and measurements of every register."""
+    q = cirq.LineQubit.range(3)
+    a = sympy.Symbol("a")
+    return cirq.Circuit(
+        cirq.ry(a)(q[0]), cirq.H(q[1]), cirq.CNOT(q[1], q[2]), cirq.CNOT(q[0], q[1]),
+        cirq.H(q[0]), cirq.measure(q[0], q[1], key="m"),
+        cirq.X(q[2]).with_classical_controls(cirq.SympyCondition(sympy.Symbol("m") % 2 > 0)),
+        cirq.Z(q[2]).with_classical_controls(cirq.SympyCondition(sympy.Symbol("m") >= 2)),
+        cirq.ResetChannel()(q[1]), cirq.ry(-a)(q[2]), cirq.H(q[1]).with_classical_controls("m"),
+        cirq.measure(q[2], key="out"), cirq.measure(q[1], key="r", invert_mask=(True,)))
+
+
+def test_dynamic_circuits_run_as_cirq_runs_them():
+    stats = pytest.importorskip("scipy.stats")
+    circuit, resolver = _feed_forward_circuit(), cirq.ParamResolver({"a": 0.7})
+    reps = 20000
+    ours = Simulator(seed=1).run(circuit, resolver, repetitions=reps)
+    ref = cirq.Simulator(seed=1).run(circuit, resolver, repetitions=reps)
+    assert set(ours.histogram(key="out")) == {0}  # the teleported rotation undone
+    for key in ("m", "r"):
+        a, b = ours.histogram(key=key), ref.histogram(key=key)
+        keys = sorted(set(a) | set(b))
+        table = np.array([[a.get(k, 0) for k in keys], [b.get(k, 0) for k in keys]])
+        assert stats.chi2_contingency(table).pvalue > 1e-4, (key, a, b)
+    # simulate: one trajectory, its record and final state
+    result = Simulator(seed=2).simulate(circuit, resolver)
+    assert set(result.measurements) == {"m", "out", "r"}
+    assert np.isclose(np.linalg.norm(result.final_state_vector), 1)
+
+
+def test_textbook_teleportation_moves_the_message():
+    # As Cirq's teleportation example writes it: measurements, then the
+    # measured qubits as controls.
+    msg, alice, bob = cirq.LineQubit.range(3)
+    circuit = cirq.Circuit(
+        cirq.H(alice), cirq.CNOT(alice, bob), cirq.X(msg) ** 0.3, cirq.Y(msg) ** 0.6,
+        cirq.CNOT(msg, alice), cirq.H(msg), cirq.measure(msg, alice),
+        cirq.CNOT(alice, bob), cirq.CZ(msg, bob))
+    message = cirq.Circuit(cirq.X(msg) ** 0.3, cirq.Y(msg) ** 0.6)
+    expected = cirq.bloch_vector_from_state_vector(
+        cirq.Simulator().simulate(message).final_state_vector, 0)
+    for seed in range(4):
+        final = Simulator(seed=seed).simulate(circuit).final_state_vector
+        got = cirq.bloch_vector_from_state_vector(final.astype(np.complex128), 2)
+        assert np.allclose(got, expected, atol=1e-6)
