@@ -70,9 +70,8 @@ std::vector<SimulateResult> simulate_items(const std::vector<BatchItem>& items,
                                            const SimulateRequest& request,
                                            const EngineOptions& options) {
   std::vector<SimulateResult> out(items.size());
-  const bool expvals_only =
-      request.shots == 0 && !request.most_probable && !request.state && !request.probabilities &&
-      !request.leaves;
+  const bool expvals_only = request.shots == 0 && !request.most_probable && !request.state &&
+                            !request.probabilities && !request.leaves;
   if (expvals_only && uniform(items)) {
     const std::vector<std::vector<double>> e =
         expvals_many<R>(circuits_of(items), thetas_of(items), request.observables, options);
