@@ -153,34 +153,6 @@ nb::ndarray<nb::numpy, std::complex<double>> final_state(const BatchItem& item, 
   return to_numpy(std::move(out), {size});
 }
 
-// The branches of a dynamic program's walk: (classical record, probability,
-// shots, final state as complex128), exactly (shots = 0) or of `shots` shots.
-using Branch =
-    std::tuple<std::uint64_t, double, std::int64_t, nb::ndarray<nb::numpy, std::complex<double>>>;
-std::vector<Branch> branches(const Program& p, const std::vector<double>& values,
-                             std::int64_t shots, std::uint64_t seed, const Options& o) {
-  if (shots < 0) throw Error("shots: " + std::to_string(shots) + " is negative");
-  SimulateRequest req;
-  req.leaves = true;
-  req.shots = shots;
-  req.seed = seed;
-  const BatchItem item = item_of(p, values);
-  const Precision precision = precision_of(o);
-  const EngineOptions e = engine_of(o);
-  std::vector<DynamicLeaf> leaves;
-  {
-    nb::gil_scoped_release release;
-    leaves = std::move(simulate_batch({item}, req, precision, e)[0].leaves);
-  }
-  std::vector<Branch> out;
-  for (DynamicLeaf& leaf : leaves) {
-    const std::size_t size = leaf.state.size();
-    out.emplace_back(leaf.record, leaf.probability, leaf.shots,
-                     to_numpy(std::move(leaf.state), {size}));
-  }
-  return out;
-}
-
 // Dynamic runs' classical records over `shots` shots (each collapsing the
 // state at each measurement) for every item, each seeded with `seed`:
 // [item] -> [(record, count)].
@@ -262,6 +234,43 @@ std::vector<PauliSum> observables_on(int n, const std::vector<std::vector<TermSp
       throw Error("observable: names qubit " + std::to_string(s.min_qubits() - 1) +
                   ", a qubit beyond the circuit's " + std::to_string(n));
   return h;
+}
+
+// The branches of a dynamic program's walk: (classical record, probability,
+// shots, final state as complex128 (empty unless `states`), <H_k>,
+// probabilities (empty unless `probabilities`)), exactly (shots = 0) or of
+// `shots` shots.
+using Branch =
+    std::tuple<std::uint64_t, double, std::int64_t, nb::ndarray<nb::numpy, std::complex<double>>,
+               std::vector<double>, RealArray>;
+std::vector<Branch> branches(const Program& p, const std::vector<double>& values,
+                             std::int64_t shots, std::uint64_t seed, const Options& o,
+                             const std::vector<std::vector<TermSpec>>& obs, bool probabilities,
+                             bool states) {
+  if (shots < 0) throw Error("shots: " + std::to_string(shots) + " is negative");
+  SimulateRequest req;
+  req.leaves = true;
+  req.leaf_states = states;
+  req.observables = observables_on(p.circuit.num_qubits(), obs);
+  req.probabilities = probabilities;
+  req.shots = shots;
+  req.seed = seed;
+  const BatchItem item = item_of(p, values);
+  const Precision precision = precision_of(o);
+  const EngineOptions e = engine_of(o);
+  std::vector<DynamicLeaf> leaves;
+  {
+    nb::gil_scoped_release release;
+    leaves = std::move(simulate_batch({item}, req, precision, e)[0].leaves);
+  }
+  std::vector<Branch> out;
+  for (DynamicLeaf& leaf : leaves) {
+    const std::size_t size = leaf.state.size(), dim = leaf.probabilities.size();
+    out.emplace_back(leaf.record, leaf.probability, leaf.shots,
+                     to_numpy(std::move(leaf.state), {size}), std::move(leaf.expvals),
+                     to_numpy(std::move(leaf.probabilities), {dim}));
+  }
+  return out;
 }
 
 // <H_k> of an OpenQASM 2.0 / 3 program without inputs, read and run in this
@@ -555,10 +564,14 @@ NB_MODULE(_qmlsim, m) {
       "(<H_k>, sum_k cotangent[k] d<H_k>/d(parameter)): one adjoint backward pass.");
   m.def("branches", &branches, nb::arg("program"), nb::arg("values"), nb::arg("shots"),
         nb::arg("seed"), nb::arg("options"),
+        nb::arg("observables") = std::vector<std::vector<TermSpec>>{},
+        nb::arg("probabilities") = false, nb::arg("states") = true,
         "The branches of a dynamic program (mid-circuit measurements, resets, conditions): "
-        "[(classical record, probability, shots, final state)], every branch of probability "
-        "above 1e-14 when shots = 0 (up to options.max_branches), else the branches the shots "
-        "take (each shot collapsing the state as a device would; probability = its share).");
+        "[(classical record, probability, shots, final state, <H_k>, probabilities)], every "
+        "branch of probability above 1e-14 when shots = 0 (up to options.max_branches), else "
+        "the branches the shots take (each shot collapsing the state as a device would; "
+        "probability = its share). The state only with states=True, the probabilities of "
+        "every basis state only with probabilities=True.");
   m.def(
       "records",
       [](const Program& p, const std::vector<double>& values, std::int64_t shots,

@@ -280,8 +280,8 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
         for resolver, point in zip(resolvers, points):
             measurements = {}
             if prog.dynamic:  # one trajectory: its outcomes and final state
-                ((record, _, _, state),) = _qmlsim.branches(point, [], 1, self._seed(),
-                                                            options(self._options))
+                ((record, _, _, state, _, _),) = _qmlsim.branches(point, [], 1, self._seed(),
+                                                                  options(self._options))
                 for key, _, invert in prog.measurements:
                     measurements[str(key)] = prog.records(np.array([record]), str(key),
                                                           invert).reshape(-1)

@@ -197,6 +197,45 @@ def _mixture_statistic(m, branches, bits: dict, measure_state):
                       "density_matrix are")
 
 
+def _marginal(p: np.ndarray, wires, n: int) -> np.ndarray:
+    """Probabilities of `wires` (in their order) from those of all n wires
+    (wire 0 the most significant bit)."""
+    wires = list(wires) or list(range(n))
+    others = tuple(w for w in range(n) if w not in wires)
+    out = p.reshape((2,) * n).sum(axis=others) if others else p.reshape((2,) * n)
+    ordered = sorted(wires)
+    return out.transpose([ordered.index(w) for w in wires]).reshape(-1)
+
+
+def _engine_readout(circuit, n: int):
+    """(observables, probabilities wanted, measure function on a branch's
+    (expvals, probabilities)) when every measurement of wires is a Pauli-sum
+    expectation value or probs of wires, so the engine reads every branch out
+    itself; else None."""
+    terms, index, probabilities = [], {}, False
+    for m in circuit.measurements:
+        if m.mv is not None:
+            continue
+        if isinstance(m, ExpectationMP):
+            t = _pauli_terms(m.obs, n)
+            if t is None:
+                return None
+            index[id(m)] = len(terms)
+            terms.append(t)
+        elif type(m) is ProbabilityMP and m.obs is None:  # noqa: E721
+            probabilities = True
+        else:
+            return None
+
+    def measure_state(m, leaf):
+        expvals, probs = leaf
+        if isinstance(m, ExpectationMP):
+            return expvals[index[id(m)]]
+        return _marginal(np.asarray(probs), m.wires.labels, n)
+
+    return terms, probabilities, measure_state
+
+
 def _format_values(values):
     """A tape's expectation values as PennyLane returns them: a scalar for one
     measurement, else a tuple."""
@@ -431,16 +470,27 @@ class QmlsimQubit(Device):
         mcms = [op for op in circuit.operations if isinstance(op, MidMeasureMP)]
         shots = circuit.shots.total_shots if circuit.shots else 0
         seed = int(self._rng.integers(1 << 62))
-        branches = _qmlsim.branches(program, values, shots, seed, self._engine_options())
+        opts = self._engine_options()
         if shots:
+            branches = _qmlsim.branches(program, values, shots, seed, opts)
             return self._one_shot(circuit, n, branches, bits, mcms)
-        kept = [(r, w, s) for r, w, _, s in branches
+        readout = _engine_readout(circuit, n)
+        if readout is None:  # PennyLane's measurement code on every branch's state
+            branches = _qmlsim.branches(program, values, 0, seed, opts)
+            leaves = [(r, w, self._leaf_tensor(s, n)) for r, w, _, s, _, _ in branches]
+            measure_state = self._measure
+        else:  # Pauli-sum expectation values and probabilities read in C++
+            terms, probabilities, measure_state = readout
+            branches = _qmlsim.branches(program, values, 0, seed, opts, terms, probabilities,
+                                        False)
+            leaves = [(r, w, (e, p)) for r, w, _, _, e, p in branches]
+        kept = [(r, w, s) for r, w, s in leaves
                 if all(m.postselect is None or (r >> bits[_mcm_key(m)]) & 1 == m.postselect
                        for m in mcms)]
         total = sum(w for _, w, _ in kept)
         kept = [(r, w / total if total > 0 else np.nan, s) for r, w, s in kept]
-        kept = [(r, w, self._leaf_tensor(s, n)) for r, w, s in kept]
-        out = tuple(_mixture_statistic(m, kept, bits, self._measure) for m in circuit.measurements)
+        out = tuple(_mixture_statistic(m, kept, bits, measure_state)
+                    for m in circuit.measurements)
         return out[0] if len(out) == 1 else out
 
     def _one_shot(self, circuit, n, branches, bits, mcms):
@@ -449,7 +499,7 @@ class QmlsimQubit(Device):
         each branch's shots sampled from its final state, in a random order."""
         terminal = circuit.measurements[:len(circuit.measurements) - len(mcms)]
         per_shot = []
-        for record, _, count, state in branches:
+        for record, _, count, state, _, _ in branches:
             outcomes = tuple(np.int64((record >> bits[_mcm_key(m)]) & 1) for m in mcms)
             rows = [()] * count
             if terminal:

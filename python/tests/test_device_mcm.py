@@ -23,10 +23,12 @@ CONDITIONS = [
 ]
 
 
-def random_circuit(rng, n: int, mcms: int, postselect: bool = False, few: bool = False):
+def random_circuit(rng, n: int, mcms: int, postselect: bool = False, few: bool = False,
+                   engine_readout: bool = False):
     """A function of two angles: gates, `mcms` measurements (some resetting),
     conditioned gates, and analytic measurements of wires and of measurement
-    values (with `few`, the three that shots estimate)."""
+    values (with `few`, the three that shots estimate; with `engine_readout`,
+    only those the engine reads out itself: Pauli sums and probs of wires)."""
     steps = []
     count = 0
     while count < mcms:
@@ -63,6 +65,10 @@ def random_circuit(rng, n: int, mcms: int, postselect: bool = False, few: bool =
                     qml.RY(angle, w)
         if few:
             return qml.expval(qml.Z(0)), qml.probs(wires=list(range(n))), qml.expval(ms[0])
+        if engine_readout:
+            h = qml.Z(0) @ qml.X(n - 1) + 0.5 * qml.Y(0) if n > 1 else qml.Z(0) - qml.X(0)
+            return (qml.expval(h), qml.probs(wires=list(range(n))[::-1]), qml.expval(ms[0]),
+                    qml.probs(wires=[0]))
         return (qml.expval(qml.Z(0)), qml.probs(wires=list(range(n))), qml.expval(ms[0]),
                 qml.probs(op=ms[-1]), qml.var(ms[0] + 2 * ms[-1]), qml.var(qml.X(n - 1)))
 
@@ -77,10 +83,11 @@ def run(circuit, device, shots=None, **kwargs):
 
 
 @pytest.mark.parametrize("trial", range(12))
-def test_tree_traversal_agrees_with_default_qubit(trial):
+@pytest.mark.parametrize("engine_readout", [False, True])
+def test_tree_traversal_agrees_with_default_qubit(trial, engine_readout):
     rng = np.random.default_rng(trial)
     n, mcms = 1 + trial % 3, 1 + trial % 8
-    circuit = random_circuit(rng, n, mcms)
+    circuit = random_circuit(rng, n, mcms, engine_readout=engine_readout)
     ref = run(circuit, qml.device("default.qubit"), mcm_method="tree-traversal")
     for kwargs in ({"mcm_method": "tree-traversal"}, {}):  # {}: the device's choice
         got = run(circuit, qml.device("qmlsim.qubit", wires=n), **kwargs)

@@ -315,14 +315,14 @@ class Walker {
       out.probabilities[i] += weight * r.probabilities[i];
     out.record_probabilities[record] += weight;
     if (req_.leaves) {
-      DynamicLeaf l{record, weight, shots, {}};
-      if (plan_.density) {  // rho, row-major
+      DynamicLeaf l{record, weight, shots, {}, r.expvals, r.probabilities};
+      if (req_.leaf_states && plan_.density) {  // rho, row-major
         SimulateRequest as_matrix;
         as_matrix.state = true;
         SimulateResult rho;
         read_out_density_matrix(s, plan_.n, as_matrix, rho);
         l.state = std::move(rho.state);
-      } else {
+      } else if (req_.leaf_states) {
         l.state = s.to_vector();
       }
       out.leaves.push_back(std::move(l));

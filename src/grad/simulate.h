@@ -26,17 +26,20 @@ struct SimulateRequest {
   // Dynamic circuits on a state vector: the final state of every branch
   // walked (of the shot walk when shots > 0, then nothing is sampled).
   bool leaves = false;
+  bool leaf_states = true;  // with leaves: also each branch's final state
 };
 
 // One branch of a dynamic circuit's walk (grad/dynamic.h): its classical
 // record, probability (exact walk) or share of the shots (shot walk), its
-// shots, and its final state (normalised; on a density-matrix walk rho,
-// row-major: rho[r][c] at r 2^n + c).
+// shots, its <H_k> and probabilities (as requested), and its final state
+// (normalised; on a density-matrix walk rho, row-major: rho[r][c] at
+// r 2^n + c; empty unless leaf_states).
 struct DynamicLeaf {
   std::uint64_t record = 0;
   double probability = 0;
   std::int64_t shots = 0;
   std::vector<cplx> state;
+  std::vector<double> expvals, probabilities;
 };
 
 struct SimulateResult {
