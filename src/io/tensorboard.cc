@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/checkpoint.h"
 
 namespace qmlsim::io {
 namespace {
@@ -66,6 +67,79 @@ constexpr std::array<std::uint32_t, 256> make_crc_table() {
   return t;
 }
 constexpr std::array<std::uint32_t, 256> kCrcTable = make_crc_table();
+
+// Reads protocol-buffer fields; false at the end or on a malformed field.
+class ProtoReader {
+ public:
+  explicit ProtoReader(std::string_view b) : b_(b) {}
+  bool next(int& field, std::uint64_t& number, std::string_view& bytes) {
+    std::uint64_t key = 0;
+    if (!varint(key)) return false;
+    field = static_cast<int>(key >> 3);
+    switch (key & 7) {
+      case 0:
+        return varint(number);
+      case 1:
+        return skip(8);
+      case 5:
+        return skip(4);
+      case 2: {
+        std::uint64_t len = 0;
+        if (!varint(len) || len > b_.size() - at_) return false;
+        bytes = b_.substr(at_, len);
+        at_ += len;
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+ private:
+  bool varint(std::uint64_t& v) {
+    v = 0;
+    for (int shift = 0; shift < 64 && at_ < b_.size(); shift += 7) {
+      const auto c = static_cast<unsigned char>(b_[at_++]);
+      v |= static_cast<std::uint64_t>(c & 0x7f) << shift;
+      if (!(c & 0x80)) return true;
+    }
+    return false;
+  }
+  bool skip(std::size_t n) {
+    if (n > b_.size() - at_) return false;
+    at_ += n;
+    return true;
+  }
+  std::string_view b_;
+  std::size_t at_ = 0;
+};
+
+// The step and the first summary value's tag of an encoded Event ("" without one).
+std::pair<std::int64_t, std::string_view> step_and_tag(std::string_view event) {
+  ProtoReader e(event);
+  std::int64_t step = 0;
+  std::string_view tag;
+  int field = 0;
+  std::uint64_t number = 0;
+  std::string_view bytes;
+  while (e.next(field, number, bytes)) {
+    if (field == 2) step = static_cast<std::int64_t>(number);
+    if (field != 5) continue;
+    ProtoReader summary(bytes);
+    std::string_view value;
+    while (tag.empty() && summary.next(field, number, value)) {
+      if (field != 1) continue;
+      ProtoReader v(value);
+      std::string_view text;
+      while (v.next(field, number, text))
+        if (field == 1) {
+          tag = text;
+          break;
+        }
+    }
+  }
+  return {step, tag};
+}
 
 double wall_time() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -170,6 +244,35 @@ void EventWriter::histogram(const std::string& tag, std::int64_t step,
   Proto s;
   s.bytes_field(1, v.bytes);
   write_event(step, s.bytes);
+}
+
+void filter_events(const std::string& path,
+                   const std::function<bool(std::string_view tag, std::int64_t step)>& keep) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read TensorBoard event file");
+  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string kept;
+  for (std::size_t at = 0; data.size() - at >= 12;) {
+    std::uint64_t len = 0;
+    std::uint32_t len_crc = 0, data_crc = 0;
+    std::memcpy(&len, data.data() + at, 8);
+    std::memcpy(&len_crc, data.data() + at + 8, 4);
+    if (len_crc != masked_crc32c(std::string_view(data).substr(at, 8)) ||
+        len > data.size() - at - 16)
+      break;  // torn or corrupt: the rest is not TensorBoard's either
+    const std::string_view record = std::string_view(data).substr(at + 12, len);
+    std::memcpy(&data_crc, data.data() + at + 12 + len, 4);
+    if (data_crc != masked_crc32c(record)) break;
+    const auto [step, tag] = step_and_tag(record);
+    if (tag.empty() || keep(tag, step)) kept.append(data, at, 16 + len);
+    at += 16 + len;
+  }
+  write_atomically(path, [&](const std::string& tmp) {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << kept;
+    out.close();
+    if (!out) throw Error(tmp + ": cannot write: " + last_system_error());
+  });
 }
 
 }  // namespace qmlsim::io

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,5 +40,14 @@ class EventWriter {
   std::string path_;
   std::ofstream out_;
 };
+
+// Rewrites the event file at `path` (by way of a temporary file) keeping the
+// events whose summary value keep(tag, step) accepts, and those without one
+// (the file version); a torn or corrupt record ends the file (a kill while it
+// was written). A resumed run drops the events of the steps it redoes, which
+// TensorBoard would otherwise show twice. Throws Error if it cannot be read
+// or written.
+void filter_events(const std::string& path,
+                   const std::function<bool(std::string_view tag, std::int64_t step)>& keep);
 
 }  // namespace qmlsim::io

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <vector>
 
+#include "core/error.h"
+
 namespace qmlsim::io {
 namespace {
 
@@ -163,6 +165,45 @@ TEST(TensorBoard, HistogramsSkipNonFiniteValues) {
   EXPECT_EQ(as<double>(h.find(1)->second.bytes), 1.0);  // min
   EXPECT_EQ(as<double>(h.find(2)->second.bytes), 3.0);  // max
   EXPECT_EQ(as<double>(h.find(3)->second.bytes), 2.0);  // num
+  std::filesystem::remove_all(dir);
+}
+
+// A resumed run's rewrite: the events of redone steps and a torn last record
+// go, everything else stays, in order.
+TEST(TensorBoard, FilterKeepsWhatItIsToldAndDropsATornRecord) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("qmlsim_tb_filter_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::string path;
+  {
+    EventWriter w(dir.string());
+    path = w.path();
+    for (int step = 1; step <= 5; ++step) w.scalar("batch/loss", step, 0.1 * step);
+    w.scalar("epoch/loss", 1, 1.0);
+    w.histogram("params/w", 1, std::vector<double>{1, 2, 3});
+    w.scalar("epoch/loss", 2, 2.0);
+  }
+  std::ofstream(path, std::ios::binary | std::ios::app) << std::string("\x10\0\0\0\0", 5);
+  auto read = [&] {
+    std::vector<std::pair<std::string, std::int64_t>> seen;
+    filter_events(path, [&](std::string_view tag, std::int64_t step) {
+      seen.emplace_back(std::string(tag), step);
+      return true;
+    });
+    return seen;
+  };
+  EXPECT_EQ(read().size(), 8u);  // the torn record is gone
+  filter_events(path, [](std::string_view tag, std::int64_t step) {
+    return tag.rfind("batch/", 0) == 0 ? step <= 3 : step <= 1;
+  });
+  const std::vector<std::pair<std::string, std::int64_t>> want = {
+      {"batch/loss", 1}, {"batch/loss", 2}, {"batch/loss", 3}, {"epoch/loss", 1}, {"params/w", 1}};
+  EXPECT_EQ(read(), want);
+  std::ifstream in(path, std::ios::binary);
+  char version[64] = {};
+  in.read(version, sizeof version);
+  EXPECT_NE(std::string(version, sizeof version).find("brain.Event:2"), std::string::npos);
+  EXPECT_THROW(filter_events((dir / "missing").string(), nullptr), Error);
   std::filesystem::remove_all(dir);
 }
 

@@ -1,6 +1,8 @@
 #include "train/outputs.h"
 
+#include <filesystem>
 #include <sstream>
+#include <string>
 
 #include "core/json.h"
 
@@ -17,6 +19,18 @@ std::string record(const Metrics& fields, const char* type, std::int64_t epoch, 
   return os.str();
 }
 
+// The earlier sessions' TensorBoard events of the steps and epochs a resumed
+// run redoes (a killed session may have written past its last checkpoint), as
+// metrics.jsonl drops its rows.
+void drop_redone_events(const std::string& dir, std::int64_t step, std::int64_t epochs_done) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("events.out.tfevents.", 0) != 0) continue;
+    io::filter_events(entry.path().string(), [&](std::string_view tag, std::int64_t s) {
+      return tag.rfind("batch/", 0) == 0 ? s <= step : s <= epochs_done;
+    });
+  }
+}
+
 }  // namespace
 
 RunOutputs::RunOutputs(const comm::Comm& world, const RunDir* dir, bool resumed, std::int64_t step,
@@ -24,6 +38,7 @@ RunOutputs::RunOutputs(const comm::Comm& world, const RunDir* dir, bool resumed,
     : world_(world), dir_(dir) {
   if (dir_) {
     log_.emplace(dir_->file("metrics.jsonl"), resumed, step, epochs_done);
+    if (resumed) drop_redone_events(dir_->path(), step, epochs_done);
     events_.emplace(dir_->path());
   }
   if (trace) {
