@@ -198,3 +198,24 @@ def test_mixed_device_one_shot_agrees_statistically():
     p = np.asarray(exact[1])
     assert np.all(np.abs(got[1] - p) < 5 * np.sqrt(p * (1 - p) / shots) + 1e-12)
     assert abs(got[2] - exact[2]) < 5 * np.sqrt(exact[2] * (1 - exact[2]) / shots)
+
+
+@pytest.mark.parametrize("method", ["tree-traversal", "deferred"])
+def test_gradients_where_pennylane_defines_them(method):
+    """Parameter shift through the branch walk (tree-traversal), the adjoint
+    through PennyLane's deferral: both against default.qubit's parameter shift."""
+    from pennylane import numpy as pnp
+
+    def circuit(x):
+        qml.RX(x, 0)
+        qml.CNOT([0, 1])
+        m = qml.measure(0)
+        qml.cond(m, qml.RY)(0.5 * x, 1)
+        return qml.expval(qml.Z(1))
+
+    x = pnp.array(0.7, requires_grad=True)
+    ref = qml.grad(qml.QNode(circuit, qml.device("default.qubit"), mcm_method=method,
+                             diff_method="parameter-shift"))(x)
+    got = qml.grad(qml.QNode(circuit, qml.device("qmlsim.qubit", wires=3), mcm_method=method,
+                             diff_method="best"))(x)
+    assert np.isclose(got, ref, atol=1e-7)
