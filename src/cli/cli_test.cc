@@ -214,6 +214,7 @@ TEST(Cli, BadEnvironmentSettingsAreErrors) {
                                                         {"QMLSIM_STREAMING_STORES", "on"},
                                                         {"QMLSIM_PROGRESS", "fancy"},
                                                         {"QMLSIM_CHUNK_KIB", "1"},
+                                                        {"QMLSIM_KERNEL_FORM", "zigzag"},
                                                         {"OMP_NUM_THREADS", "100000"}}) {
     ::setenv(name.c_str(), value.c_str(), 1);
     const Result r = run("run " + bell + " --observable Z0");

@@ -90,6 +90,7 @@ void check_environment() {
   qmlsim::train::stdout_is_terminal();              // QMLSIM_PROGRESS
   qmlsim::cpu::StateVector<double>::chunk_bytes();  // QMLSIM_CHUNK_KIB
   qmlsim::cpu::best_kernels();                      // QMLSIM_KERNELS
+  qmlsim::cpu::kernel_form_forced();                // QMLSIM_KERNEL_FORM
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/types.h"
@@ -38,6 +39,33 @@ struct SignDiagonal {
   std::uint64_t partners[kMaxQubits] = {};
   bool negate = false;
 };
+
+// Kernel forms. On states that stream from memory, a dense gate whose targets
+// all lie above the SIMD lanes, and a diagonal gate whose wires above the lanes
+// leave runs of 64 vectors or more, have several forms: walks of the state in
+// different orders that compute the same amplitudes, bit for bit. Which one is
+// fastest depends on the memory system (docs/design/kernel-forms.md), so each
+// class (kernel set, precision, kind, qubit count) is calibrated on its first
+// calls: its forms run in turn, kFormTrials times each, timed, and the one with
+// the least time of its trials runs from then on, for the rest of the process.
+// QMLSIM_KERNEL_FORM=<form> (lockstep, tiled2, tiled4, tiled8, sequential)
+// forces that form in every class that has it, on states of any size.
+struct FormSlot;  // one class's calibration (kernels.cc)
+inline constexpr int kMaxForms = 4;
+inline constexpr int kFormTrials = 3;
+// The slot of a class, created on first use: kind 0 for diagonal gates, k >= 1
+// for dense gates with k targets above the lanes; names[0..count) its forms.
+// Throws Error for a QMLSIM_KERNEL_FORM that names no form.
+FormSlot* form_slot(const char* isa, int vector_bytes, int real_bytes, int kind, int n,
+                    const char* const* names, int count);
+int form_to_run(FormSlot* slot);  // the chosen (or forced) form, else the next to time
+void form_report(FormSlot* slot, int form, double seconds);
+const char* form_name(const FormSlot* slot);  // the chosen form's name, or "calibrating"
+double form_clock();                          // seconds on a steady clock
+// Forces a form as QMLSIM_KERNEL_FORM does ("" for none: calibrate) for gates
+// run from now on; returns the previous setting. Throws Error for an unknown form.
+std::string force_kernel_form(const std::string& form);
+bool kernel_form_forced();  // a form is forced: every state size offers forms
 
 // Gates are prepared once (coefficient tables for this instruction set) and
 // then run on any number of states of the qubit count given at preparation.
@@ -95,6 +123,10 @@ struct KernelSet {
   // on both of its states at once.
   void (*apply_signs_f32)(const SignDiagonal& d, float* a, float* b, int n);
   void (*apply_signs_f64)(const SignDiagonal& d, double* a, double* b, int n);
+  // The kernel form of a prepared list's first gate (form_name of its class),
+  // or null where its class has a single form.
+  const char* (*form_f32)(const void* prepared);
+  const char* (*form_f64)(const void* prepared);
 };
 inline constexpr int kMaxAdjointDim = 16;
 inline constexpr int kMaxDiagonalRun = 32;
@@ -144,6 +176,13 @@ class PreparedGates {
       return k.adjoint_diagonal_run_f32(p, count, bra, ket, out, write_back);
     else
       return k.adjoint_diagonal_run_f64(p, count, bra, ket, out, write_back);
+  }
+  // KernelSet::form_f32/f64.
+  const char* form() const {
+    if constexpr (sizeof(R) == 4)
+      return k_->form_f32(p_);
+    else
+      return k_->form_f64(p_);
   }
   // KernelSet::adjoint_step for a list of one gate.
   bool adjoint_step(R* bra, R* ket, double* out, bool write_back = true,

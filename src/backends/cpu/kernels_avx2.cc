@@ -13,6 +13,7 @@
 
 namespace qmlsim::cpu::avx2 {
 namespace {
+constexpr char kIsa[] = "avx2";  // kernel forms' class key (kernels.h)
 // In this order: each part uses the ones before it.
 // clang-format off
 #include "backends/cpu/kernels_impl.inc"

@@ -13,6 +13,7 @@
 
 namespace qmlsim::cpu::portable {
 namespace {
+constexpr char kIsa[] = "portable";  // kernel forms' class key (kernels.h)
 // In this order: each part uses the ones before it.
 // clang-format off
 #include "backends/cpu/kernels_impl.inc"

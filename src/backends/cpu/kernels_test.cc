@@ -8,6 +8,8 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <string>
+#include <utility>
 
 #include "backends/cpu/statevector.h"
 #include "core/bits.h"
@@ -509,6 +511,79 @@ void check_large_states(const KernelSet* ks) {
 
 TEST_P(KernelSets, LargeStatesEqualTheReferenceC64) { check_large_states<float>(GetParam()); }
 TEST_P(KernelSets, LargeStatesEqualTheReferenceC128) { check_large_states<double>(GetParam()); }
+
+// Kernel forms (kernels.h), each forced in turn: every form equals the
+// reference, and the other forms bit for bit, on dense gates whose targets all
+// lie above the lanes (one to four, anywhere up to the top qubit, with and
+// without a control) and on diagonal gates with long runs (wires far above the
+// lanes, one in the lanes, controls).
+template <class R>
+void check_kernel_forms(const KernelSet* ks) {
+  std::mt19937_64 rng(31);
+  const int n = 15;  // above the parallel threshold: two threads split the walk
+  const int lanes = std::countr_zero(static_cast<unsigned>(ks->vector_bytes) / (2 * sizeof(R)));
+  const State psi = testing::random_state(n, rng);
+  std::vector<BoundGate> gates;
+  for (int k = 1; k <= 4; ++k)
+    for (int trial = 0; trial < 6; ++trial) {
+      std::vector<int> high(n - lanes);
+      std::iota(high.begin(), high.end(), lanes);
+      if (trial > 0)
+        std::shuffle(high.begin(), high.end(), rng);  // trial 0: the top k
+      else
+        std::reverse(high.begin(), high.end());
+      BoundGate g;
+      g.targets.assign(high.begin(), high.begin() + k);
+      std::sort(g.targets.begin(), g.targets.end());
+      g.matrix = testing::random_unitary(k, rng);
+      if (trial % 2)  // a control above the lanes or in them
+        g.controls = {trial % 4 == 1 || lanes == 0 ? high[k] : static_cast<int>(rng() % lanes)};
+      gates.push_back(g);
+    }
+  const int far = lanes + 6;  // runs of 2^6 vectors
+  for (const auto& [targets, controls] :
+       std::vector<std::pair<std::vector<int>, std::vector<int>>>{{{n - 1}, {}},
+                                                                  {{0, n - 1}, {}},
+                                                                  {{far, n - 2}, {}},
+                                                                  {{far, n - 3, n - 1}, {}},
+                                                                  {{n - 1}, {far}},
+                                                                  {{1, far + 1}, {n - 1}},
+                                                                  {{n - 2}, {0}}}) {
+    BoundGate g;
+    g.targets = targets;
+    g.controls = controls;
+    g.diagonal = true;
+    for (std::size_t i = 0; i < (std::size_t{1} << targets.size()); ++i)
+      g.matrix.push_back(std::polar(1.0, 0.37 * static_cast<double>(i + 1)));
+    gates.push_back(g);
+  }
+  for (const BoundGate& g : gates) {
+    State want = psi;
+    apply_reference(g, want.data(), n);
+    State first;
+    for (const char* form : {"lockstep", "tiled2", "tiled4", "tiled8", "sequential"}) {
+      const std::string before = force_kernel_form(form);
+      StateVector<R> sv(n, 2, ks);
+      sv.set_chunk_qubits(0);
+      sv.set_amplitudes(psi);
+      sv.apply(g);
+      force_kernel_form(before);
+      const State got = sv.to_vector();
+      ASSERT_LT(testing::max_abs_diff(got, want), tol<R>()) << ks->name << " " << form;
+      if (first.empty()) first = got;
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got[i], first[i]) << ks->name << " " << form << " amplitude " << i;
+    }
+  }
+}
+
+TEST_P(KernelSets, KernelFormsEqualTheReferenceC64) { check_kernel_forms<float>(GetParam()); }
+TEST_P(KernelSets, KernelFormsEqualTheReferenceC128) { check_kernel_forms<double>(GetParam()); }
+
+TEST(Kernels, UnknownKernelFormIsRefused) {
+  EXPECT_THROW(force_kernel_form("zigzag"), Error);
+  EXPECT_FALSE(kernel_form_forced());
+}
 
 // Sign diagonals against their gates: a random quadratic form (CZ on random
 // pairs, Z on random qubits, an overall sign) applied to two states in one pass
