@@ -269,6 +269,52 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
         for v in values:
             yield [float(x) for x in v]
 
+    # -- cirq.SimulatesIntermediateState's entry point
+    def simulate_moment_steps(self, circuit, param_resolver=None,
+                              qubit_order=cirq.QubitOrder.DEFAULT, initial_state=None):
+        """A step result per moment, as ``cirq.Simulator`` yields them
+        (``cirq.SparseSimulatorStep``: ``state_vector``, ``measurements`` so
+        far, ``sample``, ``dirac_notation``, ``density_matrix``,
+        ``bloch_vector_of``). Each moment runs on the engine from the state
+        the step before left; its measurements sample and collapse that state,
+        and classical controls read the outcomes recorded so far. An empty
+        circuit gives one step: the initial state."""
+        resolved = cirq.resolve_parameters(circuit, cirq.ParamResolver(param_resolver))
+        unresolved = sorted(str(s) for s in cirq.parameter_names(resolved))
+        if unresolved:
+            raise ValueError(f"qmlsim.cirq: symbols without values: {', '.join(unresolved)}")
+        qubits = cirq.QubitOrder.as_qubit_order(qubit_order).order_for(circuit.all_qubits())
+        state = cirq.to_valid_state_vector(0 if initial_state is None else initial_state,
+                                           len(qubits), dtype=self._dtype)
+        records = cirq.ClassicalDataDictionaryStore()
+
+        def step():
+            sim_state = cirq.StateVectorSimulationState(
+                qubits=qubits, initial_state=state, dtype=self._dtype,
+                classical_data=records.copy())
+            return cirq.SparseSimulatorStep(sim_state=sim_state, dtype=self._dtype)
+
+        if len(resolved) == 0:
+            yield step()
+            return
+        for moment in resolved:
+            ops = []
+            for op in moment:
+                if isinstance(op, cirq.ClassicallyControlledOperation):
+                    if not all(c.resolve(records) for c in op.classical_controls):
+                        continue
+                    op = op.without_classical_controls()
+                ops.append(op)
+            result = self.simulate(cirq.Circuit(cirq.Moment(ops)), qubit_order=list(qubits),
+                                   initial_state=state)
+            state = result.final_state_vector
+            for op in ops:
+                if cirq.is_measurement(op):
+                    key = cirq.measurement_key_obj(op)
+                    bits = [int(b) for b in result.measurements[str(key)]]
+                    records.record_measurement(key, bits, op.qubits)
+            yield step()
+
     # -- cirq.SimulatesFinalState
     def simulate_sweep_iter(self, program, params, qubit_order=cirq.QubitOrder.DEFAULT,
                             initial_state=None):

@@ -484,8 +484,14 @@ def _check_backend(backend) -> bool:
 
 # -- input handling as TFQ's layers do it
 
-def _circuit_tensor(inputs):
+def _circuit_tensor(inputs, symbol_values=None):
+    """The circuits as a string tensor [batch]. One cirq.Circuit is broadcast
+    over the rows of symbol_values, as TFQ's layers do (a tensor of one
+    circuit is not: TFQ refuses its shapes too)."""
     if isinstance(inputs, cirq.Circuit):
+        if symbol_values is not None:
+            rows = tf.shape(tf.convert_to_tensor(symbol_values, dtype=tf.float32))[0]
+            return tf.tile(convert_to_tensor([inputs]), [rows])
         inputs = [inputs]
     if isinstance(inputs, (list, tuple)) and inputs and isinstance(inputs[0], cirq.Circuit):
         return convert_to_tensor(list(inputs))
@@ -547,7 +553,7 @@ class _ExpectationLayer(tf.keras.layers.Layer):
         them; the layer's own weights stand in for missing symbol_values."""
         if operators is None:
             raise ValueError(f"qmlsim.tfq: {self._layer_name} needs operators")
-        circuits = _circuit_tensor(inputs)
+        circuits = _circuit_tensor(inputs, symbol_values)
         batch = tf.shape(circuits)[0]
         names = _symbol_names(symbol_names)
         if symbol_values is None:
@@ -756,7 +762,7 @@ class _State(tf.keras.layers.Layer):
             raise ValueError("qmlsim.tfq: State runs on qmlsim's engine only")
 
     def call(self, inputs, *, symbol_names=None, symbol_values=None):
-        circuits = _circuit_tensor(inputs)
+        circuits = _circuit_tensor(inputs, symbol_values)
         names = _symbol_names(symbol_names)
         if symbol_values is None:
             symbol_values = tf.zeros([tf.shape(circuits)[0], tf.shape(names)[0]])
@@ -818,7 +824,7 @@ class _Sample(tf.keras.layers.Layer):
 
     def call(self, inputs, *, symbol_names=None, symbol_values=None, repetitions=None):
         reps = _repetitions(repetitions)
-        circuits = _circuit_tensor(inputs)
+        circuits = _circuit_tensor(inputs, symbol_values)
         names = _symbol_names(symbol_names)
         batch = tf.shape(circuits)[0]
         if symbol_values is None:

@@ -247,3 +247,44 @@ def test_textbook_teleportation_moves_the_message():
         final = Simulator(seed=seed).simulate(circuit).final_state_vector
         got = cirq.bloch_vector_from_state_vector(final.astype(np.complex128), 2)
         assert np.allclose(got, expected, atol=1e-6)
+
+
+def test_moment_steps_match_cirq():
+    # Cirq's simulation guide steps through a circuit moment by moment.
+    rng = np.random.default_rng(11)
+    qubits = cirq.LineQubit.range(4)
+    circuit = cirq.resolve_parameters(random_circuit(rng, qubits, 30), {"a": 0.4, "b": -1.1})
+    ours = [s.state_vector(copy=True) for s in Simulator().simulate_moment_steps(
+        circuit, initial_state=5)]
+    ref = [s.state_vector(copy=True) for s in cirq.Simulator(dtype=np.complex128)
+           .simulate_moment_steps(circuit, initial_state=5)]
+    assert len(ours) == len(ref) == len(circuit)
+    for a, b in zip(ours, ref):
+        assert np.allclose(a, b, atol=1e-10)
+    # symbols resolved per call; an empty circuit is one step, the initial state
+    steps = list(Simulator().simulate_moment_steps(cirq.Circuit(cirq.rx(A).on(qubits[0])),
+                                                   {"a": 0.5}))
+    want = cirq.final_state_vector(cirq.Circuit(cirq.rx(0.5).on(qubits[0])))
+    assert np.allclose(steps[0].state_vector(), want, atol=1e-7)
+    (empty,) = Simulator().simulate_moment_steps(cirq.Circuit(), qubit_order=qubits[:2],
+                                                 initial_state=2)
+    assert np.allclose(empty.state_vector(), [0, 0, 1, 0])
+    with pytest.raises(ValueError, match="symbols without values: a"):
+        list(Simulator().simulate_moment_steps(cirq.Circuit(cirq.rx(A).on(qubits[0]))))
+
+
+def test_moment_steps_measure_collapse_and_feed_forward():
+    q = cirq.LineQubit.range(3)
+    circuit = cirq.Circuit(cirq.H(q[0]), cirq.CNOT(q[0], q[1]), cirq.measure(q[0], key="m"),
+                           cirq.X(q[2]).with_classical_controls("m"))
+    seen = set()
+    for seed in range(12):
+        steps = list(Simulator(seed=seed).simulate_moment_steps(circuit))
+        assert steps[1].measurements == {}
+        m = steps[2].measurements["m"][0]
+        seen.add(m)
+        assert steps[3].measurements == {"m": [m]}
+        # after the measurement both measured and entangled qubits read m; q2 follows it
+        assert steps[3].sample(q, repetitions=5).tolist() == [[m, m, m]] * 5
+        assert np.isclose(abs(steps[3].state_vector()[m * 0b111]), 1)
+    assert seen == {0, 1}

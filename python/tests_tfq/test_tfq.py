@@ -342,3 +342,37 @@ def test_noisy_backend_and_noisy_pqc_are_exact_where_tfq_estimates():
     shots = qtfq.noise.samples(full, names, values, 20000).to_list()[0]
     parity = np.mean([(-1) ** (s[0] + s[1]) for s in shots])
     assert abs(parity - want[0]) < 5 / np.sqrt(20000)
+
+
+def test_hello_many_worlds_broadcasts_one_circuit_over_a_batch():
+    """TFQ's first tutorial (hello_many_worlds, section 2): one circuit and one
+    operator (or a list of them) over five rows of symbol values, values and
+    gradients as TFQ gives them; State and Sample broadcast the same way."""
+    a, b = sympy.symbols("a b")
+    q0, q1 = cirq.GridQubit.rect(1, 2)
+    circuit = cirq.Circuit(cirq.rx(a).on(q0), cirq.ry(b).on(q1), cirq.CNOT(q0, q1))
+    z0, x1 = cirq.Z(q0), cirq.X(q1)
+    batch_vals = np.array(np.random.default_rng(3).uniform(0, 2 * np.pi, (5, 2)),
+                          dtype=np.float32)
+    for ops in (z0, [z0, 0.5 * x1 + z0]):
+        ours = qtfq.layers.Expectation()(circuit, symbol_names=[a, b],
+                                         symbol_values=batch_vals, operators=ops)
+        theirs = tfq.layers.Expectation()(circuit, symbol_names=[a, b],
+                                          symbol_values=batch_vals, operators=ops)
+        assert ours.shape == theirs.shape
+        assert np.allclose(ours.numpy(), theirs.numpy(), atol=1e-5)
+    values = tf.Variable(batch_vals)
+    grads = []
+    for layer in (qtfq.layers.Expectation(), tfq.layers.Expectation()):
+        with tf.GradientTape() as tape:
+            out = layer(circuit, symbol_names=[a, b], symbol_values=values,
+                        operators=[z0, x1])
+        grads.append(tape.gradient(out, values).numpy())
+    assert np.allclose(grads[0], grads[1], atol=1e-3)  # TFQ's adjoint runs in float32
+    states = qtfq.layers.State()(circuit, symbol_names=[a, b], symbol_values=batch_vals)
+    assert states.shape[0] == 5
+    want = tfq.layers.State()(circuit, symbol_names=[a, b], symbol_values=batch_vals)
+    assert np.allclose(states.to_tensor().numpy(), want.to_tensor().numpy(), atol=1e-5)
+    samples = qtfq.layers.Sample()(circuit, symbol_names=[a, b], symbol_values=batch_vals,
+                                   repetitions=4)
+    assert samples.to_tensor().shape == (5, 4, 2)
