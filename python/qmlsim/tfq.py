@@ -16,9 +16,12 @@ What is here, with TFQ 0.7.6's argument names and defaults:
   across circuits for small states). Gradients with respect to symbol values
   by the C++ adjoint method: one batched vector-Jacobian product on the
   backward pass (one forward and one backward sweep per circuit), chained
-  through each gate's ``sympy`` exponent. ``differentiator`` is accepted and
-  ignored (the adjoint is exact); backends other than ``'noiseless'`` and
-  ``'noisy'`` are a ``ValueError``.
+  through each gate's ``sympy`` exponent, also under ``differentiator=``
+  ``Adjoint()`` or ``ParameterShift()``; the finite-difference
+  differentiators and a user's own ``Differentiator`` run as TFQ runs them
+  (``differentiators``). Backends other than ``'noiseless'`` and ``'noisy'``
+  (and, for the ops, a Cirq simulator, whose noise model is applied) are a
+  ``ValueError``.
 - Noise: Cirq channels (``cirq.depolarize``, ``amplitude_damp``, ...,
   ``circuit.with_noise``) run exactly on the density matrix under either
   backend. ``backend='noisy'`` (which needs ``repetitions``, as TFQ's) and
@@ -62,10 +65,12 @@ import sympy
 import tensorflow as tf
 
 from . import _qmlsim
+from . import _tfq_differentiators as differentiators
 from ._cirq_ops import evaluate, observable_terms, steps
 from ._program import Op, Param, Program, engine_options, options
 
-__all__ = ["convert_to_tensor", "from_tensor", "layers", "get_expectation_op"]
+__all__ = ["convert_to_tensor", "from_tensor", "layers", "get_expectation_op",
+           "get_sampled_expectation_op", "differentiators", "noise"]
 
 _WHO = "qmlsim.tfq: "
 _lock = threading.Lock()
@@ -455,11 +460,117 @@ def _expectation(circuits, symbol_names, symbol_values, operators):
                                   operators)
 
 
-def get_expectation_op(backend=None, **_):
-    """TFQ's ``get_expectation_op``: a callable (circuits, symbol_names,
-    symbol_values, pauli_sums) -> [batch, n_ops], differentiable in the values."""
-    _check_backend(backend if backend is not None else "noiseless")
-    return _expectation
+def _backend_noise(backend):
+    """The noise model of a Cirq simulator given as a backend (None without
+    one); checks the backend as TFQ's ops take it: None, 'noiseless',
+    'noisy', or a cirq.Simulator / cirq.DensityMatrixSimulator."""
+    if isinstance(backend, (cirq.Simulator, cirq.DensityMatrixSimulator)):
+        noise = backend.noise
+        return None if noise is cirq.NO_NOISE or noise == cirq.NO_NOISE else noise
+    _check_backend(backend)
+    return None
+
+
+_noisy_texts = collections.OrderedDict()  # (serialized circuit, noise model id) -> noisy text
+
+
+def _with_noise(programs, noise):
+    """The serialized circuits with the backend's noise model applied (Cirq's
+    with_noise), as the Cirq simulator would run them."""
+    out = []
+    for text in programs:
+        key = (bytes(text), id(noise))
+        with _lock:
+            hit = _noisy_texts.get(key)
+        if hit is None:
+            hit = _serialize(_parse(text).with_noise(noise)).encode()
+            with _lock:
+                _noisy_texts[key] = hit
+                if len(_noisy_texts) > 4096:
+                    _noisy_texts.popitem(last=False)
+        out.append(hit)
+    return np.array(out, dtype=object)
+
+
+def _expectation_ops(noise):
+    """TFQ's op signatures over the engine: (analytic op, sampled op), each
+    with ``_qmlsim_vjp``, the engine's exact VJP, for the Adjoint and
+    ParameterShift differentiators."""
+
+    def prepare(programs):
+        programs = tf.convert_to_tensor(programs, dtype=tf.string)
+        if noise is None:
+            return programs
+        out = tf.numpy_function(lambda p: _with_noise(p, noise), [programs], tf.string,
+                                stateful=False)
+        out.set_shape(programs.shape)
+        return out
+
+    def expectation(programs, symbol_names, symbol_values, pauli_sums):
+        return _expectation(prepare(programs), _symbol_names(symbol_names), symbol_values,
+                            tf.convert_to_tensor(pauli_sums, dtype=tf.string))
+
+    def sampled_expectation(programs, symbol_names, symbol_values, pauli_sums, num_samples):
+        return _sampled_expectation(prepare(programs), _symbol_names(symbol_names),
+                                    symbol_values,
+                                    tf.convert_to_tensor(pauli_sums, dtype=tf.string),
+                                    num_samples)
+
+    def vjp(programs, symbol_names, symbol_values, pauli_sums, grad):
+        values = tf.cast(symbol_values, tf.float32)
+        g = tf.numpy_function(_backward, [prepare(programs), _symbol_names(symbol_names),
+                                          values, pauli_sums, grad], tf.float32, stateful=False)
+        g.set_shape(values.shape)
+        return g
+
+    expectation._qmlsim_vjp = vjp
+    sampled_expectation._qmlsim_vjp = vjp
+    return expectation, sampled_expectation
+
+
+def get_expectation_op(backend=None, *, quantum_concurrency=True):
+    """TFQ's ``get_expectation_op``: a callable (programs, symbol_names,
+    symbol_values, pauli_sums) -> [batch, n_ops], differentiable in the values
+    by the adjoint. A Cirq simulator as backend adds its noise model (exact
+    values on the density matrix)."""
+    del quantum_concurrency
+    return _expectation_ops(_backend_noise(backend))[0]
+
+
+def get_sampled_expectation_op(backend=None, *, quantum_concurrency=True):
+    """TFQ's ``get_sampled_expectation_op``: (programs, symbol_names,
+    symbol_values, pauli_sums, num_samples) -> [batch, n_ops], each Pauli term
+    from num_samples[b][k] shots, differentiable by the exact adjoint."""
+    del quantum_concurrency
+    return _expectation_ops(_backend_noise(backend))[1]
+
+
+def _layer_op(differentiator, sampled, who):
+    """What a layer runs: (circuits, names, values, ops[, repetitions]). None,
+    Adjoint and ParameterShift: the engine's ops and exact gradient; any other
+    differentiator is attached to them as TFQ's layers attach it."""
+    if differentiator is None or type(differentiator) in (differentiators.Adjoint,
+                                                          differentiators.ParameterShift):
+        if sampled and isinstance(differentiator, differentiators.Adjoint):
+            raise ValueError(f"{who}: the Adjoint differentiator does not take sampled "
+                             "expectation values")
+        return _sampled_expectation if sampled else _expectation
+    if not isinstance(differentiator, differentiators.Differentiator):
+        raise TypeError(f"{who}: differentiator must inherit from "
+                        "tfq.differentiators.Differentiator")
+    analytic_op, sampled_op = _expectation_ops(None)
+    if not sampled:
+        return differentiator.generate_differentiable_op(analytic_op=analytic_op)
+    op = differentiator.generate_differentiable_op(sampled_op=sampled_op)
+
+    def run(circuits, names, values, ops, repetitions):
+        if isinstance(repetitions, (int, np.integer)):
+            reps = tf.fill(tf.shape(ops), _repetitions(repetitions))
+        else:
+            reps = tf.cast(tf.broadcast_to(repetitions, tf.shape(ops)), tf.int64)
+        return op(circuits, names, values, ops, reps)
+
+    return run
 
 
 def _check_repetitions(repetitions):
@@ -547,6 +658,7 @@ class _ExpectationLayer(tf.keras.layers.Layer):
         super().__init__(**kwargs)
         self._noisy = _check_backend(backend)
         self._values = None
+        self._op = _layer_op(differentiator, self._sampled, self._layer_name)
 
     def _op_inputs(self, inputs, symbol_names, symbol_values, operators, initializer):
         """(circuits, symbol names, symbol values, operators) as the ops take
@@ -570,6 +682,7 @@ class _Expectation(_ExpectationLayer):
     symbol_values=None, operators=None, repetitions=None, initializer=...)."""
 
     _layer_name = "Expectation"
+    _sampled = False
 
     def call(self, inputs, *, symbol_names=None, symbol_values=None, operators=None,
              repetitions=None, initializer=tf.keras.initializers.RandomUniform(0, 2 * np.pi)):
@@ -581,8 +694,8 @@ class _Expectation(_ExpectationLayer):
                                "number of trajectory repetitions must be provided in the layer "
                                "call method.")
         # backend='noisy': the exact value that TFQ's `repetitions` trajectories estimate.
-        return _expectation(*self._op_inputs(inputs, symbol_names, symbol_values, operators,
-                                             initializer))
+        return self._op(*self._op_inputs(inputs, symbol_names, symbol_values, operators,
+                                         initializer))
 
 
 class _AddCircuit(tf.keras.layers.Layer):
@@ -620,13 +733,14 @@ def _noisy_setup(repetitions, sample_based):
     return repetitions if sample_based else None
 
 
-def _model_setup(layer, model_circuit, operators, repetitions, backend):
+def _model_setup(layer, model_circuit, operators, repetitions, backend, differentiator):
     """What PQC and ControlledPQC keep of their model circuit: its sorted
-    symbols, the circuit and operators as tensors, the repetitions."""
+    symbols, the circuit and operators as tensors, the repetitions, the op."""
     if not isinstance(model_circuit, cirq.Circuit):
         raise TypeError(f"model_circuit must be a cirq.Circuit object. Given: {model_circuit}")
     _check_backend(backend)
     layer._repetitions = _check_repetitions(repetitions)
+    layer._op = _layer_op(differentiator, layer._repetitions is not None, type(layer).__name__[1:])
     layer._symbols_list = sorted(cirq.parameter_symbols(model_circuit), key=str)
     layer._symbols = tf.constant([str(s) for s in layer._symbols_list], dtype=tf.string)
     layer._circuit = convert_to_tensor([model_circuit])
@@ -642,7 +756,7 @@ class _PQC(tf.keras.layers.Layer):
                  differentiator=None, initializer=tf.keras.initializers.RandomUniform(0, 2 * np.pi),
                  regularizer=None, constraint=None, **kwargs):
         super().__init__(**kwargs)
-        _model_setup(self, model_circuit, operators, repetitions, backend)
+        _model_setup(self, model_circuit, operators, repetitions, backend, differentiator)
         if not self._symbols_list:
             raise ValueError("model_circuit has no sympy.Symbols. Please provide a circuit that "
                              "contains symbols so that their values can be trained.")
@@ -668,8 +782,8 @@ class _PQC(tf.keras.layers.Layer):
         values = tf.tile([self.parameters], [batch, 1])
         ops = tf.tile(self._operators, [batch, 1])
         if self._repetitions is not None:
-            return _sampled_expectation(circuits, self._symbols, values, ops, self._repetitions)
-        return _expectation(circuits, self._symbols, values, ops)
+            return self._op(circuits, self._symbols, values, ops, self._repetitions)
+        return self._op(circuits, self._symbols, values, ops)
 
 
 class _ControlledPQC(tf.keras.layers.Layer):
@@ -679,7 +793,7 @@ class _ControlledPQC(tf.keras.layers.Layer):
     def __init__(self, model_circuit, operators, *, repetitions=None, backend="noiseless",
                  differentiator=None, **kwargs):
         super().__init__(**kwargs)
-        _model_setup(self, model_circuit, operators, repetitions, backend)
+        _model_setup(self, model_circuit, operators, repetitions, backend, differentiator)
 
     @property
     def symbols(self):
@@ -690,9 +804,8 @@ class _ControlledPQC(tf.keras.layers.Layer):
         circuits = self._append_layer(inputs[0], append=tf.tile(self._circuit, [batch]))
         ops = tf.tile(self._operators, [batch, 1])
         if self._repetitions is not None:
-            return _sampled_expectation(circuits, self._symbols, inputs[1], ops,
-                                        self._repetitions)
-        return _expectation(circuits, self._symbols, inputs[1], ops)
+            return self._op(circuits, self._symbols, inputs[1], ops, self._repetitions)
+        return self._op(circuits, self._symbols, inputs[1], ops)
 
 
 class _NoisyPQC(_PQC):
@@ -709,8 +822,8 @@ class _NoisyPQC(_PQC):
             raise TypeError(f"model_circuit must be a cirq.Circuit object. Given: {model_circuit}")
         super().__init__(model_circuit, operators,
                          repetitions=_noisy_setup(repetitions, sample_based), backend="noisy",
-                         initializer=initializer, regularizer=regularizer,
-                         constraint=constraint, **kwargs)
+                         differentiator=differentiator, initializer=initializer,
+                         regularizer=regularizer, constraint=constraint, **kwargs)
 
 
 class _NoisyControlledPQC(_ControlledPQC):
@@ -721,7 +834,7 @@ class _NoisyControlledPQC(_ControlledPQC):
                  differentiator=None, **kwargs):
         super().__init__(model_circuit, operators,
                          repetitions=_noisy_setup(repetitions, sample_based), backend="noisy",
-                         **kwargs)
+                         differentiator=differentiator, **kwargs)
 
 
 def _operator_list(operators):
@@ -902,13 +1015,14 @@ class _SampledExpectation(_ExpectationLayer):
     samples, whose mean this is)."""
 
     _layer_name = "SampledExpectation"
+    _sampled = True
 
     def call(self, inputs, *, symbol_names=None, symbol_values=None, operators=None,
              repetitions=None, initializer=tf.keras.initializers.RandomUniform(0, 2 * np.pi)):
         if repetitions is None and operators is not None:
             raise ValueError("qmlsim.tfq: number of repetitions not specified")
-        return _sampled_expectation(*self._op_inputs(inputs, symbol_names, symbol_values,
-                                                     operators, initializer), repetitions)
+        return self._op(*self._op_inputs(inputs, symbol_names, symbol_values, operators,
+                                         initializer), repetitions)
 
 
 layers = types.SimpleNamespace(Expectation=_Expectation, PQC=_PQC, ControlledPQC=_ControlledPQC,

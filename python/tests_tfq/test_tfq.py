@@ -376,3 +376,138 @@ def test_hello_many_worlds_broadcasts_one_circuit_over_a_batch():
     samples = qtfq.layers.Sample()(circuit, symbol_names=[a, b], symbol_values=batch_vals,
                                    repetitions=4)
     assert samples.to_tensor().shape == (5, 4, 2)
+
+
+def test_gradients_tutorial_differentiators_as_tfq():
+    """TFQ's gradients tutorial, cell by cell, against TFQ 0.7.6."""
+    qubit = cirq.GridQubit(0, 0)
+    my_circuit = cirq.Circuit(cirq.Y(qubit) ** sympy.Symbol("alpha"))
+    pauli_x = cirq.X(qubit)
+    values = tf.convert_to_tensor(np.linspace(0, 5, 7).reshape(7, 1).astype(np.float32))
+
+    def grad_of(module, differentiator, sampled=False):
+        if sampled:
+            layer = module.layers.SampledExpectation(differentiator=differentiator)
+        else:
+            layer = module.layers.Expectation(differentiator=differentiator)
+        with tf.GradientTape() as g:
+            g.watch(values)
+            kw = {"repetitions": 20000} if sampled else {}
+            out = layer(my_circuit, operators=pauli_x, symbol_names=["alpha"],
+                        symbol_values=values, **kw)
+        return out.numpy(), g.gradient(out, values).numpy()
+
+    exact = -np.pi * np.sin(np.pi * values.numpy())  # d/da <Y^a|X|Y^a> = d/da sin(pi a)...
+    for make in (lambda m: m.differentiators.ForwardDifference(grid_spacing=0.01),
+                 lambda m: m.differentiators.CentralDifference(error_order=4, grid_spacing=0.01),
+                 lambda m: m.differentiators.ParameterShift(),
+                 lambda m: m.differentiators.Adjoint(),
+                 lambda m: m.differentiators.LinearCombination([50, -50], [0.01, -0.01])):
+        ours, theirs = grad_of(qtfq, make(qtfq)), grad_of(tfq, make(tfq))
+        assert np.allclose(ours[0], theirs[0], atol=1e-5)
+        assert np.allclose(ours[1], theirs[1], atol=2e-3), (make, ours[1], theirs[1])
+    assert np.allclose(grad_of(qtfq, qtfq.differentiators.Adjoint())[1],
+                       np.pi * np.cos(np.pi * values.numpy()), atol=1e-5)
+    del exact
+    # sampled: ParameterShift is the exact gradient of the expectation value
+    _, sampled = grad_of(qtfq, qtfq.differentiators.ParameterShift(), sampled=True)
+    assert np.allclose(sampled, np.pi * np.cos(np.pi * values.numpy()), atol=1e-5)
+    with pytest.raises(ValueError, match="Adjoint"):
+        qtfq.layers.SampledExpectation(differentiator=qtfq.differentiators.Adjoint())
+    # stencils as TFQ's
+    for ours, theirs in ((qtfq.differentiators.ForwardDifference(3, 0.02),
+                          tfq.differentiators.ForwardDifference(3, 0.02)),
+                         (qtfq.differentiators.CentralDifference(4, 0.02),
+                          tfq.differentiators.CentralDifference(4, 0.02))):
+        a = sorted(zip(ours.perturbations.numpy(), ours.weights.numpy()))
+        b = sorted(zip(theirs.perturbations.numpy(), theirs.weights.numpy()))
+        assert np.allclose(a, b, rtol=1e-5)
+
+    # generate_differentiable_op, once per differentiator until refresh()
+    diff = qtfq.differentiators.ForwardDifference(2, 0.01)
+    op = diff.generate_differentiable_op(analytic_op=qtfq.get_expectation_op())
+    with pytest.raises(TypeError, match="refresh"):
+        diff.generate_differentiable_op(analytic_op=qtfq.get_expectation_op())
+    circuit = qtfq.convert_to_tensor([cirq.Circuit(cirq.X(qubit) ** sympy.Symbol("alpha"))])
+    psums = qtfq.convert_to_tensor([[cirq.Z(qubit)]])
+    v = tf.convert_to_tensor([[0.123]], dtype=tf.float32)
+    with tf.GradientTape() as g:
+        g.watch(v)
+        e = op(circuit, ["alpha"], v, psums)
+    assert np.isclose(g.gradient(e, v).numpy()[0, 0], -1.184372, atol=2e-3)  # TFQ's docstring
+
+    # get_gradient_circuits, used by hand as TFQ's docstring shows
+    programs = qtfq.convert_to_tensor([my_circuit] * 7)
+    ops = qtfq.convert_to_tensor([[pauli_x]] * 7)
+    bp, names, bv, bw, bm = qtfq.differentiators.CentralDifference(2, 0.01) \
+        .get_gradient_circuits(programs, tf.constant(["alpha"]), values)
+    theirs = tfq.differentiators.CentralDifference(2, 0.01)  # held: TFQ's tf.function needs it
+    tp = theirs.get_gradient_circuits(tfq.convert_to_tensor([my_circuit] * 7),
+                                      tf.constant(["alpha"]), values)
+    assert bp.shape == tp[0].shape and bv.shape == tp[2].shape and bw.shape == tp[3].shape
+    n = int(tf.size(bp))
+    exps = qtfq.layers.Expectation()(tf.reshape(bp, [n]), symbol_names=names,
+                                     symbol_values=tf.reshape(bv, [n, 1]),
+                                     operators=tf.reshape(tf.tile(ops[:, None, :],
+                                                                  [1, bp.shape[1], 1]), [n, 1]))
+    exps = tf.reshape(exps, [7, bp.shape[1], 1])
+    manual = tf.einsum("bsk,bsko->bso", bw, tf.gather(exps, bm, batch_dims=1))[..., 0]
+    assert np.allclose(manual.numpy(), np.pi * np.cos(np.pi * values.numpy()), atol=2e-3)
+
+
+def test_gradients_tutorial_custom_differentiator_and_noisy_sampled_op():
+    """The tutorial's own differentiator for <Y^a|X|Y^a>, in a layer and on
+    a noisy sampled op built from a Cirq simulator with a noise model."""
+
+    def make(module):
+        class MyDifferentiator(module.differentiators.Differentiator):
+            def __init__(self):
+                pass
+
+            def get_gradient_circuits(self):
+                raise NotImplementedError()
+
+            @tf.function
+            def _compute_gradient(self, symbol_values):
+                return tf.cast(-np.pi * tf.sin(np.pi * symbol_values), tf.float32)
+
+            @tf.function
+            def differentiate_analytic(self, programs, symbol_names, symbol_values,
+                                       pauli_sums, forward_pass_vals, grad):
+                return self._compute_gradient(symbol_values) * grad
+
+            @tf.function
+            def differentiate_sampled(self, programs, symbol_names, symbol_values,
+                                      pauli_sums, num_samples, forward_pass_vals, grad):
+                return self._compute_gradient(symbol_values) * grad
+
+        return MyDifferentiator()
+
+    qubit = cirq.GridQubit(0, 0)
+    my_circuit = cirq.Circuit(cirq.Y(qubit) ** sympy.Symbol("alpha"))
+    values = tf.convert_to_tensor(np.linspace(0, 5, 9).reshape(9, 1).astype(np.float32))
+    results = []
+    for module in (qtfq, tfq):
+        layer = module.layers.Expectation(differentiator=make(module))
+        with tf.GradientTape() as g:
+            g.watch(values)
+            out = layer(my_circuit, operators=cirq.X(qubit), symbol_names=["alpha"],
+                        symbol_values=values)
+        results.append(g.gradient(out, values).numpy())
+    assert np.allclose(results[0], results[1], atol=1e-6)
+
+    custom = make(qtfq)
+    op = custom.generate_differentiable_op(sampled_op=qtfq.get_sampled_expectation_op(
+        cirq.DensityMatrixSimulator(noise=cirq.depolarize(0.01))))
+    v = tf.convert_to_tensor([[0.3]])
+    with tf.GradientTape() as g:
+        g.watch(v)
+        out = op(qtfq.convert_to_tensor([my_circuit]), ["alpha"], v,
+                 qtfq.convert_to_tensor([[cirq.X(qubit)]]), tf.convert_to_tensor([[5000]]))
+    assert np.isclose(g.gradient(out, v).numpy()[0, 0], -np.pi * np.sin(0.3 * np.pi), atol=1e-5)
+    # the noise model is applied: <X> shrinks by (1 - 4p/3), within the shots' error
+    assert abs(out.numpy()[0, 0] - (1 - 0.04 / 3) * np.sin(0.3 * np.pi)) < 0.05
+    exact_noisy = qtfq.get_expectation_op(cirq.DensityMatrixSimulator(
+        noise=cirq.depolarize(0.01)))(qtfq.convert_to_tensor([my_circuit]), ["alpha"], v,
+                                       qtfq.convert_to_tensor([[cirq.X(qubit)]]))
+    assert np.isclose(exact_noisy.numpy()[0, 0], (1 - 0.04 / 3) * np.sin(0.3 * np.pi), atol=1e-6)
