@@ -245,21 +245,61 @@ def _adjoint_native(op) -> bool:
     return not (fixed_matrix and qml.operation.is_trainable(op))
 
 
+# Observables given by a matrix (Hermitian, Projector, SparseHamiltonian, sums
+# and products with them) on at most this many wires run as the Pauli sum of
+# their matrix (4^k terms at most).
+_MAX_MATRIX_OBSERVABLE_WIRES = 6
+_MATRIX_REPS = {}  # id of an observable -> (weak reference to it, its PauliSentence)
+
+
+def _observable_rep(obs):
+    """obs as a PauliSentence: its own pauli_rep, else the Pauli decomposition
+    of its matrix (at most _MAX_MATRIX_OBSERVABLE_WIRES wires), else None."""
+    rep = getattr(obs, "pauli_rep", None)
+    if rep is not None or obs is None or len(obs.wires) > _MAX_MATRIX_OBSERVABLE_WIRES:
+        return rep
+    hit = _MATRIX_REPS.get(id(obs))
+    if hit is not None and hit[0]() is obs:
+        return hit[1]
+    try:
+        matrix = qml.math.unwrap(qml.matrix(obs, wire_order=obs.wires))
+        rep = qml.pauli_decompose(np.asarray(matrix), wire_order=obs.wires, pauli=True)
+    except Exception:  # noqa: BLE001 - no matrix: not an observable the engine takes
+        return None
+    if len(_MATRIX_REPS) >= 64:
+        _MATRIX_REPS.clear()
+    _MATRIX_REPS[id(obs)] = (weakref.ref(obs), rep)
+    return rep
+
+
 def _pauli_terms(obs, n: int):
     """The observable as (coefficient, X mask, Z mask) terms on the engine's
     qubits (wire w -> qubit n-1-w), or None if it is not a real Pauli sum."""
-    if obs is None:
-        return None
-    rep = getattr(obs, "pauli_rep", None)
+    rep = _observable_rep(obs)
     if rep is None:
         return None
     return _per_sentence(_TERMS_CACHE, rep, n, lambda: _convert_terms(rep, n))
+
+
+def _squared_terms(obs, n: int):
+    """obs @ obs as _pauli_terms gives them (a variance's second moment)."""
+    rep = _observable_rep(obs)
+    if rep is None:
+        return None
+
+    def square():
+        sq = rep @ rep
+        sq.simplify()  # in place: products of anticommuting words cancel
+        return _convert_terms(sq, n)
+
+    return _per_sentence(_SQUARES_CACHE, rep, n, square)
 
 
 # PennyLane's tape copies share the observable's PauliSentence, so what is
 # derived from it is derived once, not at every execution of a large Hamiltonian.
 _TERMS_CACHE = {}  # (id of a PauliSentence, wires) -> (weak reference to it, terms)
 _REAL_CACHE = {}  # (id of a PauliSentence, None) -> (weak reference to it, coefficients real)
+_SQUARES_CACHE = {}  # (id of a PauliSentence, wires) -> (weak reference to it, terms of its square)
 
 
 def _per_sentence(cache, rep, extra, compute):
@@ -286,7 +326,7 @@ def _convert_terms(rep, n: int):
 
 
 def _real_pauli_sum(obs) -> bool:
-    rep = getattr(obs, "pauli_rep", None)
+    rep = _observable_rep(obs)
     if rep is None:
         return False
     return _per_sentence(_REAL_CACHE, rep, None, lambda: all(

@@ -64,6 +64,7 @@ from ._pennylane import (
     _pauli_terms,
     _program,
     _real_pauli_sum,
+    _squared_terms,
     _standard_wires,
 )
 from ._program import engine_options, options
@@ -75,10 +76,18 @@ from ._program import engine_options, options
 _MAX_PROBS_WIRES = 10
 
 
+# A variance differentiates as <H^2> - <H>^2: d var = d<H^2> - 2 <H> d<H>, so a
+# VJP weighs H^2 by the cotangent c and H by -2 <H> c (one more forward pass
+# for <H>, still one backward pass).
+_VARIANCE = "var"
+
+
 def _adjoint_measurement(m) -> bool:
-    """What the adjoint differentiates: <Pauli sum>, and probs of wires."""
-    if isinstance(m, ExpectationMP):
-        return _real_pauli_sum(m.obs)
+    """What the adjoint differentiates: expectation values and variances of
+    real Pauli sums (and observables given by matrices, as their Pauli sums),
+    and probs of wires."""
+    if isinstance(m, (ExpectationMP, VarianceMP)):
+        return m.mv is None and m.obs is not None and _real_pauli_sum(m.obs)
     return (type(m) is ProbabilityMP and m.obs is None and m.mv is None  # noqa: E721
             and 0 < len(m.wires) <= _MAX_PROBS_WIRES)
 
@@ -107,7 +116,7 @@ def _walsh(k: int) -> np.ndarray:
 
 def _blocks_key(blocks) -> tuple:
     """A hashable key of _adjoint_inputs' blocks (their sizes and kinds)."""
-    return tuple((size, walsh is None) for size, walsh in blocks)
+    return tuple((size, kind if isinstance(kind, str) else kind is None) for size, kind in blocks)
 
 
 def _derivatives_follow(interface, circuit):
@@ -527,13 +536,17 @@ class QmlsimQubit(Device):
     def _adjoint_inputs(self, circuit):
         """(n, Program, values, observables, blocks, trainable): the engine's
         observables for every measurement in order, and per measurement how
-        many of them it takes and the matrix from their values to its own
-        (None: an expectation value, one observable)."""
+        many of them it takes and how their values make its own (None: an
+        expectation value, one observable; _VARIANCE: H and H^2; a matrix: the
+        probabilities' Walsh transform of their Z strings)."""
         circuit, n = _standard_wires(circuit)
         program, values = _program(circuit.operations, n)
         observables, blocks = [], []
         for m in circuit.measurements:
-            if isinstance(m, ExpectationMP):
+            if isinstance(m, VarianceMP) and _adjoint_measurement(m):
+                observables.extend([_pauli_terms(m.obs, n), _squared_terms(m.obs, n)])
+                blocks.append((2, _VARIANCE))
+            elif isinstance(m, ExpectationMP):
                 terms = _pauli_terms(m.obs, n)
                 if terms is None:
                     raise DeviceError("qmlsim.qubit: adjoint needs expectation values of Pauli "
@@ -554,12 +567,19 @@ class QmlsimQubit(Device):
         return n, program, values, observables, tuple(blocks), trainable
 
     @staticmethod
-    def _per_measurement(rows, blocks):
-        """Rows (or values) of the engine's observables as each measurement's."""
+    def _per_measurement(rows, blocks, values=None):
+        """The engine's observables' values (values None) or Jacobian rows (at
+        those values) as each measurement's."""
         out, at = [], 0
-        for size, walsh in blocks:
+        for size, kind in blocks:
             block = np.asarray(rows[at:at + size], dtype=float)
-            out.append(block[0] if walsh is None else walsh @ block)
+            if kind is None:
+                out.append(block[0])
+            elif isinstance(kind, str):  # _VARIANCE: <H^2> - <H>^2 and its derivative
+                out.append(block[1] - block[0] ** 2 if values is None
+                           else block[1] - 2 * float(values[at]) * block[0])
+            else:
+                out.append(kind @ block)
             at += size
         return out
 
@@ -590,9 +610,11 @@ class QmlsimQubit(Device):
                                           list(observables), self._engine_options())
             for (i, _, _, trainable, blocks), (values, rows) in zip(items, jacs):
                 results = self._per_measurement(values, blocks)
-                out[i] = (_format_values(results) if all(b[1] is None for b in blocks)
+                scalars = all(not isinstance(b[1], np.ndarray) for b in blocks)
+                out[i] = (_format_values(results) if scalars
                           else (results[0] if len(results) == 1 else tuple(results)),
-                          self._format_jacobian(self._per_measurement(rows, blocks), trainable))
+                          self._format_jacobian(self._per_measurement(rows, blocks, values),
+                                                trainable))
         return out
 
     def compute_derivatives(self, circuits, execution_config: ExecutionConfig | None = None):
@@ -606,7 +628,16 @@ class QmlsimQubit(Device):
         """One adjoint backward pass per cotangent column: a probs
         measurement's cotangent c weighs its Z strings by the transform of c."""
         n, program, values, observables, blocks, trainable = self._adjoint_inputs(circuit)
-        if all(walsh is None for _, walsh in blocks):
+        if any(isinstance(kind, str) for _, kind in blocks):  # variances: <H> first
+            at, firsts = 0, []
+            for size, kind in blocks:
+                if isinstance(kind, str):
+                    firsts.append(list(observables[at]))
+                at += size
+            (means,) = _qmlsim.expvals_batch([program], [values], firsts,
+                                             self._engine_options())
+            means = iter(means)
+        if all(kind is None for _, kind in blocks):
             cot = np.asarray(qml.math.unwrap(cotangent), dtype=float)
             if len(blocks) == 1:
                 cot = cot.reshape((1,) + cot.shape)  # (1,) or (1, batch)
@@ -614,9 +645,12 @@ class QmlsimQubit(Device):
         else:
             parts = [cotangent] if len(blocks) == 1 else list(cotangent)
             weights = []
-            for (_, walsh), c in zip(blocks, parts):
+            for (_, kind), c in zip(blocks, parts):
                 c = np.asarray(qml.math.unwrap(c), dtype=float).reshape(-1)
-                weights.extend(c if walsh is None else walsh.T @ c)
+                if isinstance(kind, str):  # _VARIANCE
+                    weights.extend([-2 * float(next(means)) * c[0], c[0]])
+                else:
+                    weights.extend(c if kind is None else kind.T @ c)
             cot, columns = np.asarray(weights), [np.asarray(weights)]
         out = []
         for column in columns:

@@ -85,6 +85,48 @@ def test_probabilities_differentiate_by_the_adjoint():
     assert np.allclose(qml.jacobian(both(q))(X), qml.jacobian(both(ref))(X), atol=1e-10)
 
 
+HERMITIAN = np.array([[1.0, 0.3 - 0.2j, 0, 0.1], [0.3 + 0.2j, -0.5, 0.4j, 0],
+                      [0, -0.4j, 0.2, 0.6], [0.1, 0, 0.6, 0.7]])
+
+
+def _variances_and_matrices(x):
+    gates(x)
+    return (qml.var(qml.PauliZ(0) @ qml.PauliX(2) + 0.5 * qml.PauliY(1)),
+            qml.expval(qml.Hermitian(HERMITIAN, wires=[2, 0])),
+            qml.var(qml.Hermitian(HERMITIAN, wires=[1, 2])),
+            qml.expval(qml.Projector([1, 0], wires=[0, 1]) + 0.3 * qml.PauliX(2)))
+
+
+def test_variances_and_matrix_observables_differentiate_by_the_adjoint():
+    """var (<H^2> - <H>^2) and Hermitian / Projector expectations by the
+    adjoint: values, Jacobians and a VJP against default.qubit's backprop; the
+    gradient of a cost in one execution (one forward for <H>, one VJP)."""
+    dev = qml.device("qmlsim.qubit", wires=3)
+    q = qml.QNode(_variances_and_matrices, dev, diff_method="adjoint")
+    ref = qml.QNode(_variances_and_matrices, qml.device("default.qubit", wires=3),
+                    diff_method="backprop")
+    assert np.allclose(q(X), ref(X), atol=1e-10)
+    stack = lambda f: (lambda v: qml.math.stack(f(v)))  # noqa: E731
+    assert np.allclose(qml.jacobian(stack(q))(X), qml.jacobian(stack(ref))(X), atol=1e-10)
+    weights = pnp.array([0.4, -1.3, 0.8, 2.0])
+
+    def cost(f):
+        return lambda x: pnp.sum(stack(f)(x) * weights)
+
+    with qml.Tracker(dev) as tracker:
+        grad = qml.grad(cost(q))(X)
+    assert np.allclose(grad, qml.grad(cost(ref))(X), atol=1e-10)
+    assert tracker.totals.get("derivatives", 0) > 0 and tracker.totals["executions"] <= 2
+    q_vjp = qml.QNode(_variances_and_matrices, dev, diff_method="adjoint", device_vjp=True)
+    with qml.Tracker(dev) as tracker:
+        assert np.allclose(qml.grad(cost(q_vjp))(X), grad, atol=1e-10)
+    assert tracker.totals.get("vjp_batches", 0) > 0
+    # and on the density-matrix device
+    mixed = qml.QNode(_variances_and_matrices, qml.device("qmlsim.mixed", wires=3),
+                      diff_method="adjoint")
+    assert np.allclose(qml.grad(cost(mixed))(X), grad, atol=1e-10)
+
+
 def _two_readouts(x):
     gates(x)
     return qml.expval(qml.PauliZ(0)), qml.expval(qml.PauliX(1) @ qml.PauliY(2))
