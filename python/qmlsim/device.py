@@ -325,7 +325,16 @@ class QmlsimQubit(Device):
             vjp = updated.get("use_device_jacobian_product", config.use_device_jacobian_product)
             updated["grad_on_execution"] = (adjoint and not vjp
                                             and _derivatives_follow(config.interface, circuit))
-        updated["convert_to_numpy"] = True
+        # An autograd forward pass that no one differentiates takes PennyLane's
+        # numpy tensors as they are (the device unwraps every parameter and
+        # coefficient itself): PennyLane's conversion rebuilds every
+        # observable first, 95% of a qchem Hamiltonian's forward pass
+        # (docs/performance.md). Where derivatives follow, PennyLane converts
+        # on its derivative path anyway, and other interfaces (JAX's traced
+        # callbacks above all) get numpy as before.
+        autograd = getattr(config.interface, "value", config.interface) == "autograd"
+        updated["convert_to_numpy"] = not (autograd and not _derivatives_follow(
+            config.interface, circuit))
         updated["mcm_config"] = _mcm_config(config, circuit, self.name)
         return dataclasses.replace(config, **updated)
 
