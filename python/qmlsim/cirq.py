@@ -32,10 +32,13 @@
   expectation values are the exact mixture over outcomes. A key measured twice
   is a ``ValueError``.
 - Noise (``cirq.depolarize``, ``amplitude_damp``, ``circuit.with_noise(...)``,
-  any channel with Kraus operators on one or two qubits): expectation values
-  and ``run`` on the engine's density matrix, exactly, as
-  ``cirq.DensityMatrixSimulator`` gives them; ``simulate`` returns state
-  vectors and refuses a noisy circuit.
+  any channel with Kraus operators on one or two qubits, and a simulator's
+  ``noise=`` model applied as Cirq applies it): expectation values and
+  ``run`` on the engine's density matrix, exactly, as
+  ``cirq.DensityMatrixSimulator`` gives them; ``Simulator.simulate`` returns
+  state vectors and refuses a noisy circuit. ``DensityMatrixSimulator`` is
+  the drop-in for ``cirq.DensityMatrixSimulator``: ``simulate`` gives
+  ``final_density_matrix``.
 
 Cirq is an optional dependency: ``pip install cirq-core``.
 """
@@ -176,41 +179,61 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
     """
 
     def __init__(self, *, seed=None, precision: str = "c128", threads: int | None = None,
-                 fusion: int = 3):
+                 fusion: int = 3, noise=None):
+        self.noise = cirq.NoiseModel.from_noise_model_like(noise)
         self._prng = cirq.value.parse_random_state(seed)
         self._options = engine_options(precision, threads, fusion, who="qmlsim.cirq: ")
         self._dtype = np.complex64 if precision == "c64" else np.complex128
         self._cache = collections.OrderedDict()  # see _translated
 
     # -- helpers
-    def _programs(self, program, params, qubit_order, initial_state, extra_qubits=()):
-        """(qubits, resolvers, translated program, the engine's Program per point)."""
+    def _programs(self, program, params, qubit_order, initial_state, extra_qubits=(),
+                  sampled_last=False):
+        """(qubits, resolvers, translated program, the engine's Program per point);
+        sampled_last: as _with_noise."""
         qubits = cirq.QubitOrder.as_qubit_order(qubit_order).order_for(
             set(program.all_qubits()) | set(extra_qubits))
         if not qubits:
             raise ValueError("qmlsim.cirq: the circuit acts on no qubit")
         resolvers = list(cirq.to_resolvers(params))
-        prog = self._translated(program, qubits, initial_state)
+        prog = self._translated(program, qubits, initial_state, sampled_last)
         return qubits, resolvers, prog, [prog.at(r) for r in resolvers]
 
-    def _translated(self, program, qubits, initial_state):
+    def _translated(self, program, qubits, initial_state, sampled_last=False):
         """The program's translation, remembered for the same moments (Cirq's
         moments are immutable and a circuit's mutations replace them, so their
         identities pin the content), qubits and a basis-state start: running a
         circuit again (a training loop, a benchmark) does not translate it again."""
         if initial_state is not None and not isinstance(initial_state, (int, np.integer)):
-            return _Program(program, qubits, initial_state)
+            return _Program(self._with_noise(program, sampled_last), qubits, initial_state)
         moments = tuple(program.moments)
-        key = (tuple(map(id, moments)), tuple(qubits), initial_state)
+        key = (tuple(map(id, moments)), tuple(qubits), initial_state, sampled_last)
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
             return hit[1]
-        prog = _Program(program, qubits, initial_state)
+        prog = _Program(self._with_noise(program, sampled_last), qubits, initial_state)
         self._cache[key] = (moments, prog)  # the moments held: their ids stay theirs
         if len(self._cache) > 32:
             self._cache.popitem(last=False)
         return prog
+
+    def _with_noise(self, program, sampled_last=False):
+        """The circuit with the simulator's noise model applied, as Cirq's
+        simulators apply it (noisy_moments over the circuit's sorted qubits).
+        sampled_last (run): where every measurement is terminal, Cirq samples
+        them from the final state, after the noise the model puts after them;
+        so they move behind it here."""
+        if self.noise == cirq.NO_NOISE:
+            return program
+        noisy = cirq.Circuit(self.noise.noisy_moments(program, sorted(program.all_qubits())))
+        if not (sampled_last and program.has_measurements()
+                and program.are_all_measurements_terminal()):
+            return noisy
+        measurements = [op for op in noisy.all_operations() if cirq.is_measurement(op)]
+        body = cirq.Circuit(cirq.Moment(op for op in m if not cirq.is_measurement(op))
+                            for m in noisy)
+        return body + cirq.Circuit(cirq.Moment(measurements))
 
     def _state(self, point):
         return _qmlsim.state(point, [], options(self._options))
@@ -229,7 +252,7 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
 
     def _run(self, circuit, param_resolver, repetitions):
         _, _, prog, (point,) = self._programs(circuit, param_resolver, cirq.QubitOrder.DEFAULT,
-                                               None)
+                                               None, sampled_last=True)
         if prog.dynamic:  # every repetition collapses the state at each measurement
             counts = _qmlsim.records(point, [], repetitions, self._seed(), options(self._options))
             per_shot = np.repeat([r for r, _ in counts], [c for _, c in counts]).astype(np.int64)
@@ -350,3 +373,64 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
                 qubits=qubits, initial_state=state.astype(self._dtype), dtype=self._dtype)
             yield cirq.StateVectorTrialResult(params=resolver, measurements=measurements,
                                               final_simulator_state=sim_state)
+
+
+class DensityMatrixSimulator(Simulator):
+    """qmlsim's density-matrix engine as ``cirq.DensityMatrixSimulator``:
+    ``run``, ``sample``, ``simulate_expectation_values`` (exact, channels and
+    the ``noise`` model included) and ``simulate``, whose
+    ``final_density_matrix`` is the engine's density matrix, in Cirq's qubit
+    order; terminal measurements sample it once and collapse it onto the
+    outcome, as Cirq's does.
+
+    Args:
+        noise: a ``cirq.NOISE_MODEL_LIKE`` (a noise model, or a channel applied
+            after every moment), as Cirq's.
+        seed: the random state for sampling.
+        dtype: ``np.complex64`` (Cirq's default) or ``np.complex128``: the
+            engine's precision and the dtype results come back in.
+        threads: engine threads (default: ``OMP_NUM_THREADS`` or all cores).
+    """
+
+    def __init__(self, *, dtype=np.complex64, noise=None, seed=None, threads: int | None = None,
+                 split_untangled_states: bool = True):
+        del split_untangled_states  # one density matrix over all qubits
+        if dtype not in (np.complex64, np.complex128):
+            raise ValueError(f"qmlsim.cirq: dtype must be np.complex64 or np.complex128, "
+                             f"got {dtype}")
+        super().__init__(seed=seed, threads=threads, noise=noise,
+                         precision="c64" if dtype == np.complex64 else "c128")
+
+    def simulate_sweep_iter(self, program, params, qubit_order=cirq.QubitOrder.DEFAULT,
+                            initial_state=None):
+        if initial_state is not None and np.ndim(initial_state) == 2:
+            raise ValueError("qmlsim.cirq: DensityMatrixSimulator starts from a basis state "
+                             "or a state vector, not a density matrix")
+        qubits, resolvers, prog, points = self._programs(program, params, qubit_order,
+                                                         initial_state)
+        if prog.dynamic:  # mid-circuit measurements, or a noise model's noise after them
+            raise ValueError("qmlsim.cirq: DensityMatrixSimulator.simulate of a circuit with "
+                             "operations (or noise) after measurements is not supported (run "
+                             "and expectation values are)")
+        d = 1 << prog.n
+        for resolver, point in zip(resolvers, points):
+            out = self._state(point)
+            rho = out.reshape(d, d) if out.size == d * d else np.outer(out, out.conj())
+            measurements = {}
+            if prog.measurements:  # sampled once, rho projected onto the outcome
+                probs = np.clip(np.real(np.diag(rho)), 0, None)
+                outcome = int(self._prng.choice(d, p=probs / probs.sum()))
+                keep = np.ones(d, dtype=bool)
+                indices = np.arange(d)
+                for key, measured, invert in prog.measurements:
+                    bits = [(outcome >> (prog.n - 1 - i)) & 1 for i in measured]
+                    for i, b in zip(measured, bits):
+                        keep &= ((indices >> (prog.n - 1 - i)) & 1) == b
+                    measurements[str(key)] = np.array(bits, dtype=np.uint8) ^ np.array(
+                        invert, dtype=np.uint8)
+                rho = rho * np.outer(keep, keep)
+                rho /= np.trace(rho).real
+            sim_state = cirq.DensityMatrixSimulationState(
+                qubits=qubits, initial_state=rho.astype(self._dtype), dtype=self._dtype)
+            yield cirq.DensityMatrixTrialResult(params=resolver, measurements=measurements,
+                                                final_simulator_state=sim_state)

@@ -288,3 +288,52 @@ def test_moment_steps_measure_collapse_and_feed_forward():
         assert steps[3].sample(q, repetitions=5).tolist() == [[m, m, m]] * 5
         assert np.isclose(abs(steps[3].state_vector()[m * 0b111]), 1)
     assert seen == {0, 1}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_density_matrix_simulator_matches_cirq(seed):
+    from qmlsim.cirq import DensityMatrixSimulator
+    rng = np.random.default_rng(40 + seed)
+    qubits = cirq.LineQubit.range(3)
+    circuit = cirq.resolve_parameters(random_circuit(rng, qubits, 20), {"a": 0.3, "b": 1.2})
+    circuit.append(cirq.amplitude_damp(0.15).on(qubits[1]))
+    observables = [cirq.Z(qubits[0]) * cirq.Y(qubits[2]), 0.5 * cirq.X(qubits[1]) + cirq.Z(qubits[2])]
+    for noise in (None, cirq.depolarize(0.03),
+                  cirq.ConstantQubitNoiseModel(cirq.generalized_amplitude_damp(0.2, 0.1))):
+        ours = DensityMatrixSimulator(noise=noise, dtype=np.complex128)
+        ref = cirq.DensityMatrixSimulator(noise=noise, dtype=np.complex128,
+                                          split_untangled_states=False)
+        assert np.allclose(ours.simulate(circuit).final_density_matrix,
+                           ref.simulate(circuit).final_density_matrix, atol=1e-10)
+        assert np.allclose(ours.simulate_expectation_values(circuit, observables),
+                           ref.simulate_expectation_values(circuit, observables), atol=1e-10)
+        # the same noise model on the state-vector door: the exact mixture too
+        assert np.allclose(Simulator(noise=noise).simulate_expectation_values(circuit, observables),
+                           ref.simulate_expectation_values(circuit, observables), atol=1e-10)
+    # terminal measurements: sampled once, the density matrix collapsed onto the outcome
+    # (without a noise model: Cirq's would put noise after them)
+    measured = circuit + cirq.Circuit(cirq.measure(qubits[0], qubits[2], key="m"))
+    result = DensityMatrixSimulator(seed=seed).simulate(measured)
+    m = result.measurements["m"]
+    rho = result.final_density_matrix
+    assert np.isclose(np.trace(rho).real, 1, atol=1e-6)
+    for i in range(8):
+        if ((i >> 2) & 1, i & 1) != tuple(m):
+            assert np.allclose(rho[i], 0, atol=1e-7)
+    with pytest.raises(ValueError, match="density matrix"):
+        DensityMatrixSimulator().simulate(circuit, initial_state=np.eye(8) / 8)
+
+
+def test_density_matrix_simulator_samples_as_cirq():
+    stats = pytest.importorskip("scipy.stats")
+    from qmlsim.cirq import DensityMatrixSimulator
+    q = cirq.LineQubit.range(2)
+    circuit = cirq.Circuit(cirq.H(q[0]), cirq.CNOT(*q), cirq.rx(0.4).on(q[1]),
+                           cirq.measure(*q, key="m"))
+    noise = cirq.ConstantQubitNoiseModel(cirq.bit_flip(0.1))
+    ours = DensityMatrixSimulator(seed=3, noise=noise).run(circuit, repetitions=20000)
+    ref = cirq.DensityMatrixSimulator(seed=3, noise=noise).run(circuit, repetitions=20000)
+    a, b = ours.histogram(key="m"), ref.histogram(key="m")
+    keys = sorted(set(a) | set(b))
+    table = np.array([[a.get(k, 0) for k in keys], [b.get(k, 0) for k in keys]])
+    assert stats.chi2_contingency(table).pvalue > 1e-4, (a, b)
