@@ -176,10 +176,18 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
         precision: "c128" (default; states come back as complex128) or "c64".
         threads: engine threads (default: ``OMP_NUM_THREADS`` or all cores).
         fusion: largest fused gate block in qubits (0: no fusion; default 3).
+        noise: a ``cirq.NOISE_MODEL_LIKE``, applied as Cirq's simulators apply it.
+        dtype: Cirq's way to set the precision (``np.complex64``: "c64").
     """
 
     def __init__(self, *, seed=None, precision: str = "c128", threads: int | None = None,
-                 fusion: int = 3, noise=None):
+                 fusion: int = 3, noise=None, dtype=None, split_untangled_states: bool = True):
+        del split_untangled_states  # Cirq's argument; one state over all qubits here
+        if dtype is not None:  # Cirq's way to ask for a precision
+            if dtype not in (np.complex64, np.complex128):
+                raise ValueError(f"qmlsim.cirq: dtype must be np.complex64 or np.complex128, "
+                                 f"got {dtype}")
+            precision = "c64" if dtype == np.complex64 else "c128"
         self.noise = cirq.NoiseModel.from_noise_model_like(noise)
         self._prng = cirq.value.parse_random_state(seed)
         self._options = engine_options(precision, threads, fusion, who="qmlsim.cirq: ")
@@ -394,12 +402,8 @@ class DensityMatrixSimulator(Simulator):
 
     def __init__(self, *, dtype=np.complex64, noise=None, seed=None, threads: int | None = None,
                  split_untangled_states: bool = True):
-        del split_untangled_states  # one density matrix over all qubits
-        if dtype not in (np.complex64, np.complex128):
-            raise ValueError(f"qmlsim.cirq: dtype must be np.complex64 or np.complex128, "
-                             f"got {dtype}")
-        super().__init__(seed=seed, threads=threads, noise=noise,
-                         precision="c64" if dtype == np.complex64 else "c128")
+        super().__init__(seed=seed, threads=threads, noise=noise, dtype=dtype,
+                         split_untangled_states=split_untangled_states)
 
     def simulate_sweep_iter(self, program, params, qubit_order=cirq.QubitOrder.DEFAULT,
                             initial_state=None):

@@ -258,6 +258,8 @@ def test_moment_steps_match_cirq():
         circuit, initial_state=5)]
     ref = [s.state_vector(copy=True) for s in cirq.Simulator(dtype=np.complex128)
            .simulate_moment_steps(circuit, initial_state=5)]
+    single = list(Simulator(dtype=np.complex64).simulate_moment_steps(circuit, initial_state=5))
+    assert single[-1].state_vector().dtype == np.complex64
     assert len(ours) == len(ref) == len(circuit)
     for a, b in zip(ours, ref):
         assert np.allclose(a, b, atol=1e-10)
