@@ -54,17 +54,25 @@ class Circuit:
                            controls, (), flat)
         return self
 
-    def channel(self, name: str, wires: Sequence[int], params: Sequence[float] = (), kraus=None):
+    def channel(self, name: str, wires: Sequence[int], params: Sequence[float] = (), kraus=None,
+                trainable: bool = False):
         """Appends a noise channel (Braket's names and argument orders:
         "depolarizing", "bit_flip", "phase_flip", "pauli_channel",
         "two_qubit_depolarizing", "two_qubit_dephasing", "amplitude_damping",
         "generalized_amplitude_damping", "phase_damping", "thermal_relaxation";
         "kraus" with `kraus`, a list of 2^k x 2^k matrices, first wire most
-        significant). Channel parameters are literals, not circuit parameters.
+        significant). Parameters are literals, or with ``trainable=True``
+        parameters of the circuit (after those added before, in order), which
+        ``jacobian`` and ``vjp`` differentiate on the density matrix.
         A circuit with channels runs on a density matrix or by trajectories
         (the ``method`` option). Returns self."""
         flat = [np.asarray(k, dtype=np.complex128).reshape(-1).tolist() for k in (kraus or [])]
-        self._builder.channel(str(name), wires, [float(p) for p in params], flat)
+        values = [float(p) for p in params]
+        if trainable:
+            first = len(self._values)
+            self._values.extend(values)
+            values = [Param(first + i) for i in range(len(values))]
+        self._builder.channel(str(name), wires, values, flat)
         return self
 
     @property

@@ -481,37 +481,63 @@ def _add_conditional(b, op, values, mcms):
     b.condition(start, bits, alternatives(len(bits), lambda v: bool(mv.processing_fn(*v))))
 
 
-# PennyLane's channels with a row in the engine's channel table (same
-# parameters, same order; GeneralizedAmplitudeDamping's p is the weight of
-# excitation, the table's 1 - p); others run as their Kraus matrices.
-_CHANNELS = {"DepolarizingChannel": "depolarizing", "BitFlip": "bit_flip",
-             "PhaseFlip": "phase_flip", "AmplitudeDamping": "amplitude_damping",
-             "GeneralizedAmplitudeDamping": "generalized_amplitude_damping",
-             "PhaseDamping": "phase_damping"}
+# PennyLane's channels with a row in the engine's channel table, each
+# parameter as (tape parameter index, scale, shift) of the row's parameter:
+# GeneralizedAmplitudeDamping's p weighs excitation (the table's 1 - p),
+# ThermalRelaxationError(pe, t1, t2, tq) is the table's (t1, t2, tq, pe).
+# These are differentiated by the engine; other channels run as their Kraus
+# matrices, with constant parameters.
+_CHANNELS = {
+    "DepolarizingChannel": ("depolarizing", ((0, 1, 0),)),
+    "BitFlip": ("bit_flip", ((0, 1, 0),)),
+    "PhaseFlip": ("phase_flip", ((0, 1, 0),)),
+    "AmplitudeDamping": ("amplitude_damping", ((0, 1, 0),)),
+    "GeneralizedAmplitudeDamping": ("generalized_amplitude_damping", ((0, 1, 0), (1, -1, 1))),
+    "PhaseDamping": ("phase_damping", ((0, 1, 0),)),
+    "ThermalRelaxationError": ("thermal_relaxation",
+                               ((1, 1, 0), (2, 1, 0), (3, 1, 0), (0, 1, 0))),
+}
+# PauliError on one wire: the table's pauli_channel with one probability.
+_PAULI_SLOT = {"X": 0, "Y": 1, "Z": 2}
 
 
 def _is_channel(op) -> bool:
     return isinstance(op, qml.operation.Channel)
 
 
+def _table_channel(op):
+    """(row name, parameters as (tape index, scale, shift)) of a channel the
+    engine's table has, or None."""
+    if op.name in _CHANNELS:
+        return _CHANNELS[op.name]
+    if op.name == "PauliError" and len(op.wires) == 1:
+        params = [(None, 0, 0.0)] * 3
+        params[_PAULI_SLOT[op.hyperparameters["operators"]]] = (0, 1, 0)
+        return "pauli_channel", tuple(params)
+    return None
+
+
+def _differentiable_channel(op) -> bool:
+    """Whether the engine differentiates the channel's parameters."""
+    return _table_channel(op) is not None
+
+
 def _add_channel(b, op, values):
-    """A noise channel, appended to b; its tape parameters (literals: channel
-    parameters are not differentiated) appended to values as zeros."""
-    params = [_value(p) for p in op.parameters] if op.name in _CHANNELS or \
-        op.name == "ThermalRelaxationError" else []
+    """A noise channel, appended to b, its tape parameters to values: a table
+    row reads them as Params, any other channel runs as its Kraus matrices
+    (its parameters then constants)."""
+    t = len(values)
+    row = _table_channel(op)
+    if row is not None:
+        values.extend(_value(p) for p in op.parameters)
+        name, params = row
+        b.channel(name, op.wires.labels,
+                  [shift if i is None else Param(t + i, scale, shift) for i, scale, shift in params])
+        return
     values.extend([0.0] * op.num_params)
-    wires = op.wires.labels
-    if op.name == "GeneralizedAmplitudeDamping":
-        b.channel("generalized_amplitude_damping", wires, [params[0], 1 - params[1]])
-    elif op.name in _CHANNELS:
-        b.channel(_CHANNELS[op.name], wires, params)
-    elif op.name == "ThermalRelaxationError":  # PennyLane (pe, t1, t2, tq); the table Aer's order
-        pe, t1, t2, tq = params
-        b.channel("thermal_relaxation", wires, [t1, t2, tq, pe])
-    else:
-        kraus = [np.asarray(qml.math.unwrap(k), dtype=np.complex128).reshape(-1).tolist()
-                 for k in op.kraus_matrices()]
-        b.channel("kraus", wires, (), kraus)
+    kraus = [np.asarray(qml.math.unwrap(k), dtype=np.complex128).reshape(-1).tolist()
+             for k in op.kraus_matrices()]
+    b.channel("kraus", op.wires.labels, (), kraus)
 
 
 def _add_operation(b, op, values):

@@ -16,8 +16,10 @@ qmlsim's density-matrix engine.
   measurement code on the C++ density matrix, with ``readout_prob`` (a bit
   flip before each measured qubit) as ``default.mixed`` applies it.
 - ``diff_method="adjoint"`` (``"best"`` picks it): the exact density-matrix
-  adjoint (O(gates), the dual channels pulled back) for gate parameters;
-  channel parameters are not differentiated (a trainable one is refused).
+  adjoint (O(gates), the dual channels pulled back) for gate parameters and
+  for the parameters of the table's channels (the seven above and
+  ``PauliError`` on one wire); a trainable parameter of any other channel is
+  refused.
   With ``readout_prob`` the device gives no derivatives of its own.
 - ``method="trajectories"`` (``trajectories=R``): expectation values as the
   mean of R seeded trajectories, for circuits whose density matrix does not
@@ -33,7 +35,8 @@ from pennylane.devices import ExecutionConfig
 from pennylane.devices.qubit_mixed import measure_final_state
 from pennylane.devices.qubit_mixed.measure import measure as measure_mixed
 
-from ._pennylane import DeviceError, _adjoint_native, _is_channel, _native
+from ._pennylane import (DeviceError, _adjoint_native, _differentiable_channel, _is_channel,
+                         _native)
 from ._program import engine_options
 from .device import QmlsimQubit, _has_mcms
 
@@ -44,7 +47,8 @@ def _mixed_native(op) -> bool:
 
 def _mixed_adjoint_native(op) -> bool:
     if _is_channel(op):
-        return len(op.wires) <= 2 and not qml.operation.is_trainable(op)
+        return len(op.wires) <= 2 and (_differentiable_channel(op) or
+                                       not qml.operation.is_trainable(op))
     return _adjoint_native(op)
 
 

@@ -76,6 +76,92 @@ def test_adjoint_gradients_match_finite_differences_of_default_mixed(seed):
     assert np.allclose(qml.grad(best)(x), fd, atol=1e-7)
 
 
+# Channels whose parameters the engine differentiates, on parameters y.
+def trainable_channels(y, wires):
+    qml.DepolarizingChannel(y[0], wires=wires[0])
+    qml.AmplitudeDamping(y[1], wires=wires[1])
+    qml.GeneralizedAmplitudeDamping(y[2], y[3], wires=wires[0])
+    qml.PhaseDamping(y[4], wires=wires[1])
+    qml.BitFlip(y[5], wires=wires[0])
+    qml.PhaseFlip(y[6], wires=wires[1])
+    qml.PauliError("Y", y[7], wires=wires[0])
+    qml.ThermalRelaxationError(y[8], y[9], y[10], y[11], wires=wires[1])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_channel_parameters_are_differentiated_by_the_adjoint(seed):
+    rng = np.random.default_rng(seed)
+    x = qml.numpy.array(rng.uniform(-3, 3, 4), requires_grad=True)
+    y = qml.numpy.array([*rng.uniform(0.05, 0.3, 8), 0.2, 2.0, 1.5, 0.4], requires_grad=True)
+    if seed == 2:
+        y[0] = y[5] = 0.0  # noise strengths trained from 0: the derivative is finite there
+
+    def circuit(x, y):
+        qml.RX(x[0], 0)
+        qml.RY(x[1], 1)
+        qml.CNOT([0, 1])
+        trainable_channels(y, [0, 1])
+        qml.RZ(x[2], 0)
+        qml.IsingXX(x[3], [0, 1])
+        trainable_channels(y, [1, 0])
+        return qml.expval(qml.Z(0) @ qml.Z(1) - 0.7 * qml.X(1) + 0.3 * qml.Y(0))
+
+    theirs = qml.QNode(circuit, qml.device("default.mixed", wires=2))
+    ours = qml.QNode(circuit, qml.device("qmlsim.mixed", wires=2), diff_method="adjoint")
+    assert np.isclose(ours(x, y), theirs(x, y), atol=1e-12)
+    with qml.Tracker(ours.device) as tracker:
+        gx, gy = qml.grad(ours)(x, y)
+    assert tracker.totals.get("executions", 0) <= 1  # no shifted circuits
+    h = 1e-6  # one-sided where a probability is 0
+    for args, got in ((x, gx), (y, gy)):
+        for j in range(len(args)):
+            up = args.copy()
+            up[j] += h
+            if args[j] == 0:
+                want = (theirs(*((up, y) if args is x else (x, up))) - theirs(x, y)) / h
+            else:
+                down = args.copy()
+                down[j] -= h
+                want = (theirs(*((up, y) if args is x else (x, up))) -
+                        theirs(*((down, y) if args is x else (x, down)))) / (2 * h)
+            assert np.isclose(got[j], want, atol=2e-6 if args[j] == 0 else 1e-7), (j, got, want)
+    best = qml.QNode(circuit, qml.device("qmlsim.mixed", wires=2))  # "best" is the adjoint
+    assert np.allclose(qml.grad(best)(x, y)[1], gy, atol=1e-12)
+
+
+def test_fitting_a_damping_strength_as_the_noisy_circuits_tutorial_does():
+    """tutorial_noisy_circuits' "channel gradients": gradient descent on x with
+    AmplitudeDamping(sigmoid(x)) fits <ZZ> to an observed value; every step
+    as default.mixed's (its backpropagation)."""
+    def fit(device):
+        @qml.qnode(qml.device(device, wires=2))
+        def damping_circuit(x):
+            qml.Hadamard(0)
+            qml.CNOT([0, 1])
+            qml.AmplitudeDamping(1 / (1 + qml.numpy.exp(-x)), wires=0)
+            qml.AmplitudeDamping(1 / (1 + qml.numpy.exp(-x)), wires=1)
+            return qml.expval(qml.Z(0) @ qml.Z(1))
+        opt = qml.GradientDescentOptimizer(stepsize=10)
+        x, path = qml.numpy.array(0.01, requires_grad=True), []
+        for _ in range(20):
+            x = opt.step(lambda x: (damping_circuit(x) - 0.7781) ** 2, x)
+            path.append(float(x))
+        return path, float(damping_circuit(x))
+    ours, theirs = fit("qmlsim.mixed"), fit("default.mixed")
+    assert np.allclose(ours[0], theirs[0], atol=1e-9)
+    assert abs(ours[1] - 0.7781) < 1e-3
+
+
+def test_channels_that_run_as_kraus_matrices_are_not_differentiated():
+    def circuit(p):
+        qml.Hadamard(0)
+        qml.ResetError(p, 0.1, wires=0)
+        return qml.expval(qml.Z(0))
+    ours = qml.QNode(circuit, qml.device("qmlsim.mixed", wires=1), diff_method="adjoint")
+    with pytest.raises(Exception):
+        qml.grad(ours)(qml.numpy.array(0.2, requires_grad=True))
+
+
 def test_readout_error_is_applied_to_every_measurement():
     # (default.mixed's own readout_prob fails in PennyLane 0.45: "'float' object
     # is not iterable"; the expected values are a bit flip before measuring.)

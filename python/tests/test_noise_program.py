@@ -114,6 +114,50 @@ def test_density_matrix_gradients_equal_finite_differences():
     assert np.allclose(v, jac.T @ [1.0, -2.0, 0.5], atol=1e-12)
 
 
+def test_trainable_channel_parameters_against_the_oracle():
+    """Circuit.channel(trainable=True): the noise strengths are circuit
+    parameters after the angles; the Jacobian against central differences of
+    the numpy oracle."""
+    names = ["depolarizing", "amplitude_damping", "bit_flip", "phase_damping"]
+
+    def circuit(theta, p, n=2):
+        c, steps = qmlsim.Circuit(n), []
+        for q in range(n):
+            c.add("RY", [q], [theta[q]])
+            steps.append(("U", on(ry(theta[q]), q, n)))
+            c.add("S", [q])
+            steps.append(("U", on(np.diag([1, 1j]), q, n)))
+        c.add("CNOT", [0, 1])
+        steps.append(("U", cnot(0, 1, n)))
+        for k, name in enumerate(names):
+            c.channel(name, [k % n], [p[k]], trainable=True)
+            steps.append(("K", [on(m, k % n, n) for m in kraus(name, p[k])]))
+        return c, steps
+
+    obs = ["Z0", "0.5*X1*Z0 - Y0*Y1"]
+    theta, p = np.array([0.7, -1.9]), np.array([0.1, 0.3, 0.0, 0.25])
+    c, _ = circuit(theta, p)
+    assert c.num_params == 6
+    jac = qmlsim.jacobian(c, obs)
+
+    def oracle_values(x):
+        rho = oracle(circuit(x[:2], x[2:])[1], 2)
+        return np.array([np.real(np.trace(dense(h, 2) @ rho)) for h in obs])
+
+    x = np.concatenate([theta, p])
+    for j in range(6):
+        up, down = x.copy(), x.copy()
+        up[j] += 1e-6
+        if x[j] == 0:  # a probability of 0: one-sided
+            fd = (oracle_values(up) - oracle_values(x)) / 1e-6
+        else:
+            down[j] -= 1e-6
+            fd = (oracle_values(up) - oracle_values(down)) / 2e-6
+        assert np.allclose(jac[:, j], fd, atol=1e-6 if x[j] == 0 else 1e-7), j
+    with pytest.raises(ValueError, match="trajectories do not differentiate"):
+        qmlsim.jacobian(c, obs, method="trajectories")
+
+
 def test_trajectories_approach_the_density_matrix():
     theta = np.random.default_rng(5).uniform(-3, 3, 6)
     c, _ = build(theta)

@@ -116,17 +116,34 @@ BoundGate column_half(const BoundGate& g, int n) {
   return c;
 }
 
-std::vector<BoundGate> bind_kraus(const Operation& op, std::span<const double> theta) {
+namespace {
+
+// The operation's parameter values at theta, checked against the channel's ranges.
+std::vector<double> channel_params(const Operation& op, std::span<const double> theta) {
   refuse_dynamic(op);
   std::vector<double> params;
   for (const ParamExpr& p : op.params) params.push_back(p.value(theta));
-  std::vector<Matrix> kraus;
-  if (op.channel == ChannelId::kraus) {
-    kraus = *op.kraus;
-  } else {
+  if (op.channel != ChannelId::kraus)
     check_channel_params(op.channel, params);  // trainable values are checked here
-    kraus = kraus_operators(op.channel, params);
-  }
+  return params;
+}
+
+// A superoperator on the channel's wires (canonical, as `wires` sorts) and wires + n.
+BoundGate on_both_halves(Matrix superop, std::vector<int> wires, int n, bool dual) {
+  BoundGate b;
+  b.targets = std::move(wires);
+  for (int q : std::vector<int>(b.targets)) b.targets.push_back(q + n);  // the columns' wires
+  b.matrix = std::move(superop);
+  if (dual) b = adjoint(b);  // the dual map's superoperator is the conjugate transpose
+  return b;
+}
+
+}  // namespace
+
+std::vector<BoundGate> bind_kraus(const Operation& op, std::span<const double> theta) {
+  const std::vector<double> params = channel_params(op, theta);
+  std::vector<Matrix> kraus =
+      op.channel == ChannelId::kraus ? *op.kraus : kraus_operators(op.channel, params);
   std::vector<BoundGate> out;
   for (Matrix& k : kraus) {
     BoundGate b;
@@ -139,15 +156,25 @@ std::vector<BoundGate> bind_kraus(const Operation& op, std::span<const double> t
 
 BoundGate bind_channel(const Operation& op, std::span<const double> theta, int n, bool dual) {
   std::vector<Matrix> kraus;
-  BoundGate b;
+  std::vector<int> wires;
   for (BoundGate& k : bind_kraus(op, theta)) {
-    b.targets = k.targets;
+    wires = k.targets;
     kraus.push_back(std::move(k.matrix));
   }
-  for (int q : std::vector<int>(b.targets)) b.targets.push_back(q + n);  // the columns' wires
-  b.matrix = superoperator(kraus);
-  if (dual) b = adjoint(b);  // the dual map's superoperator is the conjugate transpose
-  return b;
+  return on_both_halves(superoperator(kraus), std::move(wires), n, dual);
+}
+
+BoundGate bind_channel_derivative(const Operation& op, std::span<const double> theta, int n,
+                                  int param) {
+  assert(op.channel != ChannelId::kraus && op.channel != ChannelId::none);
+  std::vector<KrausTerm> terms = kraus_terms(op.channel, channel_params(op, theta), param);
+  std::vector<int> wires;
+  for (KrausTerm& t : terms)
+    for (Matrix* m : {&t.m, &t.dm}) {
+      wires = op.wires;  // to_canonical sorts them
+      *m = to_canonical(std::move(*m), false, wires);
+    }
+  return on_both_halves(superoperator_derivative(terms), std::move(wires), n, false);
 }
 
 }  // namespace qmlsim

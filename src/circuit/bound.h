@@ -63,5 +63,11 @@ BoundGate bind_channel(const Operation& op, std::span<const double> theta, int n
 // A channel operation's Kraus operators at theta, each a (non-unitary) bound
 // gate on the channel's wires. Throws as bind_channel.
 std::vector<BoundGate> bind_kraus(const Operation& op, std::span<const double> theta);
+// The derivative of a table channel's superoperator (bind_channel's, not
+// dual) by its parameter op.params[param] (not by theta: the caller applies
+// the chain rule). Throws as bind_channel, and where the derivative is
+// infinite (kraus_terms). REQUIRES op is a table channel (not kraus).
+BoundGate bind_channel_derivative(const Operation& op, std::span<const double> theta, int n,
+                                  int param);
 
 }  // namespace qmlsim

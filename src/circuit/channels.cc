@@ -1,8 +1,10 @@
 #include "circuit/channels.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 
@@ -69,42 +71,86 @@ Matrix product(const Matrix& a, const Matrix& b, std::size_t d) {
   return out;
 }
 
-// sqrt(1 - total) I and sqrt(p_k) P_k for the Pauli words P_k (indices into
-// pauli(), two digits base 4 for two qubits) of a Pauli mixture.
-std::vector<Matrix> pauli_mixture(int qubits, const std::vector<std::pair<int, double>>& words) {
-  double total = 0;
-  for (const auto& w : words) total += w.second;
-  const Matrix id = qubits == 1 ? pauli(0) : kron(pauli(0), pauli(0));
-  std::vector<Matrix> out = {scaled(id, std::sqrt(std::max(0.0, 1 - total)))};
-  for (const auto& [word, prob] : words) {
-    const Matrix p = qubits == 1 ? pauli(word) : kron(pauli(word / 4), pauli(word % 4));
-    out.push_back(scaled(p, std::sqrt(prob)));
+// A Kraus operator sqrt(w) m with, for one parameter x, dw/dx and dm/dx
+// (KrausTerm): the weights carry every sqrt of a probability, so the terms'
+// superoperator w m (x) conj(m) and its derivative stay finite at w = 0.
+using Terms = std::vector<KrausTerm>;
+
+KrausTerm term(double w, double dw, Matrix m, Matrix dm = {}) {
+  if (dm.empty()) dm.assign(m.size(), 0);
+  return {w, dw, std::move(m), std::move(dm)};
+}
+
+// A Pauli mixture: weight 1 - total on I, p_k on the Pauli word P_k (indices
+// into pauli(), two digits base 4 for two qubits); words hold (word, p_k,
+// dp_k/dx).
+struct Word {
+  int word;
+  double p, dp;
+};
+Terms pauli_mixture(int qubits, const std::vector<Word>& words) {
+  double total = 0, dtotal = 0;
+  for (const Word& w : words) {
+    total += w.p;
+    dtotal += w.dp;
   }
+  const Matrix id = qubits == 1 ? pauli(0) : kron(pauli(0), pauli(0));
+  Terms out = {term(std::max(0.0, 1 - total), -dtotal, id)};
+  for (const Word& w : words)
+    out.push_back(
+        term(w.p, w.dp, qubits == 1 ? pauli(w.word) : kron(pauli(w.word / 4), pauli(w.word % 4))));
   return out;
 }
 
-std::vector<Matrix> generalized_damping(double gamma, double p) {
-  const double a = std::sqrt(p), b = std::sqrt(1 - p), g = std::sqrt(gamma),
-               h = std::sqrt(1 - gamma);
-  return {Matrix{a, 0, 0, a * h}, Matrix{0, a * g, 0, 0}, Matrix{b * h, 0, 0, b},
-          Matrix{0, 0, b * g, 0}};
+// sqrt(1 - gamma) and its derivative; the derivative at gamma = 1 is infinite
+// (an Error when asked for).
+std::pair<double, double> root_of_rest(double gamma, double dgamma, const char* channel) {
+  const double h = std::sqrt(1 - gamma);
+  if (dgamma == 0) return {h, 0};
+  if (h == 0)
+    throw Error(std::string(channel) +
+                ": the derivative at gamma = 1 is infinite (its coherences go as sqrt(1 - gamma))");
+  return {h, -dgamma / (2 * h)};
 }
 
-std::vector<Matrix> phase_damping(double gamma) {
-  return {Matrix{1, 0, 0, std::sqrt(1 - gamma)}, Matrix{0, 0, 0, std::sqrt(gamma)}};
+// Decay rate gamma towards |0> with weight p (d: their derivatives).
+Terms generalized_damping(double gamma, double dgamma, double p, double dp) {
+  const auto [h, dh] = root_of_rest(gamma, dgamma, "amplitude damping");
+  return {term(p, dp, {1, 0, 0, h}, {0, 0, 0, dh}),
+          term(p * gamma, dp * gamma + p * dgamma, {0, 1, 0, 0}),
+          term(1 - p, -dp, {h, 0, 0, 1}, {dh, 0, 0, 0}),
+          term((1 - p) * gamma, -dp * gamma + (1 - p) * dgamma, {0, 0, 1, 0})};
+}
+
+// Coherences times h = sqrt(1 - gamma) (dh: its derivative).
+Terms dephasing(double h, double dh) {
+  return {term(1, 0, {1, 0, 0, h}, {0, 0, 0, dh}), term(1 - h * h, -2 * h * dh, {0, 0, 0, 1})};
 }
 
 // Populations relax towards (1 - excited, excited) at rate 1/t1 and coherences
 // decay as exp(-time/t2): generalized amplitude damping (whose coherences decay
-// as exp(-time/(2 t1))) followed by the phase damping that makes up the rest.
-std::vector<Matrix> thermal_relaxation(double t1, double t2, double time, double excited) {
-  const double gamma = 1 - std::exp(-time / t1);
+// as exp(-time/(2 t1))) followed by the dephasing that makes up the rest.
+// wrt: the parameter (t1, t2, time, excited) derivatives are taken for.
+Terms thermal_relaxation(double t1, double t2, double time, double excited, int wrt) {
+  const double decay = std::exp(-time / t1);
   const double rest = std::exp(-time / t2 + time / (2 * t1));  // <= 1 as t2 <= 2 t1
-  const std::vector<Matrix> damp = generalized_damping(gamma, 1 - excited);
-  const std::vector<Matrix> dephase = phase_damping(1 - rest * rest);
-  std::vector<Matrix> out;
-  for (const Matrix& p : dephase)
-    for (const Matrix& d : damp) out.push_back(product(p, d, 2));
+  // d(decay), d(exponent of rest), d(excited) for the parameter wrt
+  const double ddecay[] = {decay * time / (t1 * t1), 0, -decay / t1, 0};
+  const double dexponent[] = {-time / (2 * t1 * t1), time / (t2 * t2), -1 / t2 + 1 / (2 * t1), 0};
+  const std::size_t k = static_cast<std::size_t>(std::max(wrt, 0));
+  const double on = wrt >= 0 ? 1.0 : 0.0;
+  const Terms damp =
+      generalized_damping(1 - decay, -on * ddecay[k], 1 - excited, wrt == 3 ? -1.0 : 0.0);
+  const Terms dephase = dephasing(rest, on * rest * dexponent[k]);
+  Terms out;
+  for (const KrausTerm& a : dephase)
+    for (const KrausTerm& b : damp) {
+      Matrix dm = product(a.dm, b.m, 2);
+      const Matrix right = product(a.m, b.dm, 2);
+      for (std::size_t i = 0; i < dm.size(); ++i) dm[i] += right[i];
+      out.push_back(term(a.weight * b.weight, a.dweight * b.weight + a.weight * b.dweight,
+                         product(a.m, b.m, 2), std::move(dm)));
+    }
   return out;
 }
 
@@ -150,37 +196,52 @@ void check_channel_params(ChannelId id, std::span<const double> params) {
                 " is more than 1");
 }
 
-std::vector<Matrix> kraus_operators(ChannelId id, std::span<const double> params) {
+std::vector<KrausTerm> kraus_terms(ChannelId id, std::span<const double> params, int wrt) {
+  // d(params[k]) / d(params[wrt])
+  auto d = [&](int k) { return k == wrt ? 1.0 : 0.0; };
   switch (id) {
-    case ChannelId::depolarizing:
-      return pauli_mixture(1, {{1, params[0] / 3}, {2, params[0] / 3}, {3, params[0] / 3}});
+    case ChannelId::depolarizing: {
+      const double p = params[0] / 3, dp = d(0) / 3;
+      return pauli_mixture(1, {{1, p, dp}, {2, p, dp}, {3, p, dp}});
+    }
     case ChannelId::two_qubit_depolarizing: {
-      std::vector<std::pair<int, double>> words;
-      for (int w = 1; w < 16; ++w) words.push_back({w, params[0] / 15});
+      std::vector<Word> words;
+      for (int w = 1; w < 16; ++w) words.push_back({w, params[0] / 15, d(0) / 15});
       return pauli_mixture(2, words);
     }
     case ChannelId::bit_flip:
-      return pauli_mixture(1, {{1, params[0]}});
+      return pauli_mixture(1, {{1, params[0], d(0)}});
     case ChannelId::phase_flip:
-      return pauli_mixture(1, {{3, params[0]}});
+      return pauli_mixture(1, {{3, params[0], d(0)}});
     case ChannelId::pauli_channel:
-      return pauli_mixture(1, {{1, params[0]}, {2, params[1]}, {3, params[2]}});
-    case ChannelId::two_qubit_dephasing:  // IZ, ZI, ZZ
-      return pauli_mixture(2, {{3, params[0] / 3}, {12, params[0] / 3}, {15, params[0] / 3}});
+      return pauli_mixture(1, {{1, params[0], d(0)}, {2, params[1], d(1)}, {3, params[2], d(2)}});
+    case ChannelId::two_qubit_dephasing: {  // IZ, ZI, ZZ
+      const double p = params[0] / 3, dp = d(0) / 3;
+      return pauli_mixture(2, {{3, p, dp}, {12, p, dp}, {15, p, dp}});
+    }
     case ChannelId::amplitude_damping:
-      return generalized_damping(params[0], 1);
+      return generalized_damping(params[0], d(0), 1, 0);
     case ChannelId::generalized_amplitude_damping:
-      return generalized_damping(params[0], params[1]);
-    case ChannelId::phase_damping:
-      return phase_damping(params[0]);
+      return generalized_damping(params[0], d(0), params[1], d(1));
+    case ChannelId::phase_damping: {
+      const auto [h, dh] = root_of_rest(params[0], d(0), "phase_damping");
+      return dephasing(h, dh);
+    }
     case ChannelId::thermal_relaxation:
-      return thermal_relaxation(params[0], params[1], params[2], params[3]);
+      return thermal_relaxation(params[0], params[1], params[2], params[3], wrt);
     case ChannelId::none:
     case ChannelId::kraus:
     case ChannelId::kCount:
       break;
   }
   throw Error("kraus_operators: not a table channel");
+}
+
+std::vector<Matrix> kraus_operators(ChannelId id, std::span<const double> params) {
+  std::vector<Matrix> out;
+  for (KrausTerm& t : kraus_terms(id, params))
+    out.push_back(scaled(t.m, std::sqrt(std::max(0.0, t.weight))));
+  return out;
 }
 
 void check_kraus_set(const std::vector<Matrix>& kraus, double tol) {
@@ -223,6 +284,25 @@ Matrix superoperator(const std::vector<Matrix>& kraus) {
         for (std::size_t r2 = 0; r2 < d; ++r2)
           for (std::size_t c2 = 0; c2 < d; ++c2)
             s[(r + d * c) * big + r2 + d * c2] += k[r * d + r2] * std::conj(k[c * d + c2]);
+  return s;
+}
+
+Matrix superoperator_derivative(const std::vector<KrausTerm>& terms) {
+  const std::size_t d = static_cast<std::size_t>(std::lround(std::sqrt(terms.at(0).m.size())));
+  const std::size_t big = d * d;
+  Matrix s(big * big);
+  // d(w K (x) conj(K)) = dw K (x) conj(K) + w (dK (x) conj(K) + K (x) conj(dK)),
+  // indexed as in superoperator().
+  for (const KrausTerm& t : terms)
+    for (std::size_t r = 0; r < d; ++r)
+      for (std::size_t c = 0; c < d; ++c)
+        for (std::size_t r2 = 0; r2 < d; ++r2)
+          for (std::size_t c2 = 0; c2 < d; ++c2) {
+            const cplx k = t.m[r * d + r2], kc = std::conj(t.m[c * d + c2]);
+            const cplx dk = t.dm[r * d + r2], dkc = std::conj(t.dm[c * d + c2]);
+            s[(r + d * c) * big + r2 + d * c2] +=
+                t.dweight * k * kc + t.weight * (dk * kc + k * dkc);
+          }
   return s;
 }
 

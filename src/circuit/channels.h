@@ -63,6 +63,20 @@ void check_channel_params(ChannelId id, std::span<const double> params);
 // REQUIRES id != none, id != kraus, check_channel_params passed.
 std::vector<Matrix> kraus_operators(ChannelId id, std::span<const double> params);
 
+// A Kraus operator sqrt(weight) m, with the derivatives of weight and m by
+// one parameter. Probabilities live in the weights, so the superoperator's
+// derivative is finite wherever the channel's is (also at a probability 0).
+struct KrausTerm {
+  double weight, dweight;
+  Matrix m, dm;
+};
+
+// The channel's Kraus operators as terms, with derivatives by params[wrt]
+// (none for wrt < 0: every dweight and dm zero). An Error where the
+// derivative is infinite (the dampings' at gamma = 1). REQUIRES as
+// kraus_operators.
+std::vector<KrausTerm> kraus_terms(ChannelId id, std::span<const double> params, int wrt = -1);
+
 // Throws Error unless `kraus` is a non-empty set of 2^k x 2^k matrices (k in
 // 1..kMaxKrausQubits) with sum K^dagger K = I within tol.
 void check_kraus_set(const std::vector<Matrix>& kraus, double tol = 1e-8);
@@ -72,5 +86,9 @@ void check_kraus_set(const std::vector<Matrix>& kraus, double tol = 1e-8);
 // columns of the result are indexed r + 2^k c. The matrices must already be
 // in the order the caller indexes r in (canonical, bound.h).
 Matrix superoperator(const std::vector<Matrix>& kraus);
+
+// The derivative of the terms' superoperator, sum_t weight_t m_t (x) conj(m_t),
+// by the parameter their derivatives are taken for; indexed as superoperator().
+Matrix superoperator_derivative(const std::vector<KrausTerm>& terms);
 
 }  // namespace qmlsim

@@ -83,6 +83,50 @@ TEST(Channels, EveryChannelIsTracePreservingAndItsSuperoperatorActsAsItsKrausSet
   }
 }
 
+// The superoperator's derivative by each parameter against central finite
+// differences of superoperator(kraus_operators) (an independent path: no
+// weights, no derivative code), at random interior points; and at a
+// probability of 0, where the Kraus operators' own derivatives are infinite,
+// against a one-sided difference.
+TEST(Channels, SuperoperatorDerivativesEqualFiniteDifferences) {
+  std::mt19937_64 rng(9);
+  auto superop = [](ChannelId id, const std::vector<double>& p) {
+    return superoperator(kraus_operators(id, p));
+  };
+  for (ChannelId id : kTableChannels) {
+    const int params = channel_info(id).num_params;
+    for (int trial = 0; trial < 6; ++trial) {
+      std::vector<double> p = random_params(id, rng);
+      for (int k = 0; k < params; ++k) {
+        const Matrix got = superoperator_derivative(kraus_terms(id, p, k));
+        const double h = 1e-6, p0 = p[static_cast<std::size_t>(k)];
+        p[static_cast<std::size_t>(k)] = p0 + h;
+        const Matrix up = superop(id, p);
+        p[static_cast<std::size_t>(k)] = p0 - h;
+        const Matrix down = superop(id, p);
+        p[static_cast<std::size_t>(k)] = p0;
+        for (std::size_t i = 0; i < got.size(); ++i)
+          ASSERT_LT(std::abs(got[i] - (up[i] - down[i]) / (2 * h)), 1e-7)
+              << channel_info(id).name << " parameter " << k << " entry " << i;
+      }
+    }
+    if (id == ChannelId::thermal_relaxation) continue;
+    std::vector<double> zero(static_cast<std::size_t>(params), 0.0), step = zero;
+    const double h = 1e-7;
+    step[0] = h;
+    const Matrix got = superoperator_derivative(kraus_terms(id, zero, 0));
+    const Matrix at0 = superop(id, zero), at_h = superop(id, step);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(got[i].real()) && std::isfinite(got[i].imag()));
+      ASSERT_LT(std::abs(got[i] - (at_h[i] - at0[i]) / h), 1e-6) << channel_info(id).name;
+    }
+  }
+  // The dampings' coherences go as sqrt(1 - gamma): no derivative at gamma = 1.
+  const double full[] = {1.0};
+  EXPECT_THROW(kraus_terms(ChannelId::amplitude_damping, full, 0), Error);
+  EXPECT_NO_THROW(kraus_terms(ChannelId::amplitude_damping, full));
+}
+
 TEST(Channels, ConventionsOnKnownStates) {
   std::mt19937_64 rng(8);
   const Matrix rho = random_density(2, rng);

@@ -88,23 +88,47 @@ struct Cut {
   std::vector<std::vector<const Operation*>> groups;
 };
 
+bool has_trainable_params(const Operation& op) {
+  return std::any_of(op.params.begin(), op.params.end(),
+                     [](const ParamExpr& p) { return p.slot >= 0; });
+}
+
+// A channel with a trainable parameter is a group of its own, so the state
+// before it is the group's restored state.
 Cut cut_at_channels(const Circuit& c) {
   Cut cut;
   cut.stretches.emplace_back(c.num_qubits());
-  bool after_channel = false;
+  bool joins = false;  // the next channel joins the last group
   for (const Operation& op : c.ops()) {
-    if (op.is_channel()) {
-      if (!after_channel) {
-        cut.groups.emplace_back();
-        cut.stretches.emplace_back(c.num_qubits());
-      }
-      cut.groups.back().push_back(&op);
-    } else {
+    if (!op.is_channel()) {
       cut.stretches.back().add(op);
+      joins = false;
+      continue;
     }
-    after_channel = op.is_channel();
+    const bool alone = has_trainable_params(op);
+    if (!joins || alone) {
+      cut.groups.emplace_back();
+      cut.stretches.emplace_back(c.num_qubits());
+    }
+    cut.groups.back().push_back(&op);
+    joins = !alone;
   }
   return cut;
+}
+
+// d/dtheta of Re <lambda| S(theta) |rho> for a channel op with superoperator
+// S, added to gradient: each trainable parameter's superoperator derivative
+// between lambda (after op) and rho (before it), times its scale.
+template <class R>
+void add_channel_gradient(const Operation& op, std::span<const double> theta, int n,
+                          const State<R>& lambda, const State<R>& rho,
+                          std::vector<double>& gradient) {
+  for (std::size_t k = 0; k < op.params.size(); ++k) {
+    const ParamExpr& p = op.params[k];
+    if (p.slot < 0) continue;
+    const BoundGate d = bind_channel_derivative(op, theta, n, static_cast<int>(k));
+    gradient[static_cast<std::size_t>(p.slot)] += p.scale * lambda.matrix_element(d, rho).real();
+  }
 }
 
 // The density-matrix tape of a stretch: each gate's row half, with its
@@ -322,7 +346,6 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
   std::vector<std::vector<BoundGate>> channel(m), dual(m);
   for (std::size_t j = 0; j < m; ++j) {
     for (const Operation* op : cut.groups[j]) {
-      detail::require_literal_channel_params(*op);
       channel[j].push_back(bind_channel(*op, theta, n));
       dual[j].insert(dual[j].begin(), bind_channel(*op, theta, n, true));
     }
@@ -392,6 +415,8 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
       rho->apply(undo[j - 1]);
     else
       pool.give_back(std::exchange(rho, before_channel(j - 1)));
+    for (const Operation* op : cut.groups[j - 1])  // trainable: alone in its group
+      add_channel_gradient(*op, theta, n, *lambda, *rho, result.gradient);
     lambda->apply(dual[j - 1]);
   }
   return result;

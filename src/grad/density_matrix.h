@@ -16,7 +16,9 @@
 // k-th one is kept and a block's others recomputed from it once (about one
 // more forward pass).
 // A gate parameter's gradient is 2 Re <vec(lambda)| dU (x) conj(U) |vec(rho)>
-// = 2 Re Tr(lambda dU rho U^dagger): the row half's sweep term alone.
+// = 2 Re Tr(lambda dU rho U^dagger): the row half's sweep term alone; a
+// channel parameter's is Re <vec(lambda)| dS/dp |vec(rho)> for its
+// superoperator S.
 #pragma once
 
 #include <cstdint>
@@ -52,8 +54,9 @@ SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double>
                                        const SimulateRequest& req, const EngineOptions& options);
 
 // L = sum_k weights[k] Tr(H_k rho(theta)) and dL/dtheta for every slot that
-// gates' parameters use. A channel's trainable parameter is refused (an
-// Error): its gradient is not implemented yet.
+// gates' and channels' parameters use. A channel parameter's term is
+// Re <lambda| dS/dp |rho> at the channel, dS/dp its superoperator's exact
+// derivative (channels.h: kraus_terms); an Error where that is infinite.
 template <class R>
 AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta,
                                  const std::vector<PauliSum>& observables,

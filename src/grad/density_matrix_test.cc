@@ -176,25 +176,101 @@ TEST(DensityMatrix, GradientsUndoInvertibleChannelsAndKeepStatesForOthers) {
   }
 }
 
+// Channel parameters as trainable slots (value = 0.5 theta[slot] + shift):
+// every table channel's parameters, in noise layers where trainable channels
+// sit between literal ones, against finite differences; with the states kept,
+// recomputed and (all channels invertible) undone.
+TEST(DensityMatrix, ChannelParameterGradientsEqualFiniteDifferences) {
+  std::mt19937_64 rng(52);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int n = 2 + trial % 3;
+    const int gate_slots = 3;
+    Circuit noisy = noisy_circuit(n, 12, gate_slots, rng);
+    for (int q = 0; q < n; ++q) {  // a noise layer: channels back to back
+      Operation op = random_channel(n, rng);
+      op.wires.resize(1);
+      op.wires[0] = q;
+      if (channel_info(op.channel).num_wires == 2) op.wires.push_back((q + 1) % n);
+      noisy.add(op);
+    }
+    const Circuit tail = noisy_circuit(n, 6, gate_slots, rng);
+    for (const Operation& op : tail.ops()) noisy.add(op);
+    std::vector<double> theta = random_theta(gate_slots, rng);
+    Circuit c(n);
+    for (Operation op : noisy.ops()) {
+      for (ParamExpr& p : op.params)
+        if (op.is_channel() && u(rng) < 0.7) {  // trainable, same value
+          const double t = 2 * p.shift * u(rng);
+          p = ParamExpr::ref(static_cast<int>(theta.size()), 0.5, p.shift - 0.5 * t);
+          theta.push_back(t);
+        }
+      c.add(op);
+    }
+    const std::vector<PauliSum> obs = {random_observable(n, rng)};
+    const double w[] = {1.3};
+    const std::vector<double> want = finite_differences(c, theta, obs, w);
+    for (std::uint64_t budget : {std::uint64_t{1} << 40, std::uint64_t{1}}) {
+      EngineOptions o;
+      o.fusion = trial % 2 ? 3 : 0;
+      o.threads = 1 + trial % 2;
+      o.checkpoint_bytes = budget;
+      const AdjointResult g = adjoint_vjp<double>(c, theta, obs, w, o);
+      for (std::size_t s = 0; s < theta.size(); ++s)
+        ASSERT_NEAR(g.gradient[s], want[s], 1e-7) << "trial " << trial << " slot " << s;
+      const AdjointResult f = adjoint_vjp<float>(c, theta, obs, w, o);
+      for (std::size_t s = 0; s < theta.size(); ++s) EXPECT_NEAR(f.gradient[s], want[s], 2e-3);
+    }
+  }
+  // Only invertible channels (depolarizing): the pass undoes them instead of
+  // keeping states.
+  const int n = 3;
+  Circuit c = random_parametric_circuit(n, 10, 2, rng);
+  std::vector<double> theta = random_theta(2, rng);
+  for (int q = 0; q < n; ++q) {
+    Operation op;
+    op.channel = q == 1 ? ChannelId::bit_flip : ChannelId::depolarizing;
+    op.wires = {q};
+    op.params = {ParamExpr::ref(static_cast<int>(theta.size()))};
+    theta.push_back(0.05 + 0.1 * q);
+    c.add(op);
+  }
+  const Circuit tail = random_parametric_circuit(n, 10, 2, rng);
+  for (const Operation& op : tail.ops()) c.add(op);
+  const std::vector<PauliSum> obs = {random_observable(n, rng)};
+  const double w[] = {1.0};
+  const std::vector<double> want = finite_differences(c, theta, obs, w);
+  const AdjointResult g = adjoint_vjp<double>(c, theta, obs, w, {});
+  for (std::size_t s = 0; s < theta.size(); ++s) EXPECT_NEAR(g.gradient[s], want[s], 1e-7);
+}
+
 TEST(DensityMatrix, RefusesWhatItCannotDo) {
   Circuit c(1);
   Operation op;
-  op.channel = ChannelId::bit_flip;
+  op.channel = ChannelId::amplitude_damping;
   op.wires = {0};
   op.params = {ParamExpr::ref(0)};
   c.add(op);
-  const double theta[] = {0.1}, w[] = {1.0};
+  const double theta[] = {1.0}, w[] = {1.0};
   const PauliSum z = parse_pauli_sum("Z0", "test");
-  EXPECT_THROW(adjoint_vjp<double>(c, theta, {z}, w, {}), Error);  // a trainable channel
+  EXPECT_THROW(adjoint_vjp<double>(c, theta, {z}, w, {}), Error);  // d/dgamma at 1: infinite
+  c = Circuit(1);
+  op.channel = ChannelId::bit_flip;
+  c.add(op);
+  const double p[] = {0.1};
+  EngineOptions trajectories;  // trajectories do not differentiate channels
+  trajectories.method = Method::trajectories;
+  EXPECT_THROW(adjoint_vjp<double>(c, p, {z}, w, trajectories), Error);
   SimulateRequest req;
   req.observables = {z};
-  EXPECT_NEAR(simulate<double>(c, theta, req, {}).expvals[0], 0.8, 1e-15);
+  EXPECT_NEAR(simulate<double>(c, p, req, {}).expvals[0], 0.8, 1e-15);
+  EXPECT_NEAR(adjoint_vjp<double>(c, p, {z}, w, {}).gradient[0], -2, 1e-15);
   EngineOptions gpu;
   gpu.backend = Backend::cuda;
-  EXPECT_THROW(simulate<double>(c, theta, req, gpu), Error);
+  EXPECT_THROW(simulate<double>(c, p, req, gpu), Error);
   EngineOptions sv;
   sv.method = Method::statevector;
-  EXPECT_THROW(simulate<double>(c, theta, req, sv), Error);
+  EXPECT_THROW(simulate<double>(c, p, req, sv), Error);
 }
 
 }  // namespace

@@ -165,13 +165,15 @@ void for_each_sweep(std::size_t count, int n, const EngineOptions& options, Fn&&
   run_items(count, sweeps_one_per_thread<R>(count, n, options), options, fn);
 }
 
-// Channel parameters are not differentiated (yet): a channel with a trainable
-// one is an Error naming it, for the density matrix's and trajectories' VJPs.
+// Trajectories do not differentiate channel parameters (their branch
+// probabilities depend on them): a channel with a trainable one is an Error
+// naming it and the density-matrix method, which does.
 inline void require_literal_channel_params(const Operation& op) {
   for (const ParamExpr& p : op.params)
     if (p.slot >= 0)
       throw Error(describe(op) +
-                  ": the gradient of a channel's trainable parameter is not implemented yet");
+                  ": trajectories do not differentiate a channel's trainable parameter; the "
+                  "density-matrix method does");
 }
 
 // The qubit count every circuit shares; an Error naming `what` if they differ.

@@ -331,6 +331,15 @@ std::vector<double> StateVector<R>::probabilities() const {
 }
 
 template <class R>
+cplx StateVector<R>::matrix_element(const BoundGate& g, const StateVector& ket) const {
+  assert(ket.n_ == n_);
+  const Matrix m = cross_matrix(amps_.data(), ket.amps_.data(), n_, g, threads_);
+  cplx sum = 0;
+  for (std::size_t i = 0; i < m.size(); ++i) sum += g.matrix[i] * m[i];
+  return sum;
+}
+
+template <class R>
 std::map<index_t, std::int64_t> StateVector<R>::sample(std::int64_t shots, std::uint64_t seed,
                                                        std::int64_t chunk) const {
   std::map<index_t, std::int64_t> counts;

@@ -125,6 +125,9 @@ class StateVector {
   // Re <this|H|other> and <this|H|ket>: the building blocks of adjoint gradients.
   double expval_between(const PauliSum& h, const StateVector& other) const;
   cplx matrix_element(const PauliSum& h, const StateVector& ket) const;
+  // <this|g|ket> for a gate (any matrix) on its targets, controls 1; in
+  // double, independent of the thread count. One pass over both states.
+  cplx matrix_element(const BoundGate& g, const StateVector& ket) const;
   // this = H src (REQUIRES src is another state of the same size). Returns
   // <src|H|src> (real part) from the same pass, formed in double before the
   // rounding to R and summed over fixed blocks in order, as expval() is.
