@@ -304,8 +304,8 @@ nb::ndarray<nb::numpy, std::complex<double>> state_qasm(
 // the order of inputs().
 class QasmRunner {
  public:
-  // `initial`: the state the program starts from (2^n amplitudes, normalised),
-  // or empty for |0...0>.
+  // `initial`: the state the program starts from (program.h:
+  // check_initial_state), or empty for |0...0>.
   QasmRunner(const std::string& text, std::vector<cplx> initial)
       : prog_(parse_qasm(text, "<qasm>")), initial_(std::move(initial)) {
     check_initial_state(initial_, num_qubits());
@@ -528,7 +528,8 @@ NB_MODULE(_qmlsim, m) {
            nb::arg("initial_state") = std::vector<cplx>{}, nb::arg("global_phase") = 0.0,
            nb::arg("num_clbits") = 0,
            "Operations on num_qubits qubits over num_params parameters, checked once; runs start "
-           "from initial_state (default |0...0>) and states come back times e^{i global_phase}.")
+           "from initial_state (default |0...0>; 2^n amplitudes, or a density matrix as 4^n "
+           "entries, row-major) and states come back times e^{i global_phase}.")
       .def_prop_ro("num_qubits", [](const Program& p) { return p.circuit.num_qubits(); })
       .def_ro("num_params", &Program::num_params)
       .def_prop_ro("dynamic", [](const Program& p) { return p.circuit.has_dynamic(); })

@@ -427,6 +427,13 @@ def _program(operations, n: int, mcms: dict | None = None):
             values.extend([0.0] * op.num_params)
             initial = amps.tolist()
             continue
+        if op.name == "QubitDensityMatrix":  # qmlsim.mixed: a mixed start, or a replacement
+            values.extend([0.0] * op.num_params)
+            if index == 0:
+                initial = _mixed_start(op, n).reshape(-1).tolist()
+            else:
+                b.channel("kraus", op.wires.labels, (), _replacement_kraus(op))
+            continue
         if isinstance(op, MidMeasureMP):
             bit = mcms.setdefault(_mcm_key(op), len(mcms))
             b.measure(op.wires.labels[0], bit)
@@ -438,6 +445,36 @@ def _program(operations, n: int, mcms: dict | None = None):
             continue
         _add_operation(b, op, values)
     return b.program(len(values), initial, len(mcms)), values
+
+
+def _mixed_start(op, n: int):
+    """QubitDensityMatrix(sigma, wires) as the first operation: sigma on its
+    wires and |0><0| on the others, as one 2^n x 2^n matrix (wire 0 most
+    significant)."""
+    sigma = np.asarray(qml.math.unwrap(op.data[0]), dtype=np.complex128)
+    wires = [int(w) for w in op.wires.labels]
+    rest = [w for w in range(n) if w not in wires]
+    zero = np.zeros((1 << len(rest),) * 2)
+    zero[0, 0] = 1
+    full = np.kron(sigma, zero).reshape((2,) * (2 * n))  # axes: wires, rest; then the same
+    order = wires + rest
+    perm = [order.index(w) for w in range(n)]
+    return full.transpose(perm + [n + p for p in perm]).reshape(1 << n, 1 << n)
+
+
+def _replacement_kraus(op) -> list:
+    """QubitDensityMatrix(sigma, wires) after other operations: the channel
+    rho -> Tr_wires(rho) (x) sigma, as Kraus operators sqrt(l_i) |v_i><j| over
+    sigma's eigenpairs (l_i, v_i) and the wires' basis states j (at most 2
+    wires: 16 operators)."""
+    if len(op.wires) > 2:
+        raise DeviceError("qmlsim.mixed: QubitDensityMatrix on more than 2 wires is supported "
+                          "only as the first operation")
+    sigma = np.asarray(qml.math.unwrap(op.data[0]), dtype=np.complex128)
+    values, vectors = np.linalg.eigh(sigma)
+    d = len(values)
+    return [(np.sqrt(max(l, 0.0)) * np.outer(vectors[:, i], np.eye(d)[j])).reshape(-1).tolist()
+            for i, l in enumerate(values) if l > 1e-14 for j in range(d)]
 
 
 def _add_gate(b, op, values) -> bool:

@@ -42,10 +42,13 @@ from .device import QmlsimQubit, _has_mcms
 
 
 def _mixed_native(op) -> bool:
-    return _native(op) or (_is_channel(op) and len(op.wires) <= 2)
+    return _native(op) or (_is_channel(op) and len(op.wires) <= 2) or \
+        op.name == "QubitDensityMatrix"
 
 
 def _mixed_adjoint_native(op) -> bool:
+    if op.name == "QubitDensityMatrix":
+        return True
     if _is_channel(op):
         return len(op.wires) <= 2 and (_differentiable_channel(op) or
                                        not qml.operation.is_trainable(op))

@@ -162,6 +162,65 @@ def test_channels_that_run_as_kraus_matrices_are_not_differentiated():
         qml.grad(ours)(qml.numpy.array(0.2, requires_grad=True))
 
 
+def random_density(rng, k):
+    a = rng.normal(size=(1 << k, 1 << k)) + 1j * rng.normal(size=(1 << k, 1 << k))
+    rho = a @ a.conj().T
+    return rho / np.trace(rho)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_qubit_density_matrix_as_default_mixed_runs_it(seed):
+    """QubitDensityMatrix first (a mixed start, on some wires) and later (the
+    replacement channel Tr_wires(rho) (x) sigma, 1-2 wires): values, the state
+    and the adjoint gradient against default.mixed."""
+    rng = np.random.default_rng(seed)
+    start, late1, late2 = random_density(rng, 2), random_density(rng, 1), random_density(rng, 2)
+    h = qml.Z(0) @ qml.X(1) + 0.4 * qml.Y(2)
+
+    def circuit(x, measure):
+        qml.QubitDensityMatrix(start, wires=[2, 0])
+        qml.RX(x[0], 1)
+        qml.CNOT([1, 2])
+        qml.DepolarizingChannel(0.1, 0)
+        qml.QubitDensityMatrix(late1, wires=[1])
+        qml.CRY(x[1], [0, 2])
+        qml.QubitDensityMatrix(late2, wires=[0, 2])
+        qml.RY(x[2], 0)
+        qml.IsingXX(x[0], [0, 1])
+        return measure()
+
+    x = qml.numpy.array(rng.uniform(-3, 3, 3), requires_grad=True)
+    for measure in (lambda: qml.expval(h), lambda: qml.state(), lambda: qml.probs([1, 2])):
+        ours = qml.QNode(circuit, qml.device("qmlsim.mixed", wires=3))(x, measure)
+        theirs = qml.QNode(circuit, qml.device("default.mixed", wires=3))(x, measure)
+        assert np.allclose(ours, theirs, atol=1e-12)
+    grads = [qml.grad(qml.QNode(circuit, qml.device(d, wires=3), diff_method=m))(
+        x, lambda: qml.expval(h)) for d, m in (("qmlsim.mixed", "adjoint"),
+                                               ("default.mixed", "backprop"))]
+    assert np.allclose(grads[0], grads[1], atol=1e-10)
+
+
+def test_qubit_density_matrix_on_every_wire_in_any_order():
+    """sigma's first factor is the first listed wire. (default.mixed 0.45
+    ignores the order when every wire is listed, unlike on fewer wires:
+    compared here with the explicit permutation instead.)"""
+    sigma = random_density(np.random.default_rng(7), 3)
+
+    def circuit():
+        qml.QubitDensityMatrix(sigma, wires=[1, 2, 0])
+        return qml.state()
+    got = qml.QNode(circuit, qml.device("qmlsim.mixed", wires=3))()
+    want = sigma.reshape((2,) * 6).transpose([2, 0, 1, 5, 3, 4]).reshape(8, 8)
+    assert np.allclose(got, want, atol=1e-14)
+
+    def late():
+        qml.Hadamard(0)
+        qml.QubitDensityMatrix(sigma, wires=[0, 1, 2])
+        return qml.state()
+    with pytest.raises(Exception, match="more than 2 wires is supported only as the first"):
+        qml.QNode(late, qml.device("qmlsim.mixed", wires=3))()
+
+
 def test_readout_error_is_applied_to_every_measurement():
     # (default.mixed's own readout_prob fails in PennyLane 0.45: "'float' object
     # is not iterable"; the expected values are a bit flip before measuring.)

@@ -24,9 +24,27 @@ int checked_qubits(int n) {
 
 void check_initial_state(std::span<const cplx> initial, int n) {
   if (initial.empty()) return;
-  if (initial.size() != (std::size_t{1} << n))
+  const std::size_t dim = std::size_t{1} << n;
+  for (const cplx& a : initial)
+    if (!std::isfinite(a.real()) || !std::isfinite(a.imag()))
+      throw Error("initial state: an entry is not a finite number");
+  if (n < 32 && initial.size() == dim * dim) {  // a density matrix, row-major
+    double trace = 0;
+    for (std::size_t r = 0; r < dim; ++r) {
+      trace += initial[r * dim + r].real();
+      if (initial[r * dim + r].real() < -1e-9)
+        throw Error("initial state: a density matrix with a negative diagonal entry");
+      for (std::size_t c = 0; c < r; ++c)
+        if (std::abs(initial[r * dim + c] - std::conj(initial[c * dim + r])) > 1e-8)
+          throw Error("initial state: the density matrix is not Hermitian");
+    }
+    if (!(std::abs(trace - 1) < 1e-6)) throw Error("initial state: a density matrix of trace != 1");
+    return;
+  }
+  if (initial.size() != dim)
     throw Error("initial state: " + std::to_string(initial.size()) + " amplitudes for " +
-                std::to_string(n) + " qubit(s)");
+                std::to_string(n) + " qubit(s) (" + std::to_string(dim) + ", or " +
+                std::to_string(dim * dim) + " for a density matrix)");
   double norm = 0;
   for (const cplx& a : initial) norm += std::norm(a);
   if (!(std::abs(norm - 1) < 1e-6)) throw Error("initial state: not normalised");

@@ -73,7 +73,9 @@ struct Program {
   void add_instruction(Instruction kind, const ProgramOp& op);
 };
 
-// Throws Error unless `initial` is empty (|0...0>) or 2^n amplitudes of norm 1.
+// Throws Error unless `initial` is empty (|0...0>), 2^n amplitudes of norm 1,
+// or a density matrix: 4^n entries, rho[r][c] at r 2^n + c, Hermitian with
+// trace 1 and a non-negative diagonal (positivity is not checked).
 void check_initial_state(std::span<const cplx> initial, int n);
 
 }  // namespace qmlsim

@@ -97,8 +97,19 @@ TEST(Program, BadInputIsAnErrorNamingWhatIsWrong) {
   EXPECT_EQ(error_of(1, {{"bit_flip", {0}, {0.1}, {}, {}, {}, {{1, 0, 0, 1}}}}),
             "channel bit_flip: Kraus matrices are for the channel 'kraus' only");
   EXPECT_EQ(error_of(1, {}, -1), "num_params: -1 is negative");
-  EXPECT_EQ(error_of(2, {}, 0, {1.0, 0.0}), "initial state: 2 amplitudes for 2 qubit(s)");
+  EXPECT_EQ(error_of(2, {}, 0, {1.0, 0.0}),
+            "initial state: 2 amplitudes for 2 qubit(s) (4, or 16 for a density matrix)");
   EXPECT_EQ(error_of(1, {}, 0, {1.0, 1.0}), "initial state: not normalised");
+  // A density matrix: 4^n entries, Hermitian, trace 1, diagonal >= 0.
+  EXPECT_EQ(error_of(1, {}, 0, {0.5, 0.0, 0.0, 0.5}), "");
+  EXPECT_EQ(error_of(1, {}, 0, {0.5, 0.1, 0.2, 0.5}),
+            "initial state: the density matrix is not Hermitian");
+  EXPECT_EQ(error_of(1, {}, 0, {0.5, 0.0, 0.0, 0.6}),
+            "initial state: a density matrix of trace != 1");
+  EXPECT_EQ(error_of(1, {}, 0, {1.5, 0.0, 0.0, -0.5}),
+            "initial state: a density matrix with a negative diagonal entry");
+  EXPECT_EQ(error_of(1, {}, 0, {std::nan(""), 0.0}),
+            "initial state: an entry is not a finite number");
   const Program p(1, {}, 2, {}, 0.0);
   EXPECT_THROW(p.theta({0.1}), Error);
   EXPECT_THROW(p.theta({0.1, INFINITY}), Error);

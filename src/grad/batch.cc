@@ -41,10 +41,15 @@ std::vector<std::vector<double>> thetas_of(const std::vector<BatchItem>& items) 
 // `states` states of every item's circuit fit (the largest item decides).
 void check_batch_fits(const std::vector<BatchItem>& items, int states, Precision precision,
                       const EngineOptions& options) {
-  const Circuit* largest = items[0].circuit;
-  for (const BatchItem& it : items)
-    if (runs_on_density_matrix(*it.circuit, options)) largest = it.circuit;
-  check_states_fit(*largest, states, precision, options);
+  const BatchItem* largest = &items[0];
+  for (const BatchItem& it : items) {
+    EngineOptions o = options;
+    if (!it.initial_state.empty()) o.initial_state = it.initial_state;
+    if (runs_on_density_matrix(*it.circuit, o)) largest = &it;
+  }
+  EngineOptions o = options;
+  if (!largest->initial_state.empty()) o.initial_state = largest->initial_state;
+  check_states_fit(*largest->circuit, states, precision, o);
 }
 
 // Runs fn(i, item_options) for every item (its starting state in

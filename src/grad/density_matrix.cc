@@ -61,21 +61,27 @@ class StatePool {
   std::vector<std::unique_ptr<State<R>>> spare_;
 };
 
-// rho = |0><0|, or |psi><psi| for a given initial state psi.
+// rho = |0><0|, |psi><psi| for a given initial state psi, or a given
+// density matrix (row-major).
 template <class R>
 void set_initial(State<R>& rho, int n, const EngineOptions& options) {
-  if (options.initial_state.empty()) {
+  const std::span<const cplx> init = options.initial_state;
+  if (init.empty()) {
     rho.set_basis_state(0);
     return;
   }
   const index_t dim = index_t{1} << n;
-  if (options.initial_state.size() != dim)
-    throw Error("initial state: " + std::to_string(options.initial_state.size()) +
-                " amplitudes for " + std::to_string(n) + " qubit(s)");
   std::vector<cplx> v(dim * dim);
-  for (index_t c = 0; c < dim; ++c)
-    for (index_t r = 0; r < dim; ++r)
-      v[r + dim * c] = options.initial_state[r] * std::conj(options.initial_state[c]);
+  if (init.size() == dim * dim) {
+    for (index_t c = 0; c < dim; ++c)
+      for (index_t r = 0; r < dim; ++r) v[r + dim * c] = init[r * dim + c];
+  } else if (init.size() == dim) {
+    for (index_t c = 0; c < dim; ++c)
+      for (index_t r = 0; r < dim; ++r) v[r + dim * c] = init[r] * std::conj(init[c]);
+  } else {
+    throw Error("initial state: " + std::to_string(init.size()) + " amplitudes for " +
+                std::to_string(n) + " qubit(s)");
+  }
   rho.set_amplitudes(v);
 }
 
@@ -313,9 +319,14 @@ bool density_matrix_fits(int n) {
          (have == 0 ? n <= 13 : density_matrix_bytes(n, Precision::c128) <= have / 10 * 9);
 }
 
+bool starts_mixed(const Circuit& c, const EngineOptions& options) {
+  const int n = c.num_qubits();
+  return 2 * n < 64 && options.initial_state.size() == index_t{1} << (2 * n);
+}
+
 bool runs_on_density_matrix(const Circuit& c, const EngineOptions& options) {
   return options.method == Method::density_matrix ||
-         (options.method == Method::automatic && c.has_channels() &&
+         (options.method == Method::automatic && (c.has_channels() || starts_mixed(c, options)) &&
           density_matrix_fits(c.num_qubits()));
 }
 

@@ -41,13 +41,18 @@ std::uint64_t density_matrix_bytes(int n, Precision p);
 // memory (Method::automatic picks trajectories beyond).
 bool density_matrix_fits(int n);
 
-// Whether these options run c on a density matrix (Method, options.h).
+// Whether options.initial_state is a density matrix of c's qubits (4^n entries).
+bool starts_mixed(const Circuit& c, const EngineOptions& options);
+
+// Whether these options run c on a density matrix (Method, options.h): with
+// Method::automatic, when it has channels or starts mixed and fits.
 bool runs_on_density_matrix(const Circuit& c, const EngineOptions& options);
 
 // The final density matrix of c read out as requested: Tr(H rho) per
 // observable, the diagonal as probabilities, samples and the most probable
 // basis state from it; `state` is rho, row-major (rho[r][c] at r 2^n + c).
-// initial_state, when given, is a pure state |psi> (rho = |psi><psi|).
+// initial_state, when given, is a pure state |psi> (rho = |psi><psi|) or a
+// density matrix (program.h: check_initial_state).
 // CPU only (an Error on the cuda backend).
 template <class R>
 SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double> theta,

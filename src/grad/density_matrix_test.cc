@@ -88,6 +88,55 @@ TEST(DensityMatrix, NoiselessCircuitsEqualTheStateVector) {
   }
 }
 
+// A mixed starting state (initial_state holding rho, row-major): by linearity
+// the mixture of the pure starts' results, for values, the final matrix and
+// gradients; Method::automatic takes the density matrix for it even without
+// channels, and the state-vector method refuses it.
+TEST(DensityMatrix, StartsFromAGivenDensityMatrix) {
+  std::mt19937_64 rng(53);
+  for (int n : {1, 3}) {
+    for (bool noisy : {false, true}) {
+      const Circuit c =
+          noisy ? noisy_circuit(n, 10, 3, rng) : random_parametric_circuit(n, 10, 3, rng);
+      const std::vector<double> theta = random_theta(3, rng);
+      const std::size_t dim = std::size_t{1} << n;
+      const std::vector<cplx> a = testing::random_state(n, rng), b = testing::random_state(n, rng);
+      const double pa = 0.3, pb = 0.7;
+      std::vector<cplx> rho(dim * dim);
+      for (std::size_t r = 0; r < dim; ++r)
+        for (std::size_t k = 0; k < dim; ++k)
+          rho[r * dim + k] = pa * a[r] * std::conj(a[k]) + pb * b[r] * std::conj(b[k]);
+      SimulateRequest req;
+      req.observables = {random_observable(n, rng)};
+      req.state = true;
+      const std::vector<PauliSum> obs = req.observables;
+      const double w[] = {1.0};
+      EngineOptions from_rho, from_a, from_b;
+      from_rho.initial_state = rho;
+      from_a.method = from_b.method = Method::density_matrix;
+      from_a.initial_state = a;
+      from_b.initial_state = b;
+      const SimulateResult got = simulate<double>(c, theta, req, from_rho);
+      const SimulateResult ra = simulate<double>(c, theta, req, from_a);
+      const SimulateResult rb = simulate<double>(c, theta, req, from_b);
+      ASSERT_EQ(got.state.size(), dim * dim);  // automatic chose the density matrix
+      EXPECT_NEAR(got.expvals[0], pa * ra.expvals[0] + pb * rb.expvals[0], 1e-12);
+      for (std::size_t i = 0; i < got.state.size(); ++i)
+        EXPECT_LT(std::abs(got.state[i] - (pa * ra.state[i] + pb * rb.state[i])), 1e-12);
+      const AdjointResult g = adjoint_vjp<double>(c, theta, obs, w, from_rho);
+      const AdjointResult ga = adjoint_vjp<double>(c, theta, obs, w, from_a);
+      const AdjointResult gb = adjoint_vjp<double>(c, theta, obs, w, from_b);
+      for (std::size_t s = 0; s < theta.size(); ++s)
+        EXPECT_NEAR(g.gradient[s], pa * ga.gradient[s] + pb * gb.gradient[s], 1e-12);
+      if (!noisy) {
+        EngineOptions sv = from_rho;
+        sv.method = Method::statevector;
+        EXPECT_THROW(simulate<double>(c, theta, req, sv), Error);
+      }
+    }
+  }
+}
+
 // Central finite differences of L = sum_k w_k Tr(H_k rho) in complex128.
 std::vector<double> finite_differences(const Circuit& c, std::vector<double> theta,
                                        const std::vector<PauliSum>& obs, const double* w) {

@@ -338,7 +338,7 @@ class Walker {
 }  // namespace
 
 bool dynamic_runs_on_density_matrix(const Circuit& c, const EngineOptions& options) {
-  return c.has_channels() && options.method != Method::trajectories &&
+  return (c.has_channels() || starts_mixed(c, options)) && options.method != Method::trajectories &&
          (options.method == Method::density_matrix || density_matrix_fits(c.num_qubits()));
 }
 

@@ -27,7 +27,10 @@ inline EngineOptions for_backend(EngineOptions o) {
 template <class SV>
 void set_initial_state(SV& sv, const EngineOptions& options) {
   if (options.initial_state.empty()) return;
-  if (options.initial_state.size() != static_cast<std::size_t>(sv.size())) {
+  const std::size_t size = static_cast<std::size_t>(sv.size());
+  if (options.initial_state.size() == size * size)
+    throw Error("initial state: a density matrix runs on the density-matrix method only");
+  if (options.initial_state.size() != size) {
     throw Error("initial state: " + std::to_string(options.initial_state.size()) +
                 " amplitudes for " + std::to_string(sv.num_qubits()) + " qubit(s)");
   }
