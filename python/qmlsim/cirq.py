@@ -14,7 +14,10 @@
   coefficients) evaluated in C++; every parameter point of a sweep in one C++
   batch (threads across points for small states).
 - ``cirq.SimulatesSamples`` (``run``, ``run_sweep``): measurement keys,
-  repetitions, invert masks; seeded by ``seed``.
+  repetitions, invert masks, confusion maps (readout error: each recorded
+  value drawn from its true value's row, before the invert mask, as
+  ``MeasurementGate`` documents it; not in dynamic circuits); seeded by
+  ``seed``.
 - Gates: the ``XPowGate`` family (``rx``, ``ry``, ``rz``, any exponent and
   global shift), ``HPowGate``, ``CZPowGate``, ``CXPowGate``, ``SwapPowGate`` and
   ``XX/YY/ZZPowGate`` become the engine's parametric gates; every other gate
@@ -35,9 +38,11 @@
   any channel with Kraus operators on one or two qubits, and a simulator's
   ``noise=`` model applied as Cirq applies it): expectation values and
   ``run`` on the engine's density matrix, exactly, as
-  ``cirq.DensityMatrixSimulator`` gives them; ``Simulator.simulate`` returns
-  state vectors and refuses a noisy circuit. ``DensityMatrixSimulator`` is
-  the drop-in for ``cirq.DensityMatrixSimulator``: ``simulate`` gives
+  ``cirq.DensityMatrixSimulator`` gives them; ``Simulator.simulate`` follows
+  one trajectory, as ``cirq.Simulator`` does (each channel's Kraus operator
+  drawn with its probability; the final state vector, normalised).
+  ``DensityMatrixSimulator`` is the drop-in for
+  ``cirq.DensityMatrixSimulator``: ``simulate`` gives
   ``final_density_matrix``.
 
 Cirq is an optional dependency: ``pip install cirq-core``.
@@ -69,6 +74,7 @@ class _Program:
         self.n = len(qubits)
         index = {q: i for i, q in enumerate(qubits)}
         self.initial, self.steps, self.measurements = [], [], []
+        self.confusion = {}  # key -> confusion_map
         self.noisy = False
         self.dynamic = not circuit.are_all_measurements_terminal() or any(
             isinstance(op, cirq.ClassicallyControlledOperation) for op in circuit.all_operations())
@@ -86,8 +92,13 @@ class _Program:
     def _add(self, step, index):
         if step.kind == "measure":
             gate = step.op.gate
-            if not isinstance(gate, cirq.MeasurementGate) or gate.confusion_map:
+            if not isinstance(gate, cirq.MeasurementGate):
                 raise ValueError(f"qmlsim.cirq: measurement {step.op!r} is not supported")
+            if gate.confusion_map:
+                if self.dynamic:  # its classical controls would read the confused bits
+                    raise ValueError(f"qmlsim.cirq: {step.op!r}: a confusion_map in a dynamic "
+                                     "circuit is not supported")
+                self.confusion[str(gate.key)] = gate.confusion_map
             self.measurements.append((gate.key, [index[q] for q in step.op.qubits],
                                       gate.full_invert_mask()))
             if self.dynamic:
@@ -160,6 +171,22 @@ class _Program:
             phase += p
         num_clbits = sum(len(b) for b in self.bits.values())
         return Program(self.n, ops, 0, self.initial, phase, num_clbits)
+
+    def observed(self, bits, key: str, invert, prng) -> np.ndarray:
+        """A key's recorded bits [repetition][qubit] from its true outcomes: the
+        confusion map's rows drawn (its qubit indices read as a big-endian
+        value, as Cirq reads them), then the invert mask."""
+        bits = np.array(bits, dtype=np.uint8).reshape(-1, len(invert))
+        for indices, confusion in self.confusion.get(key, {}).items():
+            cols = list(indices)
+            weights = 1 << np.arange(len(cols))[::-1]
+            values = bits[:, cols] @ weights
+            drawn = values.copy()
+            for v in np.unique(values):
+                rows = values == v
+                drawn[rows] = prng.choice(len(confusion), size=int(rows.sum()), p=confusion[v])
+            bits[:, cols] = (drawn[:, None] >> np.arange(len(cols))[::-1]) & 1
+        return bits ^ np.array(invert, dtype=np.uint8)
 
     def records(self, outcome_bits: np.ndarray, key: str, invert) -> np.ndarray:
         """One key's bits [repetition][qubit] from records (bit k = clbit k)."""
@@ -272,10 +299,9 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
         outcomes = self._prng.choice(len(probs), size=repetitions, p=probs)
         records = {}
         for key, qubits, invert in prog.measurements:
-            bits = np.array([(outcomes >> (prog.n - 1 - i)) & 1 for i in qubits],
-                            dtype=np.uint8).T
-            bits ^= np.array(invert, dtype=np.uint8)
-            records[str(key)] = bits.reshape(repetitions, 1, len(qubits))
+            bits = np.array([(outcomes >> (prog.n - 1 - i)) & 1 for i in qubits]).T
+            records[str(key)] = prog.observed(bits, str(key), invert, self._prng).reshape(
+                repetitions, 1, len(qubits))
         return records
 
     # -- cirq.SimulatesExpectationValues
@@ -351,20 +377,17 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
                             initial_state=None):
         qubits, resolvers, prog, points = self._programs(program, params, qubit_order,
                                                          initial_state)
-        if prog.noisy and not prog.dynamic:  # a dynamic one's trajectory draws its channels
-            raise ValueError("qmlsim.cirq: a noisy circuit has a density matrix, not a state "
-                             "vector: use simulate_expectation_values or run")
         for resolver, point in zip(resolvers, points):
             measurements = {}
-            if prog.dynamic:  # one trajectory: its outcomes and final state
+            if prog.dynamic or prog.noisy:  # one trajectory: its outcomes and final state
                 ((record, _, _, state, _, _),) = _qmlsim.branches(point, [], 1, self._seed(),
                                                                   options(self._options))
-                for key, _, invert in prog.measurements:
+                for key, _, invert in prog.measurements if prog.dynamic else ():
                     measurements[str(key)] = prog.records(np.array([record]), str(key),
                                                           invert).reshape(-1)
             else:
                 state = self._state(point)
-            if prog.measurements and not prog.dynamic:  # sampled once, the state collapsed onto the outcome
+            if prog.measurements and not prog.dynamic:  # sampled once, the state collapsed
                 probs = np.abs(state) ** 2
                 outcome = int(self._prng.choice(len(probs), p=probs / probs.sum()))
                 keep = np.ones(len(state), dtype=bool)
@@ -373,8 +396,8 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
                     bits = [(outcome >> (prog.n - 1 - i)) & 1 for i in measured]
                     for i, b in zip(measured, bits):
                         keep &= ((indices >> (prog.n - 1 - i)) & 1) == b
-                    measurements[str(key)] = np.array(bits, dtype=np.uint8) ^ np.array(
-                        invert, dtype=np.uint8)
+                    measurements[str(key)] = prog.observed(bits, str(key), invert,
+                                                           self._prng).reshape(-1)
                 state = np.where(keep, state, 0)
                 state /= np.linalg.norm(state)
             sim_state = cirq.StateVectorSimulationState(
@@ -430,8 +453,8 @@ class DensityMatrixSimulator(Simulator):
                     bits = [(outcome >> (prog.n - 1 - i)) & 1 for i in measured]
                     for i, b in zip(measured, bits):
                         keep &= ((indices >> (prog.n - 1 - i)) & 1) == b
-                    measurements[str(key)] = np.array(bits, dtype=np.uint8) ^ np.array(
-                        invert, dtype=np.uint8)
+                    measurements[str(key)] = prog.observed(bits, str(key), invert,
+                                                           self._prng).reshape(-1)
                 rho = rho * np.outer(keep, keep)
                 rho /= np.trace(rho).real
             sim_state = cirq.DensityMatrixSimulationState(

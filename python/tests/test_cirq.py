@@ -154,8 +154,6 @@ def test_bad_input_is_a_value_error():
             cirq.Circuit(cirq.H(q[0]), cirq.measure(q[0], key="x")), cirq.Z(q[0]))
     with pytest.raises(ValueError, match="complex coefficient"):
         Simulator().simulate_expectation_values(cirq.Circuit(cirq.H(q[0])), 1j * cirq.Z(q[0]))
-    with pytest.raises(ValueError, match="a noisy circuit has a density matrix"):
-        Simulator().simulate(cirq.Circuit(cirq.depolarize(0.1).on(q[0])))
     with pytest.raises(ValueError, match="precision"):
         Simulator(precision="c32")
     with pytest.raises(ValueError, match="threads"):
@@ -198,6 +196,33 @@ def test_noisy_circuits_match_the_density_matrix_simulator(seed):
     counts = Simulator(seed=seed).run(m, param_resolver=r, repetitions=20000).histogram(key="m")
     for outcome, p in enumerate(probs):
         assert abs(counts.get(outcome, 0) / 20000 - p) < 0.03
+
+
+def test_simulate_with_noise_follows_one_trajectory_as_cirq_simulator_does():
+    """Simulator(noise=...).simulate, as cirq.Simulator: each call one
+    trajectory (a normalised state vector, each Kraus operator drawn with its
+    probability); the mean of |psi><psi| over calls approaches
+    cirq.DensityMatrixSimulator's matrix; seeded."""
+    rng = np.random.default_rng(11)
+    q = cirq.LineQubit.range(3)
+    c = noisy_circuit(rng, q, 12)
+    c = cirq.Circuit(op for op in c.all_operations() if not cirq.is_parameterized(op))
+    noise = cirq.ConstantQubitNoiseModel(cirq.amplitude_damp(0.1))
+    want = cirq.DensityMatrixSimulator(noise=noise, dtype=np.complex128).simulate(
+        c, qubit_order=q).final_density_matrix
+    sim = Simulator(noise=noise, seed=5)
+    runs = 1500
+    mean = np.zeros((8, 8), dtype=complex)
+    states = []
+    for _ in range(runs):
+        psi = sim.simulate(c, qubit_order=q).final_state_vector
+        assert abs(np.linalg.norm(psi) - 1) < 1e-5
+        states.append(psi)
+        mean += np.outer(psi, psi.conj()) / runs
+    assert np.abs(mean - want).max() < 0.06  # about 4 standard errors
+    assert len({tuple(np.round(s, 6)) for s in states}) > 1  # branches differ
+    again = Simulator(noise=noise, seed=5).simulate(c, qubit_order=q).final_state_vector
+    assert np.allclose(again, states[0])  # the same seed, the same trajectory
 
 
 def _feed_forward_circuit():
@@ -339,3 +364,46 @@ def test_density_matrix_simulator_samples_as_cirq():
     keys = sorted(set(a) | set(b))
     table = np.array([[a.get(k, 0) for k in keys], [b.get(k, 0) for k in keys]])
     assert stats.chi2_contingency(table).pvalue > 1e-4, (a, b)
+
+
+def test_measurement_confusion_maps_as_cirq_applies_them():
+    """cirq.measure(..., confusion_map=...): the recorded bits are the true
+    outcome's confused by the map's rows (the state is not), then inverted, as
+    MeasurementGate documents it; run's histograms against that exact
+    distribution, and against cirq.Simulator's without an invert mask
+    (cirq.Simulator's terminal-measurement sampling inverts before it
+    confuses, unlike its own docs and its SimulationState.measure)."""
+    stats = pytest.importorskip("scipy.stats")
+    q = cirq.LineQubit.range(3)
+    one = np.array([[0.9, 0.1], [0.25, 0.75]])
+    two = np.array([[0.7, 0.1, 0.1, 0.1], [0.05, 0.85, 0.05, 0.05],
+                    [0.0, 0.1, 0.9, 0.0], [0.2, 0.2, 0.2, 0.4]])
+    c = cirq.Circuit(cirq.ry(0.9).on(q[0]), cirq.H(q[1]), cirq.CNOT(q[1], q[2]),
+                     cirq.measure(*q, key="m", invert_mask=(False, True, False),
+                                  confusion_map={(0,): one, (2, 1): two}))
+    reps = 20000
+    ours = Simulator(seed=3).run(c, repetitions=reps).histogram(key="m")
+    # the exact distribution of the recorded value (q0 most significant)
+    p0 = np.sin(0.45) ** 2
+    want = np.zeros(8)
+    for b0 in (0, 1):
+        for b12 in (0, 3):  # q1 = q2 from the Bell pair; (2, 1) reads q2 then q1
+            p_true = (p0 if b0 else 1 - p0) * 0.5
+            for c0 in (0, 1):
+                for v in range(4):  # the confused value of (q2, q1)
+                    q2, q1 = v >> 1, v & 1
+                    record = (c0 << 2) | ((q1 ^ 1) << 1) | q2
+                    want[record] += p_true * one[b0, c0] * two[b12, v]
+    for outcome, p in enumerate(want):
+        assert abs(ours.get(outcome, 0) / reps - p) < 0.015, (outcome, ours, want)
+    plain = c[:-1] + cirq.Circuit(
+        cirq.measure(*q, key="m", confusion_map={(0,): one, (2, 1): two}))
+    ours = Simulator(seed=4).run(plain, repetitions=reps).histogram(key="m")
+    theirs = cirq.Simulator(seed=4).run(plain, repetitions=reps).histogram(key="m")
+    keys = sorted(set(ours) | set(theirs))
+    table = np.array([[ours.get(k, 0) for k in keys], [theirs.get(k, 0) for k in keys]])
+    assert stats.chi2_contingency(table).pvalue > 1e-4
+    dynamic = cirq.Circuit(cirq.measure(q[0], key="a", confusion_map={(0,): one}),
+                           cirq.X(q[1]).with_classical_controls("a"))
+    with pytest.raises(ValueError, match="confusion_map in a dynamic circuit"):
+        Simulator().run(dynamic)

@@ -259,6 +259,43 @@ TEST(Dynamic, TrajectoryMeansAgreeWithinTheirError) {
   EXPECT_NEAR(r.expvals[0], e.expvals[0], 5 * bound / std::sqrt(20000.0));
 }
 
+// A noisy circuit without measurements walked for its leaves: with shots each
+// leaf is a trajectory (a normalised state vector, its Kraus branches drawn),
+// and the shots' mixture of their |psi><psi| is the density matrix within
+// sampling error; without shots one leaf, the density matrix itself.
+TEST(Dynamic, NoisyCircuitsGiveTrajectoriesAsLeaves) {
+  std::mt19937_64 rng(95);
+  const int n = 2;
+  const Circuit c = testing::noisy_circuit(n, 10, 1, rng);
+  ASSERT_FALSE(c.has_dynamic());
+  const double theta[] = {0.4};
+  const Matrix rho = testing::run_dense_density(c, theta);
+  SimulateRequest req;
+  req.leaves = true;
+  req.shots = 4000;
+  const SimulateResult r = simulate<double>(c, theta, req, {});
+  const std::size_t d = std::size_t{1} << n;
+  Matrix mean(d * d);
+  std::int64_t shots = 0;
+  for (const DynamicLeaf& leaf : r.leaves) {
+    ASSERT_EQ(leaf.state.size(), d);
+    double norm = 0;
+    for (const cplx& a : leaf.state) norm += std::norm(a);
+    EXPECT_NEAR(norm, 1, 1e-12);
+    for (std::size_t i = 0; i < d; ++i)
+      for (std::size_t j = 0; j < d; ++j)
+        mean[i * d + j] += double(leaf.shots) * leaf.state[i] * std::conj(leaf.state[j]);
+    shots += leaf.shots;
+  }
+  ASSERT_EQ(shots, 4000);
+  for (std::size_t i = 0; i < d * d; ++i) EXPECT_LT(std::abs(mean[i] / 4000.0 - rho[i]), 0.05);
+  req.shots = 0;
+  const SimulateResult exact = simulate<double>(c, theta, req, {});
+  ASSERT_EQ(exact.leaves.size(), 1u);
+  for (std::size_t i = 0; i < d * d; ++i)
+    EXPECT_LT(std::abs(exact.leaves[0].state[i] - rho[i]), 1e-12);
+}
+
 TEST(Dynamic, TeleportationMovesTheState) {
   // q0 in RY(0.7)|0>, teleported to q2 by measurement and feed-forward.
   Circuit c(3, 2);

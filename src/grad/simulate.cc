@@ -64,7 +64,8 @@ std::vector<BoundGate> forward_gates(const Circuit& c, std::span<const double> t
 template <class R>
 SimulateResult simulate(const Circuit& c, std::span<const double> theta, const SimulateRequest& req,
                         const EngineOptions& options) {
-  if (c.has_dynamic()) return simulate_dynamic<R>(c, theta, req, options);
+  if (c.has_dynamic() || (req.leaves && c.has_channels()))
+    return simulate_dynamic<R>(c, theta, req, options);
   if (runs_on_trajectories(c, options)) return simulate_trajectories<R>(c, theta, req, options);
   if (runs_on_density_matrix(c, options)) return simulate_density_matrix<R>(c, theta, req, options);
   const std::vector<BoundGate> gates = forward_gates(c, theta, options);

@@ -24,7 +24,9 @@ struct SimulateRequest {
   bool state = false;          // the final amplitudes, as complex128
   bool probabilities = false;  // |a_i|^2 of every basis state
   // Dynamic circuits on a state vector: the final state of every branch
-  // walked (of the shot walk when shots > 0, then nothing is sampled).
+  // walked (of the shot walk when shots > 0, then nothing is sampled). A
+  // circuit with channels takes the same walk (with shots: each leaf a
+  // trajectory, its Kraus branches drawn; without: the density matrix).
   bool leaves = false;
   bool leaf_states = true;  // with leaves: also each branch's final state
 };
