@@ -8,7 +8,9 @@ qmlsim's density-matrix engine.
   ``PhaseDamping`` and ``ThermalRelaxationError`` as rows of the engine's
   channel table; every other channel on one or two wires (``PauliError``,
   ``ResetError``, ``QubitChannel``, ...) as its Kraus matrices. Gates as on
-  ``qmlsim.qubit``.
+  ``qmlsim.qubit``. ``QubitDensityMatrix``: as the first operation a mixed
+  starting state (on any wires, |0><0| on the rest), later the channel that
+  replaces its wires' state (1-2 wires).
 - Expectation values of Pauli sums run in C++ (Tr(H rho), batched over tapes);
   every other measurement (``probs``, ``sample``, ``counts``, ``var``,
   ``state()`` as the density matrix, ``density_matrix(wires)``, ``purity``,
