@@ -406,14 +406,17 @@ def _mcm_key(m):
     return uid if uid is not None else m.hash
 
 
-def _program(operations, n: int, mcms: dict | None = None):
+def _program(operations, n: int, mcms: dict | None = None, trainable=None):
     """The tape's operations as the engine's Program and its parameter values:
     tape parameter t (every operation's parameters, in order) is program
     parameter t; one that is not a scalar angle (a matrix, a state, a
     template's data) keeps a value of 0 and no gate reads it, so its gradient
     is 0, as is a global phase's. Mid-circuit measurements (``qml.measure``)
     write classical bits in order of appearance (mcms: _mcm_key -> bit, filled
-    in), and ``qml.cond`` puts its operation under classical control."""
+    in), and ``qml.cond`` puts its operation under classical control.
+    trainable: the tape parameters to differentiate, when known; a channel's
+    other parameters are then literals (the engine differentiates every
+    channel Param, at one more read of two states each)."""
     b, values, initial = Builder(n), [], ()
     mcms = {} if mcms is None else mcms
     for index, op in enumerate(operations):
@@ -441,9 +444,9 @@ def _program(operations, n: int, mcms: dict | None = None):
                 b.reset(op.wires.labels[0])
             continue
         if isinstance(op, Conditional):
-            _add_conditional(b, op, values, mcms)
+            _add_conditional(b, op, values, mcms, trainable)
             continue
-        _add_operation(b, op, values)
+        _add_operation(b, op, values, trainable)
     return b.program(len(values), initial, len(mcms)), values
 
 
@@ -498,7 +501,7 @@ def _add_gate(b, op, values) -> bool:
     return False
 
 
-def _add_conditional(b, op, values, mcms):
+def _add_conditional(b, op, values, mcms, trainable=None):
     """``qml.cond(condition, op)``: op's engine operations under the classical
     bits of the measurements the condition reads, once per assignment of
     them that satisfies it (or one negated condition)."""
@@ -513,7 +516,7 @@ def _add_conditional(b, op, values, mcms):
     if isinstance(base, MidMeasureMP) or isinstance(base, Conditional):
         raise DeviceError("qmlsim: qml.cond of a measurement or of another qml.cond")
     if not _add_gate(b, base, values):
-        _add_operation(b, base, values)
+        _add_operation(b, base, values, trainable)
     b.phase = phase  # a phase of one branch changes nothing observable
     b.condition(start, bits, alternatives(len(bits), lambda v: bool(mv.processing_fn(*v))))
 
@@ -559,17 +562,20 @@ def _differentiable_channel(op) -> bool:
     return _table_channel(op) is not None
 
 
-def _add_channel(b, op, values):
+def _add_channel(b, op, values, trainable=None):
     """A noise channel, appended to b, its tape parameters to values: a table
-    row reads them as Params, any other channel runs as its Kraus matrices
-    (its parameters then constants)."""
+    row reads them as Params (literals where `trainable`, the tape parameters
+    to differentiate, leaves them out), any other channel runs as its Kraus
+    matrices (its parameters then constants)."""
     t = len(values)
     row = _table_channel(op)
     if row is not None:
         values.extend(_value(p) for p in op.parameters)
         name, params = row
         b.channel(name, op.wires.labels,
-                  [shift if i is None else Param(t + i, scale, shift) for i, scale, shift in params])
+                  [shift if i is None else
+                   Param(t + i, scale, shift) if trainable is None or t + i in trainable else
+                   scale * values[t + i] + shift for i, scale, shift in params])
         return
     values.extend([0.0] * op.num_params)
     kraus = [np.asarray(qml.math.unwrap(k), dtype=np.complex128).reshape(-1).tolist()
@@ -577,12 +583,12 @@ def _add_channel(b, op, values):
     b.channel("kraus", op.wires.labels, (), kraus)
 
 
-def _add_operation(b, op, values):
+def _add_operation(b, op, values, trainable=None):
     """The engine gates of any other native operation, appended to b; its tape
     parameters appended to values."""
     t = len(values)
     if _is_channel(op):
-        _add_channel(b, op, values)
+        _add_channel(b, op, values, trainable)
         return
     if op.name in _PYTHON_OPS:  # GlobalPhase(x) = e^{-i x}
         values.append(_value(op.parameters[0]))

@@ -549,7 +549,7 @@ class QmlsimQubit(Device):
         expectation value, one observable; _VARIANCE: H and H^2; a matrix: the
         probabilities' Walsh transform of their Z strings)."""
         circuit, n = _standard_wires(circuit)
-        program, values = _program(circuit.operations, n)
+        program, values = _program(circuit.operations, n, trainable=set(circuit.trainable_params))
         observables, blocks = [], []
         for m in circuit.measurements:
             if isinstance(m, VarianceMP) and _adjoint_measurement(m):

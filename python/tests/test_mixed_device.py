@@ -127,6 +127,9 @@ def test_channel_parameters_are_differentiated_by_the_adjoint(seed):
             assert np.isclose(got[j], want, atol=2e-6 if args[j] == 0 else 1e-7), (j, got, want)
     best = qml.QNode(circuit, qml.device("qmlsim.mixed", wires=2))  # "best" is the adjoint
     assert np.allclose(qml.grad(best)(x, y)[1], gy, atol=1e-12)
+    # channel strengths not trained: they cross as literals, the angles' gradient unchanged
+    y_fixed = qml.numpy.array(y, requires_grad=False)
+    assert np.allclose(qml.grad(ours)(x, y_fixed), gx, atol=1e-12)
 
 
 def test_fitting_a_damping_strength_as_the_noisy_circuits_tutorial_does():

@@ -99,9 +99,9 @@ bool has_trainable_params(const Operation& op) {
                      [](const ParamExpr& p) { return p.slot >= 0; });
 }
 
-// A channel with a trainable parameter is a group of its own, so the state
-// before it is the group's restored state.
-Cut cut_at_channels(const Circuit& c) {
+// With trainable_alone, a channel with a trainable parameter is a group of
+// its own, so the state restored for its group is the state before it.
+Cut cut_at_channels(const Circuit& c, bool trainable_alone) {
   Cut cut;
   cut.stretches.emplace_back(c.num_qubits());
   bool joins = false;  // the next channel joins the last group
@@ -111,7 +111,7 @@ Cut cut_at_channels(const Circuit& c) {
       joins = false;
       continue;
     }
-    const bool alone = has_trainable_params(op);
+    const bool alone = trainable_alone && has_trainable_params(op);
     if (!joins || alone) {
       cut.groups.emplace_back();
       cut.stretches.emplace_back(c.num_qubits());
@@ -149,6 +149,12 @@ std::vector<TapeStep> density_tape(const Circuit& stretch, std::span<const doubl
   return out;
 }
 
+// Gates or superoperators (channels, their inverses or duals) fused as
+// options say.
+std::vector<BoundGate> fused(const std::vector<BoundGate>& gates, const EngineOptions& options) {
+  return options.fusion > 0 ? fuse(gates, {options.fusion, std::max(10, options.fusion)}) : gates;
+}
+
 // Every operation of c in density-matrix form, fused.
 std::vector<BoundGate> density_gates(const Circuit& c, std::span<const double> theta,
                                      const EngineOptions& options) {
@@ -163,7 +169,7 @@ std::vector<BoundGate> density_gates(const Circuit& c, std::span<const double> t
     gates.push_back(g);
     gates.push_back(column_half(g, n));
   }
-  return options.fusion > 0 ? fuse(gates, {options.fusion, std::max(10, options.fusion)}) : gates;
+  return fused(gates, options);
 }
 
 // i^popcount(x & z): the phase of a Pauli word's Y factors.
@@ -291,22 +297,55 @@ double norm1(const Matrix& m) {
   return best;
 }
 
-// The maps that undo each channel group (its superoperators' inverses, last
-// first), when every channel is invertible and rounding errors grow by at most
-// `max_growth` through all of them; empty otherwise.
-std::vector<std::vector<BoundGate>> undo_maps(const std::vector<std::vector<BoundGate>>& groups,
-                                              double max_growth) {
-  std::vector<std::vector<BoundGate>> undo(groups.size());
+// The inverse of every channel's superoperator, in circuit order, when every
+// channel is invertible and rounding errors grow by at most `max_growth`
+// through all of them; empty otherwise.
+std::vector<BoundGate> channel_inverses(const Circuit& c, std::span<const double> theta, int n,
+                                        double max_growth) {
+  std::vector<BoundGate> out;
   double growth = 1;
-  for (std::size_t j = 0; j < groups.size(); ++j)
-    for (const BoundGate& g : groups[j]) {
-      BoundGate inverse = g;
-      if (!invert(inverse.matrix)) return {};
-      growth *= norm1(inverse.matrix);
-      if (growth > max_growth) return {};
-      undo[j].insert(undo[j].begin(), std::move(inverse));
+  for (const Operation& op : c.ops()) {
+    if (!op.is_channel()) continue;
+    BoundGate inverse = bind_channel(op, theta, n);
+    if (!invert(inverse.matrix)) return {};
+    growth *= norm1(inverse.matrix);
+    if (growth > max_growth) return {};
+    out.push_back(std::move(inverse));
+  }
+  return out;
+}
+
+// One channel group's maps: per channel (in circuit order) its superoperator,
+// its dual and, when channels are undone, its inverse; and the group's
+// superoperators fused, as the forward pass applies them.
+struct GroupMaps {
+  std::vector<const Operation*> ops;
+  std::vector<BoundGate> forward, dual, inverse;
+  std::vector<BoundGate> apply;
+};
+
+// Back through channel group g, undone by its inverses: rho from after the
+// group to before it, lambda pulled back through its duals, and each
+// trainable channel's gradient term taken between them at its own place (the
+// channels between trainable ones applied together).
+template <class R>
+void undo_group(const GroupMaps& g, std::span<const double> theta, int n,
+                const EngineOptions& options, State<R>& rho, State<R>& lambda,
+                std::vector<double>& gradient) {
+  std::vector<BoundGate> undo, pull;  // pending, in the order they apply
+  for (std::size_t i = g.ops.size(); i-- > 0;) {
+    undo.push_back(g.inverse[i]);
+    if (has_trainable_params(*g.ops[i])) {
+      rho.apply(fused(undo, options));
+      lambda.apply(fused(pull, options));
+      undo.clear();
+      pull.clear();
+      add_channel_gradient(*g.ops[i], theta, n, lambda, rho, gradient);
     }
-  return undo;
+    pull.push_back(g.dual[i]);
+  }
+  if (!undo.empty()) rho.apply(fused(undo, options));
+  lambda.apply(fused(pull, options));
 }
 
 }  // namespace
@@ -351,15 +390,24 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
                                  std::span<const double> weights, const EngineOptions& options) {
   require_cpu(options);
   const int n = c.num_qubits();
-  const Cut cut = cut_at_channels(c);
+  // Channels are undone by their inverses where those exist and keep rounding
+  // errors small (1e-16 grown 1e6-fold in complex128, 1e-7 10-fold in
+  // complex64); otherwise the forward pass keeps the state before every
+  // stride-th channel group.
+  const std::vector<BoundGate> inverses =
+      channel_inverses(c, theta, n, sizeof(R) == 8 ? 1e6 : 10.0);
+  const bool uncompute = !inverses.empty();
+  const Cut cut = cut_at_channels(c, !uncompute);
   const std::size_t m = cut.groups.size();
-  // Each group's superoperators, and their duals in reverse order (the pull-back).
-  std::vector<std::vector<BoundGate>> channel(m), dual(m);
-  for (std::size_t j = 0; j < m; ++j) {
+  std::vector<GroupMaps> groups(m);
+  for (std::size_t j = 0, k = 0; j < m; ++j) {
+    groups[j].ops = cut.groups[j];
     for (const Operation* op : cut.groups[j]) {
-      channel[j].push_back(bind_channel(*op, theta, n));
-      dual[j].insert(dual[j].begin(), bind_channel(*op, theta, n, true));
+      groups[j].forward.push_back(bind_channel(*op, theta, n));
+      groups[j].dual.push_back(bind_channel(*op, theta, n, true));
+      if (uncompute) groups[j].inverse.push_back(inverses[k++]);
     }
+    groups[j].apply = fused(groups[j].forward, options);
   }
   std::vector<std::vector<TapeStep>> tapes;
   for (const Circuit& s : cut.stretches) tapes.push_back(density_tape(s, theta, n));
@@ -367,12 +415,6 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
     s.apply(forward_gates(tapes[j], options.fusion));
   };
 
-  // Channels are undone by their inverses where those exist and keep rounding
-  // errors small (1e-16 grown 1e6-fold in complex128, 1e-7 10-fold in
-  // complex64); otherwise the forward pass keeps the state before every
-  // stride-th channel group.
-  const std::vector<std::vector<BoundGate>> undo = undo_maps(channel, sizeof(R) == 8 ? 1e6 : 10.0);
-  const bool uncompute = m > 0 && !undo.empty();
   const Precision precision = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
   const std::uint64_t bytes = density_matrix_bytes(n, precision);
   std::size_t stride = 1;  // unused when channels are undone
@@ -386,7 +428,7 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
     run_stretch(*rho, j);
     if (j == m) break;
     if (!uncompute && j % stride == 0) kept[j] = pool.copy_of(*rho);
-    rho->apply(channel[j]);
+    rho->apply(groups[j].apply);
   }
   AdjointResult result;
   for (const PauliSum& h : observables) result.expvals.push_back(trace_with(*rho, n, h));
@@ -398,7 +440,7 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
       const std::size_t first = k - k % stride;
       auto s = pool.copy_of(*kept.at(first));
       for (std::size_t i = first + 1; i <= k; ++i) {
-        s->apply(channel[i - 1]);
+        s->apply(groups[i - 1].apply);
         run_stretch(*s, i);
         block[i] = i == k ? std::move(s) : pool.copy_of(*s);
       }
@@ -422,13 +464,15 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
     rho->adjoint_sweep(*lambda, inverse, measure, cross, /*undo_all=*/j > 0);
     accumulate(seg, cross, result.gradient);
     if (j == 0) break;
-    if (uncompute)
-      rho->apply(undo[j - 1]);
-    else
-      pool.give_back(std::exchange(rho, before_channel(j - 1)));
-    for (const Operation* op : cut.groups[j - 1])  // trainable: alone in its group
+    const GroupMaps& g = groups[j - 1];
+    if (uncompute) {
+      undo_group(g, theta, n, options, *rho, *lambda, result.gradient);
+      continue;
+    }
+    pool.give_back(std::exchange(rho, before_channel(j - 1)));
+    for (const Operation* op : g.ops)  // a trainable one is alone in its group
       add_channel_gradient(*op, theta, n, *lambda, *rho, result.gradient);
-    lambda->apply(dual[j - 1]);
+    lambda->apply(fused({g.dual.rbegin(), g.dual.rend()}, options));
   }
   return result;
 }
