@@ -48,6 +48,7 @@ from pennylane.measurements import (
     ExpectationMP,
     MidMeasureMP,
     ProbabilityMP,
+    StateMP,
     VarianceMP,
 )
 from pennylane.ops import Conditional
@@ -85,11 +86,40 @@ _VARIANCE = "var"
 def _adjoint_measurement(m) -> bool:
     """What the adjoint differentiates: expectation values and variances of
     real Pauli sums (and observables given by matrices, as their Pauli sums),
-    and probs of wires."""
+    and probs of wires; the state and density matrices of wires through
+    _StateBlock (a state vector's device only)."""
     if isinstance(m, (ExpectationMP, VarianceMP)):
         return m.mv is None and m.obs is not None and _real_pauli_sum(m.obs)
     return (type(m) is ProbabilityMP and m.obs is None and m.mv is None  # noqa: E721
             and 0 < len(m.wires) <= _MAX_PROBS_WIRES)
+
+
+def _state_measurement(m) -> bool:
+    return type(m) in (StateMP, DensityMatrixMP)  # noqa: E721
+
+
+class _StateBlock:
+    """A measurement of the state (wires None) or of a density matrix of
+    wires: differentiated as a cotangent on the final state (no engine
+    observables), by one backward pass from it."""
+
+    def __init__(self, wires):
+        self.wires = wires
+
+    def state_cotangent(self, dy, psi, n: int):
+        """The cotangent on the state psi (2^n amplitudes) that this
+        measurement's cotangent dy stands for, in autograd's convention
+        (d L = Re sum dy * d output): dy itself for the state; for
+        rho_A = Tr_B |psi><psi|, (G + G^dagger) conj(psi) over A's indices."""
+        dy = np.asarray(qml.math.unwrap(dy), dtype=np.complex128)
+        if self.wires is None:
+            return dy.reshape(-1)
+        rest = [w for w in range(n) if w not in self.wires]
+        order = list(self.wires) + rest
+        t = psi.reshape((2,) * n).transpose(order).reshape(1 << len(self.wires), -1)
+        g = (dy + dy.conj().T) @ t.conj()
+        back = np.argsort(order)
+        return g.reshape((2,) * n).transpose(back).reshape(-1)
 
 
 def _z_strings(wires, n: int) -> list:
@@ -274,6 +304,7 @@ class QmlsimQubit(Device):
     # What runs without PennyLane's decomposition, and what the adjoint takes.
     _stops = staticmethod(_native)
     _adjoint_stops = staticmethod(_adjoint_native)
+    _state_vjp = True  # qml.state() and density_matrix are differentiated (a state vector's)
 
     def __init__(self, wires=None, shots=None, seed="global", c_dtype=np.complex128,
                  threads=None, fusion=3, backend="cpu"):
@@ -312,6 +343,10 @@ class QmlsimQubit(Device):
             updated["use_device_gradient"] = adjoint
         if config.use_device_jacobian_product is None:
             updated["use_device_jacobian_product"] = adjoint
+        state_vjp = adjoint and self._state_vjp and circuit is not None and any(
+            _state_measurement(m) for m in circuit.measurements)
+        if state_vjp:  # a state's Jacobian takes 2^(n+1) backward passes, its VJP one
+            updated["use_device_jacobian_product"] = True
         # Derivatives with the forward pass exactly when the interface will
         # ask for them (torch with gradients enabled, autograd tracing the
         # parameters): one C++ call then gives values and Jacobian from one
@@ -335,6 +370,11 @@ class QmlsimQubit(Device):
         autograd = getattr(config.interface, "value", config.interface) == "autograd"
         updated["convert_to_numpy"] = not (autograd and not _derivatives_follow(
             config.interface, circuit))
+        if state_vjp and config.interface == Interface.JAX_JIT:
+            # PennyLane's JIT boundary takes the device VJP only then (its
+            # JVP boundary cannot return complex tangents); the VJP boundary
+            # hands the device numpy inside its callbacks all the same
+            updated["convert_to_numpy"] = False
         updated["mcm_config"] = _mcm_config(config, circuit, self.name)
         return dataclasses.replace(config, **updated)
 
@@ -364,9 +404,12 @@ class QmlsimQubit(Device):
                                   name=name)
             program.add_transform(validate_observables, _real_pauli_sum, name=name)
             program.add_transform(validate_measurements,
-                                  analytic_measurements=_adjoint_measurement, name=name)
+                                  analytic_measurements=self._adjoint_differentiates, name=name)
             program.add_transform(validate_adjoint_trainable_params)
         return program
+
+    def _adjoint_differentiates(self, m) -> bool:
+        return _adjoint_measurement(m) or (self._state_vjp and _state_measurement(m))
 
     def supports_derivatives(self, execution_config=None, circuit=None) -> bool:
         if execution_config is None:
@@ -380,7 +423,8 @@ class QmlsimQubit(Device):
         # The measurements are checked here and the preprocessing runs on the
         # operations alone: a tape copy in each transform would copy every term
         # of a large Hamiltonian (a third of a 12-qubit VQE gradient's time).
-        if circuit.shots or not all(_adjoint_measurement(m) for m in circuit.measurements):
+        if circuit.shots or not all(self._adjoint_differentiates(m)
+                                    for m in circuit.measurements):
             return False
         num_op_params = sum(op.num_params for op in circuit.operations)
         if any(t >= num_op_params for t in circuit.trainable_params):
@@ -566,6 +610,9 @@ class QmlsimQubit(Device):
                 wires = list(m.wires.labels)
                 observables.extend(_z_strings(wires, n))
                 blocks.append((1 << len(wires), _walsh(len(wires))))
+            elif self._state_vjp and _state_measurement(m):
+                blocks.append((0, _StateBlock(list(m.wires.labels)
+                                              if type(m) is DensityMatrixMP else None)))  # noqa: E721
             else:
                 raise DeviceError("qmlsim.qubit: adjoint needs expectation values of Pauli "
                                   "sums or probabilities")
@@ -611,6 +658,9 @@ class QmlsimQubit(Device):
         out = [None] * len(circuits)
         groups = {}
         for i, circuit in enumerate(circuits):
+            if any(_state_measurement(m) for m in circuit.measurements):
+                out[i] = self._state_jacobian(circuit)
+                continue
             n, program, values, observables, blocks, trainable = self._adjoint_inputs(circuit)
             key = (n, tuple(tuple(t) for t in observables), _blocks_key(blocks))
             groups.setdefault(key, []).append((i, program, values, trainable, blocks))
@@ -635,8 +685,13 @@ class QmlsimQubit(Device):
 
     def _vjp(self, circuit, cotangent):
         """One adjoint backward pass per cotangent column: a probs
-        measurement's cotangent c weighs its Z strings by the transform of c."""
+        measurement's cotangent c weighs its Z strings by the transform of c;
+        the state's and density matrices' cotangents become one cotangent on
+        the final state, whose backward pass is added."""
         n, program, values, observables, blocks, trainable = self._adjoint_inputs(circuit)
+        if any(isinstance(kind, _StateBlock) for _, kind in blocks):
+            return self._vjp_with_states(n, program, values, observables, blocks, trainable,
+                                         cotangent)
         if any(isinstance(kind, str) for _, kind in blocks):  # variances: <H> first
             at, firsts = 0, []
             for size, kind in blocks:
@@ -671,6 +726,68 @@ class QmlsimQubit(Device):
             out.append(np.asarray(grad, dtype=float)[trainable])
         result = np.array(out).T if cot.ndim == 2 else out[0]
         return tuple(np.array(r) for r in result)
+
+    def _vjp_with_states(self, n, program, values, observables, blocks, trainable, cotangent):
+        """_vjp for tapes that measure the state or density matrices: their
+        cotangents summed into one on the final state (one backward pass),
+        the other measurements' as weights of their observables (another)."""
+        parts = [cotangent] if len(blocks) == 1 else list(cotangent)
+        psi = _qmlsim.state(program, values, self._engine_options())
+        g, weights = np.zeros(1 << n, dtype=np.complex128), []
+        if any(isinstance(kind, str) for _, kind in blocks):  # variances: <H> first
+            (means,) = _qmlsim.expvals_batch(
+                [program], [values],
+                [list(observables[sum(s for s, _ in blocks[:i])])
+                 for i, (_, k) in enumerate(blocks) if isinstance(k, str)],
+                self._engine_options())
+            means = iter(means)
+        for (_, kind), part in zip(blocks, parts):
+            if isinstance(kind, _StateBlock):
+                g += kind.state_cotangent(part, psi, n)
+                continue
+            c = np.asarray(qml.math.unwrap(part), dtype=float).reshape(-1)
+            if isinstance(kind, str):  # _VARIANCE
+                weights.extend([-2 * float(next(means)) * c[0], c[0]])
+            else:
+                weights.extend(c if kind is None else kind.T @ c)
+        grad = np.asarray(_qmlsim.state_vjp(program, values, g, self._engine_options()))
+        if np.any(weights):
+            _, more = _qmlsim.vjp(program, values, observables, [float(w) for w in weights],
+                                  self._engine_options())
+            grad = grad + np.asarray(more)
+        result = grad[trainable]
+        return tuple(np.array(r) for r in result)
+
+    def _state_jacobian(self, circuit):
+        """(results, Jacobian) of a tape that measures the state or density
+        matrices: each real output entry's row by one backward pass (the
+        state's entries twice: real and imaginary parts), so 2^(n+1) passes
+        for a state; refused beyond 12 wires."""
+        results = self.execute((circuit,))[0]
+        outputs = [results] if len(circuit.measurements) == 1 else list(results)
+        shapes = [np.shape(o) for o in outputs]
+        flat = [np.asarray(o).reshape(-1) for o in outputs]
+        if sum(f.size for f in flat) > 1 << 13:
+            raise DeviceError(f"{self.name}: the Jacobian of a state of {len(circuit.wires)} wires "
+                              "is too large; differentiate through a VJP (device_vjp=True)")
+        per_measurement = []
+        for k, f in enumerate(flat):
+            complex_out = np.iscomplexobj(f)
+            rows = []
+            for i in range(f.size):
+                row = 0
+                for unit in ((1, 1j) if complex_out else (1,)):
+                    dy = [np.zeros(s.size, dtype=np.complex128 if np.iscomplexobj(s) else float)
+                          for s in flat]
+                    dy[k][i] = unit
+                    dy = [d.reshape(shape) for d, shape in zip(dy, shapes)]
+                    v = np.asarray(self._vjp(circuit, dy[0] if len(dy) == 1 else tuple(dy)))
+                    row = row + (v if unit == 1 else -1j * v)  # Re(i dpsi) = -Im(dpsi)
+                rows.append(np.atleast_1d(row))
+            jac = np.array(rows).reshape(shapes[k] + (-1,))
+            by_param = [jac[..., p] for p in range(jac.shape[-1])]
+            per_measurement.append(by_param[0] if len(by_param) == 1 else tuple(by_param))
+        return results, per_measurement[0] if len(per_measurement) == 1 else tuple(per_measurement)
 
     def compute_vjp(self, circuits, cotangents, execution_config=None):
         return tuple(self._vjp(c, cot) for c, cot in zip(circuits, cotangents))

@@ -75,6 +75,7 @@ class QmlsimMixed(QmlsimQubit):
     _adjoint_stops = staticmethod(_mixed_adjoint_native)
     _measure = staticmethod(measure_mixed)
     _measure_final = staticmethod(measure_final_state)
+    _state_vjp = False  # its state is rho: no state VJP (yet)
 
     def _leaf_tensor(self, state, n):
         """A branch's final rho (a pure state's, from a shot walk, as |psi><psi|)."""

@@ -127,6 +127,60 @@ def test_variances_and_matrix_observables_differentiate_by_the_adjoint():
     assert np.allclose(qml.grad(cost(mixed))(X), grad, atol=1e-10)
 
 
+def _state_circuit(x, measure):
+    gates(x)
+    qml.IsingXY(x[0] * 0.7, wires=[0, 2])
+    qml.GlobalPhase(0.3)
+    return measure()
+
+
+STATE_COSTS = {  # measurements of the state, and a real cost of them (numpy-like module m)
+    "state": (lambda: qml.state(), lambda s, m: m.real(m.sum(
+        np.linspace(-1, 1, 8) * (1 + 0.5j) * s)) + m.sum(m.abs(s[:3]) ** 2)),
+    "density_matrix": (lambda: qml.density_matrix(wires=[2, 0]),
+                       lambda r, m: m.real(m.sum(HERMITIAN * r)) + m.imag(r[1, 2])),
+    "state, expval, probs": (
+        lambda: (qml.state(), qml.expval(qml.PauliZ(0) @ qml.PauliX(1)), qml.probs(wires=[1])),
+        lambda o, m: m.imag(m.sum(np.arange(8) * o[0])) + 2 * o[1] + o[2][0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATE_COSTS))
+def test_states_and_density_matrices_differentiate_by_one_backward_pass(name):
+    """qml.state() and qml.density_matrix(wires) (alone or beside other
+    measurements) by the adjoint: the gradient of a cost of them against
+    default.qubit's backprop, with autograd and JAX (also under jax.jit),
+    the device's VJP taken (one backward pass from the state's cotangent,
+    one more for the other measurements); the Jacobian of the state's real
+    part too."""
+    measure, cost = STATE_COSTS[name]
+    dev = qml.device("qmlsim.qubit", wires=3)
+    ours = qml.QNode(_state_circuit, dev, diff_method="adjoint")
+    ref = qml.QNode(_state_circuit, qml.device("default.qubit", wires=3), diff_method="backprop")
+    with qml.Tracker(dev) as tracker:
+        grad = qml.grad(lambda x: cost(ours(x, measure), pnp))(X)
+    assert np.allclose(grad, qml.grad(lambda x: cost(ref(x, measure), pnp))(X), atol=1e-10)
+    assert tracker.totals.get("vjps", 0) == 1 and tracker.totals["executions"] <= 2
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    xj = jnp.array(np.asarray(X))
+    ours_j = qml.QNode(_state_circuit, dev, diff_method="adjoint", interface="jax")
+    f = lambda x: cost(ours_j(x, measure), jnp)  # noqa: E731
+    assert np.allclose(jax.grad(f)(xj), grad, atol=1e-10)
+    assert np.allclose(jax.jit(jax.grad(f))(xj), grad, atol=1e-10)
+    if name == "state":
+        real = lambda q: (lambda x: qml.math.real(q(x, measure)))  # noqa: E731
+        assert np.allclose(qml.jacobian(real(ours))(X), qml.jacobian(real(ref))(X), atol=1e-10)
+
+
+def test_a_noisy_devices_state_is_not_differentiated_as_a_vector():
+    dev = qml.device("qmlsim.mixed", wires=3)
+    q = qml.QNode(_state_circuit, dev, diff_method="adjoint")
+    with pytest.raises(Exception, match="does not support adjoint"):
+        qml.grad(lambda x: qml.math.real(q(x, qml.state)[0, 0]))(X)
+
+
 def _two_readouts(x):
     gates(x)
     return qml.expval(qml.PauliZ(0)), qml.expval(qml.PauliX(1) @ qml.PauliY(2))

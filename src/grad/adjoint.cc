@@ -567,6 +567,23 @@ AdjointResult vjp_on(const Circuit& c, std::span<const double> theta,
 }
 
 template <class SV>
+std::vector<double> state_vjp_on(const Circuit& c, std::span<const double> theta,
+                                 std::span<const cplx> cotangent, const EngineOptions& given) {
+  const EngineOptions options = sweep_options<SV>(c.num_qubits(), given);
+  const std::vector<TapeStep> tape = make_tape(c, theta);
+  const Segmented s = segment(tape, options.fusion, Traits<SV>::kDiagonalBlockQubits,
+                              Traits<SV>::gather_phases(c.num_qubits(), options));
+  SV phi = detail::forward_state<SV>(c.num_qubits(), options, forward_gates(tape, options.fusion));
+  SV lambda = detail::make_state<SV>(c.num_qubits(), options);
+  std::vector<cplx> start(cotangent.size());
+  for (std::size_t i = 0; i < start.size(); ++i) start[i] = 0.5 * std::conj(cotangent[i]);
+  lambda.set_amplitudes(start);
+  std::vector<double> grad(theta.size(), 0.0);
+  sweep(s, phi, lambda, grad);  // 2 Re <lambda| dpsi/dtheta>
+  return grad;
+}
+
+template <class SV>
 std::vector<std::vector<double>> jacobian_on(const Circuit& c, std::span<const double> theta,
                                              const std::vector<PauliSum>& observables,
                                              const EngineOptions& options,
@@ -667,6 +684,21 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
     return vjp_on<cuda::StateVector<R>>(c, theta, observables, weights,
                                         detail::for_backend(options));
   return vjp_on<cpu::StateVector<R>>(c, theta, observables, weights, options);
+}
+
+template <class R>
+std::vector<double> state_vjp(const Circuit& c, std::span<const double> theta,
+                              std::span<const cplx> cotangent, const EngineOptions& options) {
+  if (runs_noisy(c, options))
+    throw Error(
+        "the VJP of the final state runs on the state vector (a noisy circuit's state "
+        "is a density matrix)");
+  if (cotangent.size() != index_t{1} << c.num_qubits())
+    throw Error("state VJP: a cotangent of " + std::to_string(cotangent.size()) + " entries for " +
+                std::to_string(c.num_qubits()) + " qubit(s)");
+  if (options.backend == Backend::cuda)
+    return state_vjp_on<cuda::StateVector<R>>(c, theta, cotangent, detail::for_backend(options));
+  return state_vjp_on<cpu::StateVector<R>>(c, theta, cotangent, options);
 }
 
 template <class R>
@@ -781,6 +813,8 @@ std::vector<AdjointResult> adjoint_vjp_many(const std::vector<const Circuit*>& c
   template AdjointResult adjoint_vjp<R>(const Circuit&, std::span<const double>,                   \
                                         const std::vector<PauliSum>&, const WeightsFn&,            \
                                         const EngineOptions&);                                     \
+  template std::vector<double> state_vjp<R>(const Circuit&, std::span<const double>,               \
+                                            std::span<const cplx>, const EngineOptions&);          \
   template std::vector<std::vector<double>> adjoint_jacobian<R>(                                   \
       const Circuit&, std::span<const double>, const std::vector<PauliSum>&, const EngineOptions&, \
       std::vector<double>*);                                                                       \

@@ -45,6 +45,15 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, const WeightsFn& weights,
                           const EngineOptions& options);
 
+// The VJP of the final state psi(theta) (2^n amplitudes) with a complex
+// cotangent g: d/dtheta Re sum_i g_i psi_i, for every slot (autograd's
+// convention for a complex output; PennyLane converts the others to it). One
+// backward pass from lambda = conj(g) / 2. State vector only: an Error for a
+// circuit that runs noisy, or a cotangent of another size.
+template <class R>
+std::vector<double> state_vjp(const Circuit& c, std::span<const double> theta,
+                              std::span<const cplx> cotangent, const EngineOptions& options);
+
 // Whether `count` adjoint sweeps of n qubits run one per thread (one thread
 // inside each) under these options: CPU states that fit one cache-blocked
 // chunk, which a second thread slows down, and, with a sweep for every thread,

@@ -10,6 +10,7 @@
 
 #include "backends/cpu/statevector.h"
 #include "backends/cuda/statevector.h"
+#include "core/error.h"
 #include "grad/adjoint_parts.h"
 #include "grad/shift.h"
 #include "grad/simulate.h"
@@ -375,6 +376,59 @@ TEST(Adjoint, CudaBackendEqualsCpu) {
     for (std::size_t k = 0; k < obs.size(); ++k)
       for (int s = 0; s < slots; ++s) EXPECT_NEAR(jg[k][s], jc[k][s], 1e-10);
   }
+}
+
+// The state's VJP, Re sum g_i dpsi_i/dtheta, against central differences of
+// the final state, with fusion off and on, blocked and not (chunks of 3
+// qubits), in both precisions; and on the GPU where there is one.
+TEST(Adjoint, StateVjpEqualsFiniteDifferencesOfTheState) {
+  std::mt19937_64 rng(33);
+  std::uniform_real_distribution<double> u(-3, 3);
+  const cuda::DeviceStatus gpu = cuda::device_status();
+  for (int trial = 0; trial < 12; ++trial) {
+    const int n = 1 + trial % 7;
+    const int slots = 5;
+    const Circuit c = random_parametric_circuit(n, 24, slots, rng);
+    std::vector<double> theta(slots);
+    for (double& t : theta) t = u(rng);
+    std::vector<cplx> g(std::size_t{1} << n);
+    for (cplx& x : g) x = {u(rng), u(rng)};
+    SimulateRequest req;
+    req.state = true;
+    auto value = [&](const std::vector<double>& t) {
+      const std::vector<cplx> psi = simulate<double>(c, t, req, {}).state;
+      double sum = 0;
+      for (std::size_t i = 0; i < psi.size(); ++i) sum += (g[i] * psi[i]).real();
+      return sum;
+    };
+    std::vector<double> want(slots);
+    for (int s = 0; s < slots; ++s) {
+      std::vector<double> up = theta, down = theta;
+      up[s] += 1e-6;
+      down[s] -= 1e-6;
+      want[s] = (value(up) - value(down)) / 2e-6;
+    }
+    for (int fusion : {0, 3}) {
+      EngineOptions o;
+      o.fusion = fusion;
+      o.chunk_qubits = trial % 2 ? 3 : -1;
+      const std::vector<double> got = state_vjp<double>(c, theta, g, o);
+      const std::vector<double> single = state_vjp<float>(c, theta, g, o);
+      for (int s = 0; s < slots; ++s) {
+        ASSERT_NEAR(got[s], want[s], 1e-7) << "trial " << trial << " slot " << s;
+        ASSERT_NEAR(single[s], want[s], 1e-3) << "trial " << trial << " slot " << s;
+      }
+      if (gpu.count > 0) {
+        o.backend = Backend::cuda;
+        const std::vector<double> on_gpu = state_vjp<double>(c, theta, g, o);
+        for (int s = 0; s < slots; ++s) EXPECT_NEAR(on_gpu[s], got[s], 1e-10);
+      }
+    }
+  }
+  const Circuit c = random_parametric_circuit(2, 5, 1, rng);
+  const double theta[] = {0.3};
+  const std::vector<cplx> wrong(3);
+  EXPECT_THROW(state_vjp<double>(c, theta, wrong, {}), Error);
 }
 
 // adjoint_vjp_many and expvals_many against adjoint_vjp item by item, on
