@@ -9,6 +9,8 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/complex.h>
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/variant.h>
@@ -30,6 +32,7 @@
 #include "circuit/observable.h"
 #include "circuit/program.h"
 #include "circuit/qasm.h"
+#include "circuit/readout.h"
 #include "core/error.h"
 #include "grad/adjoint.h"
 #include "grad/batch.h"
@@ -639,6 +642,28 @@ NB_MODULE(_qmlsim, m) {
            nb::arg("options"),
            "A dynamic program's classical records over shots shots (each collapsing the state "
            "at each measurement) for every binding: [binding] -> [(record, count)].");
+  m.def(
+      "read_through",
+      [](const std::vector<TermSpec>& terms,
+         const std::vector<std::optional<std::pair<double, double>>>& flips) {
+        ReadoutError e;
+        for (std::size_t q = 0; q < flips.size(); ++q) {
+          if (!flips[q]) {
+            e.qubits.emplace_back();
+            continue;
+          }
+          const ReadoutFlip f{flips[q]->first, flips[q]->second};
+          check_readout_flip(f, "readout error of qubit " + std::to_string(q));
+          e.qubits.emplace_back(f);
+        }
+        std::vector<TermSpec> out;
+        for (const PauliTerm& t : read_through(make_observables({terms})[0], e).terms)
+          out.emplace_back(t.coeff, t.xmask, t.zmask);
+        return out;
+      },
+      nb::arg("terms"), nb::arg("flips"),
+      "Terms (coefficient, X mask, Z mask) whose expectation value is what `terms` reads through "
+      "readout errors: per qubit (P(1|0), P(0|1)) or None.");
   m.def("max_qubits", [] { return kMaxQubits; });
   m.def(
       "parse_pauli_sum",

@@ -20,6 +20,8 @@ from __future__ import annotations
 import numpy as np
 from qiskit import QuantumCircuit
 
+from . import _qmlsim
+
 _CHANNELS = ("quantum_channel",)  # Aer's QuantumError instructions
 
 
@@ -131,39 +133,17 @@ def readout_matrices(noise_model, num_qubits: int) -> list:
     return out
 
 
-_MAX_NOISY_SUPPORT = 16  # a term's readout expansion has 2^(noisy qubits in it) terms
-
-
 def readout_terms(terms: list, readout: list) -> list:
     """Engine terms whose expectation value is what `terms` reads through the
-    readout errors: each qubit of a Pauli word with an error contributes
-    a Z + b (its eigenvalue read as a s + b), expanded over the word."""
+    readout errors (the engine's read_through: each noisy qubit of a Pauli
+    word reads its eigenvalue s as a s + b)."""
     if all(r is None for r in readout):
         return terms
-    out = []
-    for coeff, x, z in terms:
-        support = x | z
-        noisy = [q for q in range(len(readout)) if support >> q & 1 and readout[q] is not None]
-        if len(noisy) > _MAX_NOISY_SUPPORT:
-            raise ValueError(f"observable: a Pauli word on {len(noisy)} qubits with readout "
-                             f"errors (the limit is {_MAX_NOISY_SUPPORT})")
-        ab = []
-        for q in noisy:
-            r = readout[q]
-            ab.append((1 - r[0, 1] - r[1, 0], r[1, 0] - r[0, 1]))
-        for keep in range(1 << len(noisy)):
-            c, xm, zm = coeff, x, z
-            for j, q in enumerate(noisy):
-                a, b = ab[j]
-                if keep >> j & 1:
-                    c *= a
-                else:
-                    c *= b
-                    xm &= ~(1 << q)
-                    zm &= ~(1 << q)
-            if c != 0:
-                out.append((c, xm, zm))
-    return out or [(0.0, 0, 0)]
+    flips = [None if r is None else (float(r[0, 1]), float(r[1, 0])) for r in readout]
+    try:
+        return _qmlsim.read_through(terms, flips)
+    except ValueError as e:
+        raise ValueError(f"qmlsim.qiskit: {e}") from None
 
 
 def readout_bits(bits: np.ndarray, qubit_of_clbit: dict, readout: list, seed) -> np.ndarray:

@@ -171,6 +171,44 @@ TEST(Cli, NoisyCircuitsRunByTrajectories) {
       << grad.err;
 }
 
+// --readout-error: expectation values as read (a s + b per noisy qubit of a
+// word, a = 1 - p01 - p10, b = p10 - p01) and their gradients; a qubit's own
+// flag over the one for every qubit; samples flipped as read.
+TEST(Cli, ReadoutErrorsReadExpectationValuesAndSamples) {
+  const std::string bell = write("ro_bell.qasm", kBell);
+  const Result r = run("run " + bell +
+                       " --observable Z0 --observable \"Z0 Z1\" --observable \"X0 X1\" "
+                       "--readout-error 1:0.05,0 --readout-error 0.1,0.2 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const double a0 = 0.7, b0 = 0.1, a1 = 0.95, b1 = -0.05;  // qubit 1's own flag wins
+  // Bell state: <Z0> = <Z1> = 0, <Z0 Z1> = <X0 X1> = 1
+  const std::size_t at = r.out.find("\"expval\":[") + 10;
+  char* end = nullptr;
+  const double z0 = std::strtod(r.out.c_str() + at, &end);
+  const double zz = std::strtod(end + 1, &end);
+  const double xx = std::strtod(end + 1, &end);
+  EXPECT_NEAR(z0, b0, 1e-12) << r.out;
+  EXPECT_NEAR(zz, a0 * a1 + b0 * b1, 1e-12) << r.out;
+  EXPECT_NEAR(xx, a0 * a1 + b0 * b1, 1e-12) << r.out;
+  const Result s = run("run " + bell + " --shots 20000 --readout-error 0.3,0 --json");
+  ASSERT_EQ(s.status, 0) << s.err;
+  // |00> (half) reads 01, 10 or 11 with 0.3 per bit; |11> (half) always 11
+  auto count = [&](const std::string& bits) {
+    const std::size_t k = s.out.find("\"" + bits + "\":");
+    return k == std::string::npos ? 0.0 : std::strtod(s.out.c_str() + k + 5, nullptr);
+  };
+  EXPECT_NEAR(count("00") / 20000, 0.5 * 0.49, 0.02) << s.out;
+  EXPECT_NEAR(count("11") / 20000, 0.5 + 0.5 * 0.09, 0.02) << s.out;
+  const Result dynamic =
+      run("run " +
+          write("ro_dyn.qasm",
+                "OPENQASM 3.0;\ninclude \"stdgates.inc\";\nqubit[1] q;\nbit[1] c;\nc[0] = "
+                "measure q[0];\nif (c[0]) x q[0];\n") +
+          " --shots 5 --readout-error 0.1,0.1");
+  EXPECT_EQ(dynamic.status, 2);
+  EXPECT_NE(dynamic.err.find("is a dynamic circuit"), std::string::npos) << dynamic.err;
+}
+
 TEST(Cli, DynamicCircuitsReportTheirRegistersAsQiskitPrintsThem) {
   // Measure q[0] (a fair coin) into c0, copy it onto q[1] by feed-forward.
   const std::string dynamic =
@@ -328,6 +366,10 @@ TEST(Cli, BadInputGivesOneLocatedLineAndStatus2) {
       {"run {f} --observable Z0 --threads x", "", "--threads: expected an integer"},
       {"run {f} --observable Z0 --fusion", "", "--fusion: missing value"},
       {"run {f} --observable Z0 --bogus", "", "--bogus: unknown option"},
+      {"run {f} --observable Z0 --readout-error 0.1", "", "expected P01,P10 or Q:P01,P10"},
+      {"run {f} --observable Z0 --readout-error 0.1,x", "", "'x' is not a finite number"},
+      {"run {f} --observable Z0 --readout-error 0.1,1.5", "", "1.500000 is outside [0, 1]"},
+      {"run {f} --observable Z0 --readout-error 2:0.1,0.1", "", "'2' is not a qubit of"},
       {"run {f} --seed 3 --observable Z0", "", "--seed: needs --shots"},
       {"run {f}", "", "nothing to compute"},
       {"run /nonexistent.qasm --observable Z0", "", "/nonexistent.qasm: cannot read file"},

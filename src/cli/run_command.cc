@@ -8,6 +8,7 @@
 
 #include "backends/cpu/statevector.h"
 #include "circuit/qasm.h"
+#include "circuit/readout.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "comm/comm.h"
@@ -42,6 +43,11 @@ const std::vector<OptionSpec> kSpecs = {
      "a dynamic circuit (mid-circuit measurement, reset, if): the most outcome branches its "
      "exact expectation values may walk (default 65536); shots are sampled without a limit"},
     {"--shots", "N", "draw N samples of all qubits"},
+    {"--readout-error", "P01,P10|Q:P01,P10",
+     "read every qubit's (or qubit Q's) measured bit through P(1|0) = P01 and P(0|1) = P10: "
+     "expectation values (and gradients) as read, and samples (repeatable; a qubit's own "
+     "flag wins)",
+     true},
     {"--seed", "S", "seed for sampling and trajectories (default 1)"},
     {"--input", "NAME=V[,V...]", "value of an OpenQASM 3 input (an array: its elements)", true},
     {"--gradient", "",
@@ -67,7 +73,8 @@ constexpr const char* kUsage =
     "qmlsim run CIRCUIT.qasm --observable \"PAULI SUM\" [--observable ...] "
     "[--precision c64|c128] [--threads N] [--fusion K] [--backend cpu|cuda] [--method M] "
     "[--trajectories R] [--max-branches N] "
-    "[--shots N --seed S] [--input NAME=V[,V...] ...] [--gradient] [--distributed [--exchange-mib "
+    "[--shots N --seed S] [--readout-error P01,P10 ...] [--input NAME=V[,V...] ...] [--gradient] "
+    "[--distributed [--exchange-mib "
     "N]] "
     "[--plan-processes P] [--state-out FILE.h5] [--json] "
     "[--max-gates N] [--max-file-mib N]\n\n"
@@ -508,6 +515,44 @@ void read_dynamic_flags(const Args& args, EngineOptions& engine, const std::stri
 
 }  // namespace
 
+// The --readout-error flags: "P01,P10" for every qubit, "Q:P01,P10" for qubit
+// Q (which wins over a flag for every qubit, whatever their order).
+ReadoutError read_readout(const Args& args, int n, const std::string& path) {
+  ReadoutError e;
+  e.qubits.resize(static_cast<std::size_t>(n));
+  std::vector<char> own(static_cast<std::size_t>(n), 0);
+  for (const std::string& flag : args.all("--readout-error")) {
+    const std::string what = "--readout-error " + flag;
+    const std::size_t colon = flag.find(':');
+    std::vector<double> p;
+    std::stringstream list(colon == std::string::npos ? flag : flag.substr(colon + 1));
+    for (std::string item; std::getline(list, item, ',');) {
+      char* end = nullptr;
+      const double v = std::strtod(item.c_str(), &end);
+      if (item.empty() || *end != '\0' || !std::isfinite(v))
+        throw Error(what + ": '" + item + "' is not a finite number");
+      p.push_back(v);
+    }
+    if (p.size() != 2) throw Error(what + ": expected P01,P10 or Q:P01,P10");
+    const ReadoutFlip f{p[0], p[1]};
+    check_readout_flip(f, what);
+    if (colon == std::string::npos) {
+      for (int q = 0; q < n; ++q)
+        if (!own[static_cast<std::size_t>(q)]) e.qubits[static_cast<std::size_t>(q)] = f;
+      continue;
+    }
+    const std::string qubit = flag.substr(0, colon);
+    char* end = nullptr;
+    const long q = std::strtol(qubit.c_str(), &end, 10);
+    if (qubit.empty() || *end != '\0' || q < 0 || q >= n)
+      throw Error(what + ": '" + qubit + "' is not a qubit of " + path + " (0 to " +
+                  std::to_string(n - 1) + ")");
+    e.qubits[static_cast<std::size_t>(q)] = f;
+    own[static_cast<std::size_t>(q)] = 1;
+  }
+  return e;
+}
+
 // The --observable flags, each checked to act on the circuit's n qubits.
 std::vector<PauliSum> read_observables(const Args& args, int n, const std::string& path) {
   std::vector<PauliSum> observables;
@@ -557,7 +602,9 @@ int run_command(const std::vector<std::string>& argv) {
   const std::vector<double> inputs = bind_inputs(prog, args, path);
   const int n = prog.circuit.num_qubits();
   if (n == 0) throw Error(path + ": the circuit declares no qubits (add a qreg)");
-  const std::vector<PauliSum> observables = read_observables(args, n, path);
+  const ReadoutError readout = read_readout(args, n, path);
+  std::vector<PauliSum> observables = read_observables(args, n, path);
+  for (PauliSum& h : observables) h = read_through(h, readout);  // their values as read
   const Precision prec = precision == "c64" ? Precision::c64 : Precision::c128;
   EngineOptions engine;
   engine.threads = threads;
@@ -569,6 +616,9 @@ int run_command(const std::vector<std::string>& argv) {
   engine.seed = seed;
   const bool dynamic = prog.circuit.has_dynamic();
   read_dynamic_flags(args, engine, path, dynamic);
+  if (readout.any() && dynamic)
+    throw Error("--readout-error: " + path +
+                " is a dynamic circuit, whose conditions would read the bits (not supported)");
   if (engine.method == Method::statevector && prog.circuit.has_channels() && !dynamic)
     throw Error("--method statevector: " + path +
                 " has noise channels, which run on a density matrix or trajectories (--method "
@@ -627,15 +677,16 @@ int run_command(const std::vector<std::string>& argv) {
   const double parse_s = seconds_since(t0);
 
   const auto t1 = Clock::now();
-  const Outcome out =
-      distributed
-          ? (prec == Precision::c64 ? simulate_distributed<float>(prog, observables, dopts, shots,
-                                                                  seed, gradient, state_out)
-                                    : simulate_distributed<double>(prog, observables, dopts, shots,
-                                                                   seed, gradient, state_out))
-      : prec == Precision::c64
-          ? simulate_program<float>(prog, observables, engine, shots, seed, gradient)
-          : simulate_program<double>(prog, observables, engine, shots, seed, gradient);
+  Outcome out = distributed ? (prec == Precision::c64
+                                   ? simulate_distributed<float>(prog, observables, dopts, shots,
+                                                                 seed, gradient, state_out)
+                                   : simulate_distributed<double>(prog, observables, dopts, shots,
+                                                                  seed, gradient, state_out))
+                : prec == Precision::c64
+                    ? simulate_program<float>(prog, observables, engine, shots, seed, gradient)
+                    : simulate_program<double>(prog, observables, engine, shots, seed, gradient);
+  // the samples' bits read through the error (its own stream: the true samples stay the same)
+  out.counts = read_through(out.counts, readout, seed ^ 0x9e3779b97f4a7c15ULL);
   if (!state_out.empty() && !distributed) {
     if (prec == Precision::c64)
       write_state<float>(prog, threads, fusion, state_out);

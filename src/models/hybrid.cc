@@ -1,6 +1,7 @@
 #include "models/hybrid.h"
 
 #include "backends/cuda/small_batch.h"
+#include "circuit/readout.h"
 #include "core/parallel.h"
 #include "core/trace.h"
 #include "distributed/simulate.h"
@@ -86,6 +87,13 @@ void HybridModel::add_gate_noise(const std::vector<GateNoise>& noise) {
     *c = with_gate_noise(*c, noise);
     has_channels_ = has_channels_ || c->has_channels();
   }
+}
+
+void HybridModel::add_readout_error(double p) {
+  if (p == 0) return;
+  ReadoutError e;
+  e.qubits.assign(static_cast<std::size_t>(num_qubits_), ReadoutFlip{p, p});
+  for (PauliSum& h : readouts_) h = read_through(h, e);
 }
 
 bool HybridModel::batched_on_gpu(const EvalOptions& options) const {

@@ -96,6 +96,9 @@ class HybridModel {
   // Noise after every gate of every circuit the model runs (circuit.h:
   // with_gate_noise); they then run on density matrices (or trajectories).
   void add_gate_noise(const std::vector<GateNoise>& noise);
+  // Readout error: each measured qubit's bit flipped with probability p (the
+  // readouts become the observables of what is read, circuit/readout.h).
+  void add_readout_error(double p);
   // Whether the model's circuits hold noise channels.
   bool has_channels() const { return has_channels_; }
   // The qubits of one state as memory counts them: a density matrix of n

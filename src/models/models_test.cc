@@ -4,6 +4,7 @@
 #include <numeric>
 #include <random>
 
+#include "circuit/readout.h"
 #include "ml/datasets.h"
 #include "models/dressed.h"
 #include "models/qaoa.h"
@@ -73,6 +74,28 @@ TEST(Qcnn, NoiseAfterEveryGateKeepsTheGradientExact) {
   m.add_gate_noise({{ChannelId::depolarizing, 0.02}, {ChannelId::amplitude_damping, 0.05}});
   EXPECT_TRUE(m.has_channels());
   expect_gradient_matches_fd(m, d, ml::Loss::parse("mse", 0, "loss"));
+}
+
+// noise.readout_error: the readouts become the observables of what is read
+// (a pure QCNN's prediction <Z> reads as (1 - 2p) <Z>), the gradient exact.
+TEST(Qcnn, ReadoutErrorReadsThePredictionsAndKeepsTheGradientExact) {
+  Rng rng(5);
+  const ml::Dataset d = ml::qcnn_excitations(4, 2, rng);
+  Qcnn clean(4, QcnnVariant::kPure), noisy(4, QcnnVariant::kPure);
+  noisy.add_readout_error(0.1);
+  ReadoutError e;
+  e.qubits.assign(4, ReadoutFlip{0.1, 0.1});
+  ASSERT_EQ(noisy.readouts().size(), clean.readouts().size());
+  for (std::size_t k = 0; k < clean.readouts().size(); ++k)
+    EXPECT_EQ(noisy.readouts()[k].to_string(), read_through(clean.readouts()[k], e).to_string());
+  std::vector<double> params(clean.layout().size());
+  clean.init(params, rng);
+  std::vector<std::size_t> index(d.size());
+  for (std::size_t i = 0; i < index.size(); ++i) index[i] = i;
+  const std::vector<double> a = clean.predict(params, d, index, {});
+  const std::vector<double> b = noisy.predict(params, d, index, {});
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], 0.8 * a[i], 1e-12);
+  expect_gradient_matches_fd(noisy, d, ml::Loss::parse("mse", 0, "loss"));
 }
 
 TEST(Qcnn, ConvolutionPairsFollowCirq) {

@@ -141,6 +141,7 @@ std::string job_defaults(const std::string& kind) {
            "depolarizing = 0.0\n"
            "amplitude_damping = 0.0\n"
            "phase_damping = 0.0\n"
+           "readout_error = 0.0   # each measured qubit's bit read flipped with this probability\n"
            "method = \"auto\"       # noisy circuits: auto, density_matrix or trajectories\n"
            "trajectories = 1000\n";
   }
@@ -198,6 +199,9 @@ std::vector<GateNoise> gate_noise(const io::Config& c) {
     const double p = c.get_double(key, 0, 1);
     if (p > 0) noise.push_back({id, p});
   }
+  if (c.kind() == "qaoa" && c.get_double("noise.readout_error", 0, 1) > 0)
+    c.fail("noise.readout_error",
+           "noise is for the supervised jobs (qcnn, sonar, hybrid), not qaoa yet");
   if (!noise.empty() && c.kind() == "qaoa")
     c.fail(noise.front().channel == ChannelId::depolarizing        ? "noise.depolarizing"
            : noise.front().channel == ChannelId::amplitude_damping ? "noise.amplitude_damping"
@@ -400,6 +404,7 @@ SupervisedJob make_supervised_job(const io::Config& c) {
     c.fail(key, "leaves no training examples");
   }
   job.model->add_gate_noise(gate_noise(c));
+  job.model->add_readout_error(c.get_double("noise.readout_error", 0, 1));
   return job;
 }
 

@@ -759,6 +759,11 @@ TEST_F(Training, NoiseTableTrainsOnDensityMatrices) {
   noisy.push_back("noise.trajectories=20");
   ASSERT_EQ(run(config("qcnn.toml", noisy), dir("trajectories")), 0);
   EXPECT_THROW(run(config("qaoa_maxcut.toml", {"noise.phase_damping=0.1"}), dir("qaoa")), Error);
+  std::vector<std::string> readout = sets;
+  readout.push_back("noise.readout_error=0.05");
+  ASSERT_EQ(run(config("qcnn.toml", readout), dir("readout")), 0);
+  EXPECT_NE(metric(dir("readout"), "step", "loss"), clean_loss);
+  EXPECT_THROW(run(config("qaoa_maxcut.toml", {"noise.readout_error=0.1"}), dir("qaoa2")), Error);
 }
 
 TEST_F(Training, CudaBackendTrainsLikeTheCpu) {
