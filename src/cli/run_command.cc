@@ -516,8 +516,13 @@ void read_dynamic_flags(const Args& args, EngineOptions& engine, const std::stri
 }  // namespace
 
 // The --readout-error flags: "P01,P10" for every qubit, "Q:P01,P10" for qubit
-// Q (which wins over a flag for every qubit, whatever their order).
-ReadoutError read_readout(const Args& args, int n, const std::string& path) {
+// Q (which wins over a flag for every qubit, whatever their order); refused
+// for dynamic circuits.
+ReadoutError read_readout(const Args& args, const Circuit& c, const std::string& path) {
+  const int n = c.num_qubits();
+  if (args.has("--readout-error") && c.has_dynamic())
+    throw Error("--readout-error: " + path +
+                " is a dynamic circuit, whose conditions would read the bits (not supported)");
   ReadoutError e;
   e.qubits.resize(static_cast<std::size_t>(n));
   std::vector<char> own(static_cast<std::size_t>(n), 0);
@@ -553,8 +558,19 @@ ReadoutError read_readout(const Args& args, int n, const std::string& path) {
   return e;
 }
 
-// The --observable flags, each checked to act on the circuit's n qubits.
-std::vector<PauliSum> read_observables(const Args& args, int n, const std::string& path) {
+// --max-gates and --max-file-mib.
+QasmLimits read_limits(const Args& args) {
+  QasmLimits limits;
+  limits.max_gates = args.get_int("--max-gates", limits.max_gates, 1, std::int64_t{1} << 40);
+  limits.max_file_bytes =
+      args.get_int("--max-file-mib", limits.max_file_bytes >> 20, 1, std::int64_t{1} << 20) << 20;
+  return limits;
+}
+
+// The --observable flags, each checked to act on the circuit's n qubits, as
+// read through `readout`.
+std::vector<PauliSum> read_observables(const Args& args, int n, const std::string& path,
+                                       const ReadoutError& readout) {
   std::vector<PauliSum> observables;
   for (std::size_t i = 0; i < args.all("--observable").size(); ++i) {
     const std::string src = "--observable " + std::to_string(i + 1);
@@ -563,7 +579,7 @@ std::vector<PauliSum> read_observables(const Args& args, int n, const std::strin
       throw Error(src + ": names qubit " + std::to_string(h.min_qubits() - 1) + " but " + path +
                   " has " + std::to_string(n) + " qubit(s)");
     }
-    observables.push_back(std::move(h));
+    observables.push_back(read_through(h, readout));
   }
   return observables;
 }
@@ -582,10 +598,7 @@ int run_command(const std::vector<std::string>& argv) {
   const int threads = static_cast<int>(args.get_int("--threads", default_threads(), 1, 4096));
   const int fusion = static_cast<int>(args.get_int("--fusion", 3, 0, 10));
   const std::int64_t shots = args.get_int("--shots", 0, 0, std::int64_t{1} << 32);
-  QasmLimits limits;
-  limits.max_gates = args.get_int("--max-gates", limits.max_gates, 1, std::int64_t{1} << 40);
-  limits.max_file_bytes =
-      args.get_int("--max-file-mib", limits.max_file_bytes >> 20, 1, std::int64_t{1} << 20) << 20;
+  const QasmLimits limits = read_limits(args);
   if (args.has("--seed") && !args.has("--shots") && args.get("--method") != "trajectories")
     throw Error("--seed: needs --shots or --method trajectories");
   const std::uint64_t seed = args.get_u64("--seed", 1);
@@ -602,9 +615,8 @@ int run_command(const std::vector<std::string>& argv) {
   const std::vector<double> inputs = bind_inputs(prog, args, path);
   const int n = prog.circuit.num_qubits();
   if (n == 0) throw Error(path + ": the circuit declares no qubits (add a qreg)");
-  const ReadoutError readout = read_readout(args, n, path);
-  std::vector<PauliSum> observables = read_observables(args, n, path);
-  for (PauliSum& h : observables) h = read_through(h, readout);  // their values as read
+  const ReadoutError readout = read_readout(args, prog.circuit, path);
+  const std::vector<PauliSum> observables = read_observables(args, n, path, readout);
   const Precision prec = precision == "c64" ? Precision::c64 : Precision::c128;
   EngineOptions engine;
   engine.threads = threads;
@@ -616,9 +628,6 @@ int run_command(const std::vector<std::string>& argv) {
   engine.seed = seed;
   const bool dynamic = prog.circuit.has_dynamic();
   read_dynamic_flags(args, engine, path, dynamic);
-  if (readout.any() && dynamic)
-    throw Error("--readout-error: " + path +
-                " is a dynamic circuit, whose conditions would read the bits (not supported)");
   if (engine.method == Method::statevector && prog.circuit.has_channels() && !dynamic)
     throw Error("--method statevector: " + path +
                 " has noise channels, which run on a density matrix or trajectories (--method "
