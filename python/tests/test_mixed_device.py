@@ -155,6 +155,30 @@ def test_fitting_a_damping_strength_as_the_noisy_circuits_tutorial_does():
     assert abs(ours[1] - 0.7781) < 1e-3
 
 
+def test_noise_models_add_noise_as_on_default_mixed():
+    """qml.NoiseModel through qml.add_noise (conditions on operations and
+    wires): values and Jacobians as default.mixed gives them."""
+    fcond = qml.noise.op_eq(qml.RX) | qml.noise.op_eq(qml.CNOT)
+    noise = qml.NoiseModel({
+        fcond: qml.noise.partial_wires(qml.AmplitudeDamping, 0.2),
+        qml.noise.wires_in([1]): qml.noise.partial_wires(qml.PhaseDamping, 0.1)})
+
+    def circuit(x):
+        qml.RX(x[0], 0)
+        qml.RY(x[1], 1)
+        qml.CNOT([0, 1])
+        qml.RX(x[2], 1)
+        return qml.expval(qml.Z(0) @ qml.Z(1)), qml.expval(qml.X(1))
+
+    x = qml.numpy.array([0.3, 1.2, -0.5], requires_grad=True)
+    out = []
+    for device in ("qmlsim.mixed", "default.mixed"):
+        q = qml.add_noise(qml.QNode(circuit, qml.device(device, wires=2)), noise)
+        out.append((np.array(q(x)), np.array(qml.jacobian(lambda x: qml.math.stack(q(x)))(x))))
+    assert np.allclose(out[0][0], out[1][0], atol=1e-12)
+    assert np.allclose(out[0][1], out[1][1], atol=1e-10)
+
+
 def test_channels_that_run_as_kraus_matrices_are_not_differentiated():
     def circuit(p):
         qml.Hadamard(0)
