@@ -55,7 +55,8 @@ const std::vector<OptionSpec> kSpecs = {
      "OpenQASM 3 input), by the adjoint method"},
     {"--distributed", "",
      "one state vector over all processes of an MPI launch (mpirun -np 2^g): each holds 2^(n-g) "
-     "amplitudes"},
+     "amplitudes; with --method trajectories, the trajectories shared out over any number of "
+     "processes (the same results as one)"},
     {"--exchange-mib", "N", "with --distributed: exchange buffer per process (default 32)"},
     {"--state-out", "FILE.h5",
      "write the final state to an HDF5 file (dataset state: 2^n rows of re, im); with "
@@ -198,6 +199,53 @@ Outcome simulate_program(const QasmProgram& prog, const std::vector<PauliSum>& o
   }
   if (gradient) out.gradient = adjoint_jacobian<R>(prog.circuit, prog.angles, observables, engine);
   return out;
+}
+
+// Trajectories shared out over the processes of `world` (whole blocks, in rank
+// order; trajectory t seeded by its index): every process gets the outcome a
+// single process gives, bit for bit.
+template <class R>
+Outcome trajectories_over(const comm::Comm& world, const QasmProgram& prog,
+                          const std::vector<PauliSum>& observables, const EngineOptions& engine,
+                          std::int64_t shots, std::uint64_t seed) {
+  SimulateRequest req;
+  req.observables = observables;
+  req.shots = shots;
+  req.seed = seed;
+  const auto [first, last] = trajectory_range(engine.trajectories, world.rank(), world.size());
+  const TrajectoryShare mine =
+      trajectory_share<R>(prog.circuit, prog.angles, req, engine, first, last);
+  TrajectoryShare all;
+  all.expvals = world.allgather(mine.expvals);
+  std::vector<double> counts;  // (outcome, hits) pairs: exact as doubles up to 2^53
+  for (const auto& [outcome, hits] : mine.counts) {
+    counts.push_back(static_cast<double>(outcome));
+    counts.push_back(static_cast<double>(hits));
+  }
+  const std::vector<double> gathered = world.allgather(counts);
+  for (std::size_t j = 0; j + 1 < gathered.size(); j += 2)
+    all.counts[static_cast<index_t>(gathered[j])] += static_cast<std::int64_t>(gathered[j + 1]);
+  SimulateResult r = combine_trajectories(all, req, engine.trajectories);
+  Outcome out;
+  out.expvals = std::move(r.expvals);
+  out.expval_errors = std::move(r.expval_errors);
+  out.counts = std::move(r.counts);
+  out.processes = world.size();
+  return out;
+}
+
+// The run's outcome: in this process; with `world` (--distributed), one state
+// over its processes, or for trajectories each process running its share.
+template <class R>
+Outcome run_program(const QasmProgram& prog, const std::vector<PauliSum>& observables,
+                    const EngineOptions& engine, const distributed::Options& dopts,
+                    const comm::Comm* world, bool by_trajectories, std::int64_t shots,
+                    std::uint64_t seed, bool gradient, const std::string& state_out) {
+  if (world && by_trajectories)
+    return trajectories_over<R>(*world, prog, observables, engine, shots, seed);
+  if (world)
+    return simulate_distributed<R>(prog, observables, dopts, shots, seed, gradient, state_out);
+  return simulate_program<R>(prog, observables, engine, shots, seed, gradient);
 }
 
 // A density matrix is 4^n amplitudes: refused with its size when it cannot fit
@@ -398,6 +446,7 @@ void print_json(const Report& r) {
   w.key("method").value(r.method);
   if (r.method == "trajectories") {
     w.key("trajectories").value(static_cast<long long>(r.trajectories));
+    w.key("processes").value(out.processes);
     w.key("expval_error").value(out.expval_errors);
   }
   if (distributed) {
@@ -657,8 +706,8 @@ int run_command(const std::vector<std::string>& argv) {
     throw Error("--distributed: a density matrix runs in one process (not yet over MPI)");
   if (density && !state_out.empty())
     throw Error("--state-out: writes a state vector; a density matrix is not written yet");
-  if (by_trajectories && distributed)
-    throw Error("--distributed: trajectories run in one process (not yet over MPI)");
+  if (by_trajectories && distributed && gradient)
+    throw Error("--distributed: trajectory gradients run in one process (not yet over MPI)");
   if (by_trajectories && !state_out.empty())
     throw Error("--state-out: a noisy circuit run by trajectories has no single final state");
   if (args.has("--plan-processes")) {
@@ -666,10 +715,10 @@ int run_command(const std::vector<std::string>& argv) {
                dopts);
     return 0;
   }
-  const comm::Comm* world = nullptr;
-  if (distributed) {
-    if (engine.backend != Backend::cpu) throw Error("--distributed: runs on the cpu backend");
-    world = &comm::Comm::world();
+  if (distributed && engine.backend != Backend::cpu)
+    throw Error("--distributed: runs on the cpu backend");
+  const comm::Comm* world = distributed ? &comm::Comm::world() : nullptr;
+  if (distributed && !by_trajectories) {
     const int g = distributed::slice_bits(world->size(), n);
     // This host's processes each hold their slices and buffers.
     check_fits_in_memory(static_cast<std::uint64_t>(world->local_size()) *
@@ -686,14 +735,11 @@ int run_command(const std::vector<std::string>& argv) {
   const double parse_s = seconds_since(t0);
 
   const auto t1 = Clock::now();
-  Outcome out = distributed ? (prec == Precision::c64
-                                   ? simulate_distributed<float>(prog, observables, dopts, shots,
-                                                                 seed, gradient, state_out)
-                                   : simulate_distributed<double>(prog, observables, dopts, shots,
-                                                                  seed, gradient, state_out))
-                : prec == Precision::c64
-                    ? simulate_program<float>(prog, observables, engine, shots, seed, gradient)
-                    : simulate_program<double>(prog, observables, engine, shots, seed, gradient);
+  Outcome out = prec == Precision::c64
+                    ? run_program<float>(prog, observables, engine, dopts, world, by_trajectories,
+                                         shots, seed, gradient, state_out)
+                    : run_program<double>(prog, observables, engine, dopts, world, by_trajectories,
+                                          shots, seed, gradient, state_out);
   // the samples' bits read through the error (its own stream: the true samples stay the same)
   out.counts = read_through(out.counts, readout, seed ^ 0x9e3779b97f4a7c15ULL);
   if (!state_out.empty() && !distributed) {
@@ -718,7 +764,7 @@ int run_command(const std::vector<std::string>& argv) {
                       shots,
                       seed,
                       gradient,
-                      distributed,
+                      distributed && !by_trajectories,
                       parse_s,
                       sim_s,
                       total_s,

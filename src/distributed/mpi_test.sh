@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The distributed state vector under mpirun: ./mpi_test.sh QMLSIM EXAMPLES TESTDATA PYTHON CASE
 # (PYTHON: build/pyenv's, with h5py, for reading state files)
-# CASE: equal | train | memory | errors. Each case prints what it checks and exits non-zero on the first failure.
+# CASE: equal | train | memory | errors | trajectories. Each case prints what it checks and exits non-zero on the first failure.
 set -uo pipefail
 qmlsim=$1
 examples=$2
@@ -134,6 +134,35 @@ errors)
     --set job.state_ranks=2 --run-dir "$work/bad2" 2>&1) && fail "8 qubits over 2 exited 0"
   grep -q "each needs at least 2^10" <<<"$out" || fail "message: $out"
   echo "bad layouts are one-line errors with a non-zero status"
+  ;;
+
+trajectories)
+  # A noisy circuit's trajectories shared out over 1, 2 and 3 processes
+  # (--distributed with --method trajectories): expectation values, standard
+  # errors and samples bit for bit those of one process.
+  circuit="$work/noisy.qasm"
+  printf '%s\n' 'OPENQASM 3.0;' 'include "stdgates.inc";' 'qubit[5] q;' 'h q[0];' \
+    'cx q[0], q[1];' 'ry(0.4) q[2];' '#pragma braket noise amplitude_damping(0.2) q' \
+    'cx q[1], q[2];' 'rx(0.9) q[3];' '#pragma braket noise depolarizing(0.1) q[3]' \
+    'cx q[3], q[4];' '#pragma braket noise phase_damping(0.3) q[4]' >"$circuit"
+  args=(--observable Z0 --observable "Z1 Z2 + 0.5*X3" --method trajectories --trajectories 300
+    --seed 9 --shots 1000 --json --threads 1)
+  "$qmlsim" run "$circuit" "${args[@]}" >"$work/one.json" || fail "one process"
+  for np in 1 2 3; do
+    "${mpi[@]}" -np $np "$qmlsim" run "$circuit" "${args[@]}" --distributed >"$work/t$np.json" ||
+      fail "$np processes"
+    python3 - "$work/one.json" "$work/t$np.json" <<'PY' || fail "$np processes differ"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+same = all(a[k] == b[k] for k in ("expval", "expval_error", "counts"))
+print(f"  {b['processes']} process(es): values, errors and counts {'equal' if same else 'DIFFER'}")
+sys.exit(0 if same else 1)
+PY
+  done
+  out=$("${mpi[@]}" -np 2 "$qmlsim" run "$circuit" "${args[@]}" --distributed --gradient 2>&1) &&
+    fail "trajectory gradients over 2 processes exited 0"
+  grep -q "trajectory gradients run in one process" <<<"$out" || fail "message: $out"
+  echo "trajectories over 1-3 processes give the single-process results"
   ;;
 
 *)

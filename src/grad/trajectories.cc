@@ -193,9 +193,18 @@ bool runs_on_trajectories(const Circuit& c, const EngineOptions& options) {
   return options.method == Method::automatic && !density_matrix_fits(c.num_qubits());
 }
 
+std::pair<std::int64_t, std::int64_t> trajectory_range(std::int64_t count, int part, int parts) {
+  const std::int64_t blocks = (count + kTrajectoryBlock - 1) / kTrajectoryBlock;
+  auto start = [&](int p) {
+    return std::min(count, blocks * p / parts * kTrajectoryBlock);
+  };
+  return {start(part), start(part + 1)};
+}
+
 template <class R>
-SimulateResult simulate_trajectories(const Circuit& c, std::span<const double> theta,
-                                     const SimulateRequest& req, const EngineOptions& options) {
+TrajectoryShare trajectory_share(const Circuit& c, std::span<const double> theta,
+                                 const SimulateRequest& req, const EngineOptions& options,
+                                 std::int64_t first, std::int64_t last) {
   require_cpu(options);
   if (req.state || req.most_probable)
     throw Error(
@@ -203,25 +212,54 @@ SimulateResult simulate_trajectories(const Circuit& c, std::span<const double> t
         "matrix for the state, probabilities or samples)");
   const Plan plan = plan_of(c, theta);
   const std::int64_t count = options.trajectories;
-  SimulateResult out;
-  std::vector<std::vector<double>> values;
-  if (req.probabilities) out.probabilities.assign(std::size_t{1} << plan.n, 0.0);
+  const std::size_t dim = std::size_t{1} << plan.n;
+  TrajectoryShare out;
   for_each_trajectory<TrajectoryOut>(
-      count, plan.n, options,
-      [&](std::uint64_t t, const EngineOptions& o) {
-        const std::int64_t shots =
-            req.shots / count + (static_cast<std::int64_t>(t) < req.shots % count);
-        return run_one<R>(plan, t, req, shots, o);
+      last - first, plan.n, options,
+      [&](std::uint64_t i, const EngineOptions& o) {
+        const std::int64_t t = first + static_cast<std::int64_t>(i);
+        const std::int64_t shots = req.shots / count + (t < req.shots % count);
+        return run_one<R>(plan, static_cast<std::uint64_t>(t), req, shots, o);
       },
-      [&](std::uint64_t, const TrajectoryOut& r) {
-        values.push_back(r.expvals);
-        for (std::size_t i = 0; i < r.probabilities.size(); ++i)
-          out.probabilities[i] += r.probabilities[i];
+      [&](std::uint64_t i, const TrajectoryOut& r) {
+        out.expvals.insert(out.expvals.end(), r.expvals.begin(), r.expvals.end());
+        if (req.probabilities) {
+          if (i % kTrajectoryBlock == 0) out.probabilities.resize(out.probabilities.size() + dim);
+          double* block = out.probabilities.data() + out.probabilities.size() - dim;
+          for (std::size_t k = 0; k < dim; ++k) block[k] += r.probabilities[k];
+        }
         for (const auto& [outcome, hits] : r.counts) out.counts[outcome] += hits;
       });
-  mean_and_error(values, out.expvals, out.expval_errors);
-  for (double& p : out.probabilities) p /= static_cast<double>(count);
   return out;
+}
+
+SimulateResult combine_trajectories(const TrajectoryShare& all, const SimulateRequest& req,
+                                    std::int64_t count) {
+  const std::size_t k = req.observables.size();
+  std::vector<std::vector<double>> rows(static_cast<std::size_t>(count));
+  for (std::size_t t = 0; t < rows.size(); ++t)
+    rows[t].assign(all.expvals.begin() + static_cast<std::ptrdiff_t>(t * k),
+                   all.expvals.begin() + static_cast<std::ptrdiff_t>((t + 1) * k));
+  SimulateResult out;
+  mean_and_error(rows, out.expvals, out.expval_errors);
+  out.counts = all.counts;
+  if (req.probabilities && !all.probabilities.empty()) {
+    const std::size_t blocks = static_cast<std::size_t>((count + kTrajectoryBlock - 1) /
+                                                        kTrajectoryBlock);
+    const std::size_t dim = all.probabilities.size() / blocks;
+    out.probabilities.assign(dim, 0.0);
+    for (std::size_t b = 0; b < blocks; ++b)
+      for (std::size_t i = 0; i < dim; ++i) out.probabilities[i] += all.probabilities[b * dim + i];
+    for (double& p : out.probabilities) p /= static_cast<double>(count);
+  }
+  return out;
+}
+
+template <class R>
+SimulateResult simulate_trajectories(const Circuit& c, std::span<const double> theta,
+                                     const SimulateRequest& req, const EngineOptions& options) {
+  const std::int64_t count = options.trajectories;
+  return combine_trajectories(trajectory_share<R>(c, theta, req, options, 0, count), req, count);
 }
 
 template <class R>
@@ -279,6 +317,9 @@ AdjointResult trajectories_vjp(const Circuit& c, std::span<const double> theta,
 }
 
 #define QMLSIM_INSTANTIATE(R)                                                                     \
+  template TrajectoryShare trajectory_share<R>(const Circuit&, std::span<const double>,           \
+                                               const SimulateRequest&, const EngineOptions&,       \
+                                               std::int64_t, std::int64_t);                        \
   template SimulateResult simulate_trajectories<R>(const Circuit&, std::span<const double>,       \
                                                    const SimulateRequest&, const EngineOptions&); \
   template AdjointResult trajectories_vjp<R>(const Circuit&, std::span<const double>,             \

@@ -23,7 +23,10 @@
 // are refused, pointing to the density matrix.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "circuit/circuit.h"
@@ -47,6 +50,36 @@ bool runs_on_trajectories(const Circuit& c, const EngineOptions& options);
 template <class R>
 SimulateResult simulate_trajectories(const Circuit& c, std::span<const double> theta,
                                      const SimulateRequest& req, const EngineOptions& options);
+
+// simulate_trajectories in parts, for processes that each run some of the
+// trajectories: probabilities are summed in blocks of kTrajectoryBlock
+// trajectories, then block after block, and expectation values per
+// trajectory, so the combined result is bit for bit the same for any split
+// (and any thread count).
+inline constexpr std::int64_t kTrajectoryBlock = 64;
+
+// One part's trajectories, in order: each one's <H_k> (row after row), the
+// probabilities summed per block (when requested), the samples.
+struct TrajectoryShare {
+  std::vector<double> expvals;
+  std::vector<double> probabilities;
+  std::map<index_t, std::int64_t> counts;
+};
+
+// The trajectories part `part` of `parts` runs: whole blocks, contiguous,
+// parts in order.
+std::pair<std::int64_t, std::int64_t> trajectory_range(std::int64_t count, int part, int parts);
+
+// Trajectories [first, last) of the run simulate_trajectories makes
+// (REQUIRES first a multiple of kTrajectoryBlock).
+template <class R>
+TrajectoryShare trajectory_share(const Circuit& c, std::span<const double> theta,
+                                 const SimulateRequest& req, const EngineOptions& options,
+                                 std::int64_t first, std::int64_t last);
+
+// The run's result from every part's share concatenated in part order.
+SimulateResult combine_trajectories(const TrajectoryShare& all, const SimulateRequest& req,
+                                    std::int64_t count);
 
 // The mean over trajectories of each trajectory's adjoint VJP (an unbiased
 // estimate of the noisy circuit's), with the mean <H_k>. Throws Error unless

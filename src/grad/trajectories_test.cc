@@ -106,6 +106,41 @@ TEST(Trajectories, AreBitIdenticalOnAnyThreadCountAndSeededByIndex) {
   EXPECT_NE(simulate<double>(c, theta, req, other).expvals, one.expvals);
 }
 
+// A run split into parts (as processes run it: whole blocks, in order) and
+// combined equals the run in one piece bit for bit: values, standard
+// errors, probabilities and samples, for 1 to 5 parts.
+TEST(Trajectories, SharesCombineToTheWholeRunBitForBit) {
+  std::mt19937_64 rng(52);
+  const Circuit c = testing::noisy_circuit(3, 14, 2, rng);
+  const std::vector<double> theta = random_theta(2, rng);
+  SimulateRequest req;
+  req.observables = {testing::random_observable(3, rng), testing::random_observable(3, rng)};
+  req.shots = 777;
+  req.probabilities = true;
+  const EngineOptions o = trajectories(301, 2);
+  const SimulateResult whole = simulate<double>(c, theta, req, o);
+  for (int parts = 1; parts <= 5; ++parts) {
+    TrajectoryShare all;
+    std::int64_t covered = 0;
+    for (int p = 0; p < parts; ++p) {
+      const auto [first, last] = trajectory_range(301, p, parts);
+      EXPECT_EQ(first, covered);
+      covered = last;
+      const TrajectoryShare s = trajectory_share<double>(c, theta, req, o, first, last);
+      all.expvals.insert(all.expvals.end(), s.expvals.begin(), s.expvals.end());
+      all.probabilities.insert(all.probabilities.end(), s.probabilities.begin(),
+                               s.probabilities.end());
+      for (const auto& [outcome, hits] : s.counts) all.counts[outcome] += hits;
+    }
+    EXPECT_EQ(covered, 301);
+    const SimulateResult got = combine_trajectories(all, req, 301);
+    EXPECT_EQ(got.expvals, whole.expvals) << parts << " parts";
+    EXPECT_EQ(got.expval_errors, whole.expval_errors);
+    EXPECT_EQ(got.probabilities, whole.probabilities);
+    EXPECT_EQ(got.counts, whole.counts);
+  }
+}
+
 TEST(Trajectories, MixtureGradientsEqualFiniteDifferencesOfTheSameTrajectories) {
   std::mt19937_64 rng(52);
   for (int n : {2, 3}) {
