@@ -207,7 +207,7 @@ Outcome simulate_program(const QasmProgram& prog, const std::vector<PauliSum>& o
 template <class R>
 Outcome trajectories_over(const comm::Comm& world, const QasmProgram& prog,
                           const std::vector<PauliSum>& observables, const EngineOptions& engine,
-                          std::int64_t shots, std::uint64_t seed) {
+                          std::int64_t shots, std::uint64_t seed, bool gradient) {
   SimulateRequest req;
   req.observables = observables;
   req.shots = shots;
@@ -231,6 +231,15 @@ Outcome trajectories_over(const comm::Comm& world, const QasmProgram& prog,
   out.expval_errors = std::move(r.expval_errors);
   out.counts = std::move(r.counts);
   out.processes = world.size();
+  for (std::size_t k = 0; gradient && k < observables.size(); ++k) {  // a VJP per observable
+    std::vector<double> w(observables.size(), 0.0);
+    w[k] = 1;
+    const std::vector<double> rows = world.allgather(
+        trajectory_vjp_share<R>(prog.circuit, prog.angles, observables, w, engine, first, last));
+    out.gradient.push_back(
+        combine_trajectory_vjps(rows, observables.size(), prog.angles.size(), engine.trajectories)
+            .gradient);
+  }
   return out;
 }
 
@@ -242,7 +251,7 @@ Outcome run_program(const QasmProgram& prog, const std::vector<PauliSum>& observ
                     const comm::Comm* world, bool by_trajectories, std::int64_t shots,
                     std::uint64_t seed, bool gradient, const std::string& state_out) {
   if (world && by_trajectories)
-    return trajectories_over<R>(*world, prog, observables, engine, shots, seed);
+    return trajectories_over<R>(*world, prog, observables, engine, shots, seed, gradient);
   if (world)
     return simulate_distributed<R>(prog, observables, dopts, shots, seed, gradient, state_out);
   return simulate_program<R>(prog, observables, engine, shots, seed, gradient);
@@ -706,8 +715,6 @@ int run_command(const std::vector<std::string>& argv) {
     throw Error("--distributed: a density matrix runs in one process (not yet over MPI)");
   if (density && !state_out.empty())
     throw Error("--state-out: writes a state vector; a density matrix is not written yet");
-  if (by_trajectories && distributed && gradient)
-    throw Error("--distributed: trajectory gradients run in one process (not yet over MPI)");
   if (by_trajectories && !state_out.empty())
     throw Error("--state-out: a noisy circuit run by trajectories has no single final state");
   if (args.has("--plan-processes")) {

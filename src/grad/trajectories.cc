@@ -195,9 +195,7 @@ bool runs_on_trajectories(const Circuit& c, const EngineOptions& options) {
 
 std::pair<std::int64_t, std::int64_t> trajectory_range(std::int64_t count, int part, int parts) {
   const std::int64_t blocks = (count + kTrajectoryBlock - 1) / kTrajectoryBlock;
-  auto start = [&](int p) {
-    return std::min(count, blocks * p / parts * kTrajectoryBlock);
-  };
+  auto start = [&](int p) { return std::min(count, blocks * p / parts * kTrajectoryBlock); };
   return {start(part), start(part + 1)};
 }
 
@@ -244,8 +242,8 @@ SimulateResult combine_trajectories(const TrajectoryShare& all, const SimulateRe
   mean_and_error(rows, out.expvals, out.expval_errors);
   out.counts = all.counts;
   if (req.probabilities && !all.probabilities.empty()) {
-    const std::size_t blocks = static_cast<std::size_t>((count + kTrajectoryBlock - 1) /
-                                                        kTrajectoryBlock);
+    const std::size_t blocks =
+        static_cast<std::size_t>((count + kTrajectoryBlock - 1) / kTrajectoryBlock);
     const std::size_t dim = all.probabilities.size() / blocks;
     out.probabilities.assign(dim, 0.0);
     for (std::size_t b = 0; b < blocks; ++b)
@@ -263,9 +261,11 @@ SimulateResult simulate_trajectories(const Circuit& c, std::span<const double> t
 }
 
 template <class R>
-AdjointResult trajectories_vjp(const Circuit& c, std::span<const double> theta,
-                               const std::vector<PauliSum>& observables,
-                               std::span<const double> weights, const EngineOptions& options) {
+std::vector<double> trajectory_vjp_share(const Circuit& c, std::span<const double> theta,
+                                         const std::vector<PauliSum>& observables,
+                                         std::span<const double> weights,
+                                         const EngineOptions& options, std::int64_t first,
+                                         std::int64_t last) {
   require_cpu(options);
   std::vector<Branches> branches;
   for (const Operation& op : c.ops()) {
@@ -280,11 +280,11 @@ AdjointResult trajectories_vjp(const Circuit& c, std::span<const double> theta,
   }
   EngineOptions plain = options;
   plain.method = Method::statevector;
-  std::vector<AdjointResult> results;
+  std::vector<double> rows;
   for_each_trajectory<AdjointResult>(
-      options.trajectories, c.num_qubits(), plain,
-      [&](std::uint64_t t, const EngineOptions& o) {
-        Rng rng = stream(options.seed, t);
+      last - first, c.num_qubits(), plain,
+      [&](std::uint64_t i, const EngineOptions& o) {
+        Rng rng = stream(options.seed, static_cast<std::uint64_t>(first) + i);
         Circuit fixed(c.num_qubits());  // the trajectory's unitary circuit
         std::size_t j = 0;
         for (const Operation& op : c.ops()) {
@@ -303,25 +303,47 @@ AdjointResult trajectories_vjp(const Circuit& c, std::span<const double> theta,
         }
         return adjoint_vjp<R>(fixed, theta, observables, weights, o);
       },
-      [&](std::uint64_t, const AdjointResult& r) { results.push_back(r); });
-  AdjointResult out;
-  std::vector<std::vector<double>> values, grads;
-  for (const AdjointResult& r : results) {
-    values.push_back(r.expvals);
-    grads.push_back(r.gradient);
+      [&](std::uint64_t, const AdjointResult& r) {
+        rows.insert(rows.end(), r.expvals.begin(), r.expvals.end());
+        rows.insert(rows.end(), r.gradient.begin(), r.gradient.end());
+      });
+  return rows;
+}
+
+AdjointResult combine_trajectory_vjps(std::span<const double> rows, std::size_t observables,
+                                      std::size_t params, std::int64_t count) {
+  const std::size_t width = observables + params;
+  std::vector<std::vector<double>> values(static_cast<std::size_t>(count)), grads(values.size());
+  for (std::size_t t = 0; t < values.size(); ++t) {
+    const double* row = rows.data() + t * width;
+    values[t].assign(row, row + observables);
+    grads[t].assign(row + observables, row + width);
   }
+  AdjointResult out;
   std::vector<double> unused;
   mean_and_error(values, out.expvals, unused);
   mean_and_error(grads, out.gradient, unused);
   return out;
 }
 
+template <class R>
+AdjointResult trajectories_vjp(const Circuit& c, std::span<const double> theta,
+                               const std::vector<PauliSum>& observables,
+                               std::span<const double> weights, const EngineOptions& options) {
+  const std::vector<double> rows =
+      trajectory_vjp_share<R>(c, theta, observables, weights, options, 0, options.trajectories);
+  return combine_trajectory_vjps(rows, observables.size(), theta.size(), options.trajectories);
+}
+
 #define QMLSIM_INSTANTIATE(R)                                                                     \
   template TrajectoryShare trajectory_share<R>(const Circuit&, std::span<const double>,           \
-                                               const SimulateRequest&, const EngineOptions&,       \
-                                               std::int64_t, std::int64_t);                        \
+                                               const SimulateRequest&, const EngineOptions&,      \
+                                               std::int64_t, std::int64_t);                       \
   template SimulateResult simulate_trajectories<R>(const Circuit&, std::span<const double>,       \
                                                    const SimulateRequest&, const EngineOptions&); \
+  template std::vector<double> trajectory_vjp_share<R>(                                           \
+      const Circuit&, std::span<const double>, const std::vector<PauliSum>&,                      \
+      std::span<const double>, const EngineOptions&, std::int64_t, std::int64_t);                 \
   template AdjointResult trajectories_vjp<R>(const Circuit&, std::span<const double>,             \
                                              const std::vector<PauliSum>&,                        \
                                              std::span<const double>, const EngineOptions&);

@@ -81,6 +81,18 @@ TrajectoryShare trajectory_share(const Circuit& c, std::span<const double> theta
 SimulateResult combine_trajectories(const TrajectoryShare& all, const SimulateRequest& req,
                                     std::int64_t count);
 
+// trajectories_vjp in parts, as above: trajectories [first, last), a row per
+// trajectory of its <H_k> then its gradient (theta.size() entries); and the
+// VJP from every part's rows concatenated in part order.
+template <class R>
+std::vector<double> trajectory_vjp_share(const Circuit& c, std::span<const double> theta,
+                                         const std::vector<PauliSum>& observables,
+                                         std::span<const double> weights,
+                                         const EngineOptions& options, std::int64_t first,
+                                         std::int64_t last);
+AdjointResult combine_trajectory_vjps(std::span<const double> rows, std::size_t observables,
+                                      std::size_t params, std::int64_t count);
+
 // The mean over trajectories of each trajectory's adjoint VJP (an unbiased
 // estimate of the noisy circuit's), with the mean <H_k>. Throws Error unless
 // every channel of c is a mixture of unitaries.
