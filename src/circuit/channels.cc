@@ -234,7 +234,7 @@ std::vector<KrausTerm> kraus_terms(ChannelId id, std::span<const double> params,
     case ChannelId::kCount:
       break;
   }
-  throw Error("kraus_operators: not a table channel");
+  throw Error("kraus_terms: not a table channel");
 }
 
 std::vector<Matrix> kraus_operators(ChannelId id, std::span<const double> params) {

@@ -315,12 +315,12 @@ std::vector<BoundGate> channel_inverses(const Circuit& c, std::span<const double
   return out;
 }
 
-// One channel group's maps: per channel (in circuit order) its superoperator,
-// its dual and, when channels are undone, its inverse; and the group's
-// superoperators fused, as the forward pass applies them.
+// One channel group's maps: per channel (in circuit order) its dual and, when
+// channels are undone, its inverse; and the group's superoperators fused, as
+// the forward pass applies them.
 struct GroupMaps {
   std::vector<const Operation*> ops;
-  std::vector<BoundGate> forward, dual, inverse;
+  std::vector<BoundGate> dual, inverse;
   std::vector<BoundGate> apply;
 };
 
@@ -402,12 +402,13 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
   std::vector<GroupMaps> groups(m);
   for (std::size_t j = 0, k = 0; j < m; ++j) {
     groups[j].ops = cut.groups[j];
+    std::vector<BoundGate> forward;
     for (const Operation* op : cut.groups[j]) {
-      groups[j].forward.push_back(bind_channel(*op, theta, n));
+      forward.push_back(bind_channel(*op, theta, n));
       groups[j].dual.push_back(bind_channel(*op, theta, n, true));
       if (uncompute) groups[j].inverse.push_back(inverses[k++]);
     }
-    groups[j].apply = fused(groups[j].forward, options);
+    groups[j].apply = fused(forward, options);
   }
   std::vector<std::vector<TapeStep>> tapes;
   for (const Circuit& s : cut.stretches) tapes.push_back(density_tape(s, theta, n));
