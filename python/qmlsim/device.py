@@ -692,29 +692,13 @@ class QmlsimQubit(Device):
         if any(isinstance(kind, _StateBlock) for _, kind in blocks):
             return self._vjp_with_states(n, program, values, observables, blocks, trainable,
                                          cotangent)
-        if any(isinstance(kind, str) for _, kind in blocks):  # variances: <H> first
-            at, firsts = 0, []
-            for size, kind in blocks:
-                if isinstance(kind, str):
-                    firsts.append(list(observables[at]))
-                at += size
-            (means,) = _qmlsim.expvals_batch([program], [values], firsts,
-                                             self._engine_options())
-            means = iter(means)
         if all(kind is None for _, kind in blocks):
             cot = np.asarray(qml.math.unwrap(cotangent), dtype=float)
             if len(blocks) == 1:
                 cot = cot.reshape((1,) + cot.shape)  # (1,) or (1, batch)
             columns = cot.T if cot.ndim == 2 else [cot]
         else:
-            parts = [cotangent] if len(blocks) == 1 else list(cotangent)
-            weights = []
-            for (_, kind), c in zip(blocks, parts):
-                c = np.asarray(qml.math.unwrap(c), dtype=float).reshape(-1)
-                if isinstance(kind, str):  # _VARIANCE
-                    weights.extend([-2 * float(next(means)) * c[0], c[0]])
-                else:
-                    weights.extend(c if kind is None else kind.T @ c)
+            weights, _ = self._weights(program, values, observables, blocks, cotangent)
             cot, columns = np.asarray(weights), [np.asarray(weights)]
         out = []
         for column in columns:
@@ -727,29 +711,40 @@ class QmlsimQubit(Device):
         result = np.array(out).T if cot.ndim == 2 else out[0]
         return tuple(np.array(r) for r in result)
 
-    def _vjp_with_states(self, n, program, values, observables, blocks, trainable, cotangent):
-        """_vjp for tapes that measure the state or density matrices: their
-        cotangents summed into one on the final state (one backward pass),
-        the other measurements' as weights of their observables (another)."""
+    def _weights(self, program, values, observables, blocks, cotangent):
+        """(the engine observables' weights, [(state block, its cotangent)])
+        for one cotangent of every measurement: a variance's pair weighs H by
+        -2 <H> c and H^2 by c (<H> from a forward pass), probabilities their
+        Z strings by the transform of c; state blocks are set aside."""
         parts = [cotangent] if len(blocks) == 1 else list(cotangent)
-        psi = _qmlsim.state(program, values, self._engine_options())
-        g, weights = np.zeros(1 << n, dtype=np.complex128), []
         if any(isinstance(kind, str) for _, kind in blocks):  # variances: <H> first
-            (means,) = _qmlsim.expvals_batch(
-                [program], [values],
-                [list(observables[sum(s for s, _ in blocks[:i])])
-                 for i, (_, k) in enumerate(blocks) if isinstance(k, str)],
-                self._engine_options())
+            at, firsts = 0, []
+            for size, kind in blocks:
+                if isinstance(kind, str):
+                    firsts.append(list(observables[at]))
+                at += size
+            (means,) = _qmlsim.expvals_batch([program], [values], firsts,
+                                             self._engine_options())
             means = iter(means)
-        for (_, kind), part in zip(blocks, parts):
+        weights, states = [], []
+        for (_, kind), c in zip(blocks, parts):
             if isinstance(kind, _StateBlock):
-                g += kind.state_cotangent(part, psi, n)
+                states.append((kind, c))
                 continue
-            c = np.asarray(qml.math.unwrap(part), dtype=float).reshape(-1)
+            c = np.asarray(qml.math.unwrap(c), dtype=float).reshape(-1)
             if isinstance(kind, str):  # _VARIANCE
                 weights.extend([-2 * float(next(means)) * c[0], c[0]])
             else:
                 weights.extend(c if kind is None else kind.T @ c)
+        return weights, states
+
+    def _vjp_with_states(self, n, program, values, observables, blocks, trainable, cotangent):
+        """_vjp for tapes that measure the state or density matrices: their
+        cotangents summed into one on the final state (one backward pass),
+        the other measurements' as weights of their observables (another)."""
+        weights, states = self._weights(program, values, observables, blocks, cotangent)
+        psi = _qmlsim.state(program, values, self._engine_options())
+        g = sum(kind.state_cotangent(c, psi, n) for kind, c in states)
         grad = np.asarray(_qmlsim.state_vjp(program, values, g, self._engine_options()))
         if np.any(weights):
             _, more = _qmlsim.vjp(program, values, observables, [float(w) for w in weights],
@@ -762,7 +757,7 @@ class QmlsimQubit(Device):
         """(results, Jacobian) of a tape that measures the state or density
         matrices: each real output entry's row by one backward pass (the
         state's entries twice: real and imaginary parts), so 2^(n+1) passes
-        for a state; refused beyond 12 wires."""
+        for a state; refused above 8,192 output entries."""
         results = self.execute((circuit,))[0]
         outputs = [results] if len(circuit.measurements) == 1 else list(results)
         shapes = [np.shape(o) for o in outputs]
