@@ -273,36 +273,40 @@ void check_kraus_set(const std::vector<Matrix>& kraus, double tol) {
                 std::to_string(err) + ")");
 }
 
-Matrix superoperator(const std::vector<Matrix>& kraus) {
-  const std::size_t d = static_cast<std::size_t>(std::lround(std::sqrt(kraus.at(0).size())));
+namespace {
+
+// s += scale (a (x) conj(b)) in the vectorised form: vec(a rho b^dagger)[r + d c]
+// = sum a[r][r'] rho[r'][c'] conj(b[c][c']), rows and columns of s indexed
+// r + d c.
+void add_map(Matrix& s, const Matrix& a, const Matrix& b, double scale) {
+  if (scale == 0) return;
+  const std::size_t d = static_cast<std::size_t>(std::lround(std::sqrt(a.size())));
   const std::size_t big = d * d;
-  Matrix s(big * big);
-  // vec(K rho K^dagger)[r + d c] = sum K[r][r'] rho[r'][c'] conj(K[c][c']).
-  for (const Matrix& k : kraus)
-    for (std::size_t r = 0; r < d; ++r)
-      for (std::size_t c = 0; c < d; ++c)
-        for (std::size_t r2 = 0; r2 < d; ++r2)
-          for (std::size_t c2 = 0; c2 < d; ++c2)
-            s[(r + d * c) * big + r2 + d * c2] += k[r * d + r2] * std::conj(k[c * d + c2]);
+  for (std::size_t r = 0; r < d; ++r)
+    for (std::size_t c = 0; c < d; ++c)
+      for (std::size_t r2 = 0; r2 < d; ++r2)
+        for (std::size_t c2 = 0; c2 < d; ++c2)
+          s[(r + d * c) * big + r2 + d * c2] += scale * a[r * d + r2] * std::conj(b[c * d + c2]);
+}
+
+Matrix zero_map(std::size_t kraus_size) { return Matrix(kraus_size * kraus_size); }
+
+}  // namespace
+
+Matrix superoperator(const std::vector<Matrix>& kraus) {
+  Matrix s = zero_map(kraus.at(0).size());
+  for (const Matrix& k : kraus) add_map(s, k, k, 1);
   return s;
 }
 
 Matrix superoperator_derivative(const std::vector<KrausTerm>& terms) {
-  const std::size_t d = static_cast<std::size_t>(std::lround(std::sqrt(terms.at(0).m.size())));
-  const std::size_t big = d * d;
-  Matrix s(big * big);
-  // d(w K (x) conj(K)) = dw K (x) conj(K) + w (dK (x) conj(K) + K (x) conj(dK)),
-  // indexed as in superoperator().
-  for (const KrausTerm& t : terms)
-    for (std::size_t r = 0; r < d; ++r)
-      for (std::size_t c = 0; c < d; ++c)
-        for (std::size_t r2 = 0; r2 < d; ++r2)
-          for (std::size_t c2 = 0; c2 < d; ++c2) {
-            const cplx k = t.m[r * d + r2], kc = std::conj(t.m[c * d + c2]);
-            const cplx dk = t.dm[r * d + r2], dkc = std::conj(t.dm[c * d + c2]);
-            s[(r + d * c) * big + r2 + d * c2] +=
-                t.dweight * k * kc + t.weight * (dk * kc + k * dkc);
-          }
+  Matrix s = zero_map(terms.at(0).m.size());
+  // d(w K (x) conj(K)) = dw K (x) conj(K) + w (dK (x) conj(K) + K (x) conj(dK))
+  for (const KrausTerm& t : terms) {
+    add_map(s, t.m, t.m, t.dweight);
+    add_map(s, t.dm, t.m, t.weight);
+    add_map(s, t.m, t.dm, t.weight);
+  }
   return s;
 }
 
