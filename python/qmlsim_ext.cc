@@ -665,6 +665,9 @@ NB_MODULE(_qmlsim, m) {
       "Terms (coefficient, X mask, Z mask) whose expectation value is what `terms` reads through "
       "readout errors: per qubit (P(1|0), P(0|1)) or None.");
   m.def("max_qubits", [] { return kMaxQubits; });
+  m.def("density_matrix_fits", &density_matrix_fits, nb::arg("num_qubits"),
+        "Whether an n-qubit complex128 density matrix fits in 90% of this machine's memory "
+        "(method 'auto' takes trajectories beyond).");
   m.def(
       "parse_pauli_sum",
       [](const std::string& text) {

@@ -38,7 +38,9 @@
   any channel with Kraus operators on one or two qubits, and a simulator's
   ``noise=`` model applied as Cirq applies it): expectation values and
   ``run`` on the engine's density matrix, exactly, as
-  ``cirq.DensityMatrixSimulator`` gives them; ``Simulator.simulate`` follows
+  ``cirq.DensityMatrixSimulator`` gives them (by trajectories beyond memory,
+  or with ``method="trajectories"``: their mean, and ``run``'s shots each
+  along its own trajectory); ``Simulator.simulate`` follows
   one trajectory, as ``cirq.Simulator`` does (each channel's Kraus operator
   drawn with its probability; the final state vector, normalised).
   ``DensityMatrixSimulator`` is the drop-in for
@@ -205,10 +207,16 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
         fusion: largest fused gate block in qubits (0: no fusion; default 3).
         noise: a ``cirq.NOISE_MODEL_LIKE``, applied as Cirq's simulators apply it.
         dtype: Cirq's way to set the precision (``np.complex64``: "c64").
+        method: how noisy circuits run: "auto" (the density matrix while it
+            fits in memory, trajectories beyond), "density_matrix" or
+            "trajectories".
+        trajectories: trajectories per expectation value by trajectories
+            (qsimcirq's ``ev_noisy_repetitions``); seeded once from ``seed``.
     """
 
     def __init__(self, *, seed=None, precision: str = "c128", threads: int | None = None,
-                 fusion: int = 3, noise=None, dtype=None, split_untangled_states: bool = True):
+                 fusion: int = 3, noise=None, dtype=None, split_untangled_states: bool = True,
+                 method: str = "auto", trajectories: int = 1000):
         del split_untangled_states  # Cirq's argument; one state over all qubits here
         if dtype is not None:  # Cirq's way to ask for a precision
             if dtype not in (np.complex64, np.complex128):
@@ -217,7 +225,10 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
             precision = "c64" if dtype == np.complex64 else "c128"
         self.noise = cirq.NoiseModel.from_noise_model_like(noise)
         self._prng = cirq.value.parse_random_state(seed)
-        self._options = engine_options(precision, threads, fusion, who="qmlsim.cirq: ")
+        self._options = engine_options(precision, threads, fusion, who="qmlsim.cirq: ",
+                                       method=method, trajectories=trajectories,
+                                       seed=int(self._prng.randint(1 << 62)))
+        self._method = method
         self._dtype = np.complex64 if precision == "c64" else np.complex128
         self._cache = collections.OrderedDict()  # see _translated
 
@@ -294,15 +305,31 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
             per_shot = per_shot[self._prng.permutation(repetitions)]
             return {str(key): prog.records(per_shot, str(key), invert).reshape(
                 repetitions, 1, len(qubits)) for key, qubits, invert in prog.measurements}
-        probs = self._probabilities(point, prog.n)
-        probs /= probs.sum()
-        outcomes = self._prng.choice(len(probs), size=repetitions, p=probs)
+        if prog.noisy and (self._method == "trajectories" or (
+                self._method == "auto" and not _qmlsim.density_matrix_fits(prog.n))):
+            outcomes = self._trajectory_outcomes(point, prog.n, repetitions)
+        else:
+            probs = self._probabilities(point, prog.n)
+            probs /= probs.sum()
+            outcomes = self._prng.choice(len(probs), size=repetitions, p=probs)
         records = {}
         for key, qubits, invert in prog.measurements:
             bits = np.array([(outcomes >> (prog.n - 1 - i)) & 1 for i in qubits]).T
             records[str(key)] = prog.observed(bits, str(key), invert, self._prng).reshape(
                 repetitions, 1, len(qubits))
         return records
+
+    def _trajectory_outcomes(self, point, n: int, repetitions: int) -> np.ndarray:
+        """Basis-state outcomes of `repetitions` shots of a noisy circuit, each
+        shot following its own trajectory (Kraus branches drawn per shot; the
+        engine simulates each distinct branch once), in random order."""
+        out = []
+        for _, _, shots, state, _, _ in _qmlsim.branches(point, [], repetitions, self._seed(),
+                                                         options(self._options)):
+            p = np.abs(state) ** 2
+            out.append(self._prng.choice(1 << n, size=shots, p=p / p.sum()))
+        outcomes = np.concatenate(out)
+        return outcomes[self._prng.permutation(repetitions)]
 
     # -- cirq.SimulatesExpectationValues
     def simulate_expectation_values_sweep_iter(self, program, observables, params,

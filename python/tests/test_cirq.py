@@ -9,6 +9,7 @@ import pytest
 cirq = pytest.importorskip("cirq")
 import sympy  # noqa: E402
 
+import qmlsim.cirq  # noqa: E402
 from qmlsim.cirq import Simulator  # noqa: E402
 
 A, B = sympy.Symbol("a"), sympy.Symbol("b")
@@ -407,3 +408,33 @@ def test_measurement_confusion_maps_as_cirq_applies_them():
                            cirq.X(q[1]).with_classical_controls("a"))
     with pytest.raises(ValueError, match="confusion_map in a dynamic circuit"):
         Simulator().run(dynamic)
+
+
+def test_noisy_runs_beyond_the_density_matrix_follow_trajectories(monkeypatch):
+    """method="trajectories" (and "auto" where the density matrix does not
+    fit): run samples each shot along its own trajectory, expectation values
+    are trajectory means; against the exact distribution."""
+    rng = np.random.default_rng(21)
+    q = cirq.LineQubit.range(3)
+    c = noisy_circuit(rng, q, 10)
+    c = cirq.Circuit(op for op in c.all_operations() if not cirq.is_parameterized(op))
+    exact = np.real(np.diag(cirq.DensityMatrixSimulator(dtype=np.complex128).simulate(
+        c, qubit_order=q).final_density_matrix))
+    reps = 20000
+    got = Simulator(method="trajectories", seed=4).run(
+        c + cirq.measure(*q, key="m"), repetitions=reps).histogram(key="m")
+    for outcome, p in enumerate(exact):
+        assert abs(got.get(outcome, 0) / reps - p) < 0.015, (outcome, got, exact)
+    obs = cirq.Z(q[0]) * cirq.Z(q[1]) + 0.5 * cirq.X(q[2])
+    want = np.real(cirq.DensityMatrixSimulator(dtype=np.complex128).simulate_expectation_values(
+        c, obs)[0])
+    mean = Simulator(method="trajectories", trajectories=4000, seed=2).simulate_expectation_values(
+        c, obs)[0]
+    assert abs(mean - want) < 0.06
+    with pytest.raises(ValueError, match="method must be one of"):
+        Simulator(method="mps")
+    # "auto" where the density matrix would not fit (as for 16 qubits on 24 GiB)
+    monkeypatch.setattr(qmlsim.cirq._qmlsim, "density_matrix_fits", lambda n: False)
+    auto = Simulator(seed=6).run(c + cirq.measure(*q, key="m"), repetitions=reps)
+    for outcome, p in enumerate(exact):
+        assert abs(auto.histogram(key="m").get(outcome, 0) / reps - p) < 0.015
