@@ -128,13 +128,19 @@ TEST(Cli, NoisyCircuitsRunOnADensityMatrix) {
            {"--method dm", "--method"},
            {"--trajectories 10", "--trajectories: " + noisy + " does not run by trajectories"},
            {"--method trajectories --trajectories 0", "--trajectories: 0 is out of range"},
-           {"--method trajectories --distributed", "--distributed: trajectories run in one"},
            {"--state-out " + (temp_dir() / "s.h5").string(),
             "--state-out: writes a state vector"}}) {
     const Result bad = run("run " + noisy + " --observable Z1 " + flags);
     EXPECT_EQ(bad.status, 2) << flags;
     EXPECT_NE(bad.err.find(says), std::string::npos) << flags << ": " << bad.err;
   }
+  // --distributed with trajectories: alone, the same result as without it
+  // (over several processes: mpi.distributed_trajectories)
+  const std::string t = " --observable Z1 --method trajectories --trajectories 50 --json";
+  const Result one = run("run " + noisy + t), shared = run("run " + noisy + t + " --distributed");
+  ASSERT_EQ(shared.status, 0) << shared.err;
+  EXPECT_EQ(one.out.substr(one.out.find("\"expval\"")).substr(0, 60),
+            shared.out.substr(shared.out.find("\"expval\"")).substr(0, 60));
   const std::string big = write(
       "big_noisy.qasm", "OPENQASM 3.0;\nqubit[30] q;\n#pragma braket noise bit_flip(0.1) q[0]\n");
   const Result huge = run("run " + big + " --observable Z0 --method density_matrix");
