@@ -572,21 +572,22 @@ NB_MODULE(_qmlsim, m) {
       [](const Program& p, const std::vector<double>& values,
          nb::ndarray<const std::complex<double>, nb::ndim<1>, nb::c_contig> cotangent,
          const Options& o) {
-        // The program's states are e^{i global_phase} times the engine's.
-        const std::complex<double> turn = std::polar(1.0, p.global_phase);
         std::vector<cplx> g(cotangent.data(), cotangent.data() + cotangent.shape(0));
-        for (cplx& x : g) x *= turn;
         const BatchItem item = item_of(p, values);
         EngineOptions e = engine_of(o);
         if (!item.initial_state.empty()) e.initial_state = item.initial_state;
+        if (!runs_on_density_matrix(*item.circuit, e)) {  // states are e^{i phase} the engine's
+          const std::complex<double> turn = std::polar(1.0, p.global_phase);
+          for (cplx& x : g) x *= turn;
+        }
         const Precision precision = precision_of(o);
         nb::gil_scoped_release release;
         return precision == Precision::c64 ? state_vjp<float>(*item.circuit, item.theta, g, e)
                                            : state_vjp<double>(*item.circuit, item.theta, g, e);
       },
       nb::arg("program"), nb::arg("values"), nb::arg("cotangent"), nb::arg("options"),
-      "d/d(parameter) Re sum_i cotangent[i] state[i] (the state as state() returns it): one "
-      "adjoint backward pass from the cotangent.");
+      "d/d(parameter) Re sum_i cotangent[i] state[i] (the state as state() returns it, a "
+      "density matrix row-major): one adjoint backward pass from the cotangent.");
   m.def("branches", &branches, nb::arg("program"), nb::arg("values"), nb::arg("shots"),
         nb::arg("seed"), nb::arg("options"),
         nb::arg("observables") = std::vector<std::vector<TermSpec>>{},

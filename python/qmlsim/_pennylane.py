@@ -450,19 +450,27 @@ def _program(operations, n: int, mcms: dict | None = None, trainable=None):
     return b.program(len(values), initial, len(mcms)), values
 
 
-def _mixed_start(op, n: int):
-    """QubitDensityMatrix(sigma, wires) as the first operation: sigma on its
-    wires and |0><0| on the others, as one 2^n x 2^n matrix (wire 0 most
-    significant)."""
-    sigma = np.asarray(qml.math.unwrap(op.data[0]), dtype=np.complex128)
-    wires = [int(w) for w in op.wires.labels]
-    rest = [w for w in range(n) if w not in wires]
-    zero = np.zeros((1 << len(rest),) * 2)
-    zero[0, 0] = 1
-    full = np.kron(sigma, zero).reshape((2,) * (2 * n))  # axes: wires, rest; then the same
-    order = wires + rest
+def _on_wires(matrix, wires, n: int, rest):
+    """matrix on `wires` (its first wire most significant) times rest(d) on
+    the other wires (d = their dimension), as one 2^n x 2^n matrix (wire 0
+    most significant)."""
+    wires = [int(w) for w in wires]
+    others = [w for w in range(n) if w not in wires]
+    full = np.kron(matrix, rest(1 << len(others))).reshape((2,) * (2 * n))
+    order = wires + others  # the axes of full, rows then columns
     perm = [order.index(w) for w in range(n)]
     return full.transpose(perm + [n + p for p in perm]).reshape(1 << n, 1 << n)
+
+
+def _mixed_start(op, n: int):
+    """QubitDensityMatrix(sigma, wires) as the first operation: sigma on its
+    wires and |0><0| on the others."""
+    def zero(d):
+        z = np.zeros((d, d))
+        z[0, 0] = 1
+        return z
+    sigma = np.asarray(qml.math.unwrap(op.data[0]), dtype=np.complex128)
+    return _on_wires(sigma, op.wires.labels, n, zero)
 
 
 def _replacement_kraus(op) -> list:

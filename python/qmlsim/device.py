@@ -62,6 +62,7 @@ from ._pennylane import (
     _adjoint_native,
     _mcm_key,
     _native,
+    _on_wires,
     _pauli_terms,
     _program,
     _real_pauli_sum,
@@ -107,13 +108,17 @@ class _StateBlock:
         self.wires = wires
 
     def state_cotangent(self, dy, psi, n: int):
-        """The cotangent on the state psi (2^n amplitudes) that this
-        measurement's cotangent dy stands for, in autograd's convention
-        (d L = Re sum dy * d output): dy itself for the state; for
-        rho_A = Tr_B |psi><psi|, (G + G^dagger) conj(psi) over A's indices."""
+        """The cotangent on the final state psi (2^n amplitudes, or a density
+        matrix's 4^n entries, row-major) that this measurement's cotangent
+        dy stands for, in autograd's convention (d L = Re sum dy * d output):
+        dy itself for the state; for rho_A = Tr_B |psi><psi|,
+        (G + G^dagger) conj(psi) over A's indices; for rho_A = Tr_B rho,
+        G (x) I_B."""
         dy = np.asarray(qml.math.unwrap(dy), dtype=np.complex128)
         if self.wires is None:
             return dy.reshape(-1)
+        if psi.size == 1 << (2 * n):
+            return _on_wires(dy, self.wires, n, np.eye).reshape(-1)
         rest = [w for w in range(n) if w not in self.wires]
         order = list(self.wires) + rest
         t = psi.reshape((2,) * n).transpose(order).reshape(1 << len(self.wires), -1)

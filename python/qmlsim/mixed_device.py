@@ -17,6 +17,8 @@ qmlsim's density-matrix engine.
   ``vn_entropy``, ``mutual_info``) is taken by PennyLane's own mixed-state
   measurement code on the C++ density matrix, with ``readout_prob`` (a bit
   flip before each measured qubit) as ``default.mixed`` applies it.
+- ``state()`` and ``density_matrix(wires)`` are differentiated too (one
+  backward pass from their cotangent).
 - ``diff_method="adjoint"`` (``"best"`` picks it): the exact density-matrix
   adjoint (O(gates), the dual channels pulled back) for gate parameters and
   for the parameters of the table's channels (the seven above and
@@ -75,7 +77,6 @@ class QmlsimMixed(QmlsimQubit):
     _adjoint_stops = staticmethod(_mixed_adjoint_native)
     _measure = staticmethod(measure_mixed)
     _measure_final = staticmethod(measure_final_state)
-    _state_vjp = False  # its state is rho: no state VJP (yet)
 
     def _leaf_tensor(self, state, n):
         """A branch's final rho (a pure state's, from a shot walk, as |psi><psi|)."""

@@ -174,13 +174,6 @@ def test_states_and_density_matrices_differentiate_by_one_backward_pass(name):
         assert np.allclose(qml.jacobian(real(ours))(X), qml.jacobian(real(ref))(X), atol=1e-10)
 
 
-def test_a_noisy_devices_state_is_not_differentiated_as_a_vector():
-    dev = qml.device("qmlsim.mixed", wires=3)
-    q = qml.QNode(_state_circuit, dev, diff_method="adjoint")
-    with pytest.raises(Exception, match="does not support adjoint"):
-        qml.grad(lambda x: qml.math.real(q(x, qml.state)[0, 0]))(X)
-
-
 def _two_readouts(x):
     gates(x)
     return qml.expval(qml.PauliZ(0)), qml.expval(qml.PauliX(1) @ qml.PauliY(2))

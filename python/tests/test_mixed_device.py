@@ -248,6 +248,43 @@ def test_qubit_density_matrix_on_every_wire_in_any_order():
         qml.QNode(late, qml.device("qmlsim.mixed", wires=3))()
 
 
+@pytest.mark.parametrize("name", ["state", "density_matrix", "with an expval"])
+def test_density_matrices_differentiate_by_one_backward_pass(name):
+    """qml.state() (rho) and qml.density_matrix(wires) on qmlsim.mixed by the
+    adjoint, a channel strength trained too: a complex cost of them against
+    default.mixed's backprop; one VJP."""
+    rng = np.random.default_rng(1)
+    w = rng.normal(size=(8, 8)) + 1j * rng.normal(size=(8, 8))
+    m = rng.normal(size=(4, 4)) + 1j * rng.normal(size=(4, 4))
+    measure, cost = {
+        "state": (qml.state, lambda r: qml.math.real(qml.math.sum(w * r))),
+        "density_matrix": (lambda: qml.density_matrix([2, 0]),
+                           lambda r: qml.math.imag(qml.math.sum(m * r))),
+        "with an expval": (lambda: (qml.density_matrix([1]), qml.expval(qml.Z(0))),
+                           lambda o: qml.math.real(o[0][0, 1]) + o[1]),
+    }[name]
+
+    def circuit(x):
+        qml.RX(x[0], 0)
+        qml.RY(x[1], 1)
+        qml.CNOT([0, 1])
+        qml.AmplitudeDamping(x[2], 1)
+        qml.DepolarizingChannel(0.1, 0)
+        qml.CRZ(x[0], [1, 2])
+        qml.Hadamard(2)
+        qml.PhaseDamping(0.2, 2)
+        return measure()
+
+    x = qml.numpy.array([0.3, -0.8, 0.25], requires_grad=True)
+    dev = qml.device("qmlsim.mixed", wires=3)
+    ours = qml.QNode(circuit, dev, diff_method="adjoint")
+    theirs = qml.QNode(circuit, qml.device("default.mixed", wires=3), diff_method="backprop")
+    with qml.Tracker(dev) as tracker:
+        grad = qml.grad(lambda x: cost(ours(x)))(x)
+    assert np.allclose(grad, qml.grad(lambda x: cost(theirs(x)))(x), atol=1e-10)
+    assert tracker.totals.get("vjps", 0) == 1
+
+
 def test_readout_error_is_applied_to_every_measurement():
     # (default.mixed's own readout_prob fails in PennyLane 0.45: "'float' object
     # is not iterable"; the expected values are a bit flip before measuring.)

@@ -689,10 +689,12 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
 template <class R>
 std::vector<double> state_vjp(const Circuit& c, std::span<const double> theta,
                               std::span<const cplx> cotangent, const EngineOptions& options) {
-  if (runs_noisy(c, options))
+  if (runs_on_trajectories(c, options))
     throw Error(
-        "the VJP of the final state runs on the state vector (a noisy circuit's state "
-        "is a density matrix)");
+        "the VJP of the final state: a noisy circuit run by trajectories has no single final "
+        "state (the density-matrix method has)");
+  if (runs_on_density_matrix(c, options))
+    return density_matrix_state_vjp<R>(c, theta, cotangent, options);
   if (cotangent.size() != index_t{1} << c.num_qubits())
     throw Error("state VJP: a cotangent of " + std::to_string(cotangent.size()) + " entries for " +
                 std::to_string(c.num_qubits()) + " qubit(s)");

@@ -48,8 +48,9 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
 // The VJP of the final state psi(theta) (2^n amplitudes) with a complex
 // cotangent g: d/dtheta Re sum_i g_i psi_i, for every slot (autograd's
 // convention for a complex output; PennyLane converts the others to it). One
-// backward pass from lambda = conj(g) / 2. State vector only: an Error for a
-// circuit that runs noisy, or a cotangent of another size.
+// backward pass from lambda = conj(g) / 2. A circuit that runs on a density
+// matrix takes a cotangent of rho's 4^n entries (density_matrix_state_vjp);
+// by trajectories, and for a cotangent of another size, an Error.
 template <class R>
 std::vector<double> state_vjp(const Circuit& c, std::span<const double> theta,
                               std::span<const cplx> cotangent, const EngineOptions& options);

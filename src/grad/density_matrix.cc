@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -384,10 +385,16 @@ SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double>
   return out;
 }
 
+namespace {
+
+// <H_k> of the final rho, and d/dtheta <lambda0|vec(rho)> for the adjoint
+// state lambda0 = vec(L) that set_lambda writes (L Hermitian): the backward
+// pass of density_matrix_vjp and density_matrix_state_vjp.
 template <class R>
-AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta,
-                                 const std::vector<PauliSum>& observables,
-                                 std::span<const double> weights, const EngineOptions& options) {
+AdjointResult pull_back(const Circuit& c, std::span<const double> theta,
+                        const std::vector<PauliSum>& observables,
+                        const std::function<void(State<R>&)>& set_lambda,
+                        const EngineOptions& options) {
   require_cpu(options);
   const int n = c.num_qubits();
   // Channels are undone by their inverses where those exist and keep rounding
@@ -454,7 +461,7 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
 
   // Backward: lambda = vec(H_w) pulled back through stretches and dual channels.
   auto lambda = new_state<R>(n, options);
-  set_observable(*lambda, n, weighted_sum(observables, weights));
+  set_lambda(*lambda);
   result.gradient.assign(theta.size(), 0.0);
   for (std::size_t j = m + 1; j-- > 0;) {
     const Segmented seg = segment(tapes[j], options.fusion);
@@ -478,6 +485,38 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
   return result;
 }
 
+}  // namespace
+
+template <class R>
+AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta,
+                                 const std::vector<PauliSum>& observables,
+                                 std::span<const double> weights, const EngineOptions& options) {
+  const PauliSum h = weighted_sum(observables, weights);
+  const int n = c.num_qubits();
+  return pull_back<R>(
+      c, theta, observables, [&](State<R>& lambda) { set_observable(lambda, n, h); }, options);
+}
+
+template <class R>
+std::vector<double> density_matrix_state_vjp(const Circuit& c, std::span<const double> theta,
+                                             std::span<const cplx> cotangent,
+                                             const EngineOptions& options) {
+  const int n = c.num_qubits();
+  const index_t dim = index_t{1} << n;
+  if (cotangent.size() != dim * dim)
+    throw Error("state VJP: a cotangent of " + std::to_string(cotangent.size()) +
+                " entries for a density matrix of " + std::to_string(n) + " qubit(s)");
+  // rho is Hermitian, so Re sum G[r][c] rho[r][c] = sum G'[r][c] rho[r][c] for
+  // G' = (G + G^dagger) / 2, which is <vec(conj G')|vec(rho)>.
+  std::vector<cplx> start(dim * dim);
+  for (index_t r = 0; r < dim; ++r)
+    for (index_t k = 0; k < dim; ++k)
+      start[r + dim * k] =
+          std::conj(0.5 * (cotangent[r * dim + k] + std::conj(cotangent[k * dim + r])));
+  const auto set = [&](State<R>& lambda) { lambda.set_amplitudes(start); };
+  return pull_back<R>(c, theta, {}, set, options).gradient;
+}
+
 std::vector<BoundGate> density_matrix_gates(const Circuit& c, std::span<const double> theta,
                                             const EngineOptions& options) {
   return density_gates(c, theta, options);
@@ -494,12 +533,14 @@ void read_out_density_matrix(const State<R>& rho, int n, const SimulateRequest& 
   read_out(rho, n, req, out);
 }
 
-#define QMLSIM_INSTANTIATE(R)                                                                 \
-  template SimulateResult simulate_density_matrix<R>(                                         \
-      const Circuit&, std::span<const double>, const SimulateRequest&, const EngineOptions&); \
-  template AdjointResult density_matrix_vjp<R>(const Circuit&, std::span<const double>,       \
-                                               const std::vector<PauliSum>&,                  \
-                                               std::span<const double>, const EngineOptions&);
+#define QMLSIM_INSTANTIATE(R)                                                                  \
+  template SimulateResult simulate_density_matrix<R>(                                          \
+      const Circuit&, std::span<const double>, const SimulateRequest&, const EngineOptions&);  \
+  template AdjointResult density_matrix_vjp<R>(const Circuit&, std::span<const double>,        \
+                                               const std::vector<PauliSum>&,                   \
+                                               std::span<const double>, const EngineOptions&); \
+  template std::vector<double> density_matrix_state_vjp<R>(                                    \
+      const Circuit&, std::span<const double>, std::span<const cplx>, const EngineOptions&);
 QMLSIM_INSTANTIATE(float)
 QMLSIM_INSTANTIATE(double)
 template void start_density_matrix<float>(State<float>&, int, const EngineOptions&);

@@ -67,6 +67,14 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
                                  const std::vector<PauliSum>& observables,
                                  std::span<const double> weights, const EngineOptions& options);
 
+// The VJP of the final density matrix (simulate_density_matrix's `state`,
+// row-major) with a complex cotangent G of 4^n entries: d/dtheta
+// Re sum G[r][c] rho[r][c], one backward pass from vec of the Hermitian part.
+template <class R>
+std::vector<double> density_matrix_state_vjp(const Circuit& c, std::span<const double> theta,
+                                             std::span<const cplx> cotangent,
+                                             const EngineOptions& options);
+
 // The parts of simulate_density_matrix, for the dynamic-circuit engine
 // (grad/dynamic.h), on rho held in a 2n-qubit state vector: c's operations in
 // density-matrix form, fused as options say; rho set to the initial state;

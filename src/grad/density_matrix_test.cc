@@ -293,6 +293,37 @@ TEST(DensityMatrix, ChannelParameterGradientsEqualFiniteDifferences) {
   for (std::size_t s = 0; s < theta.size(); ++s) EXPECT_NEAR(g.gradient[s], want[s], 1e-7);
 }
 
+// The VJP of the final density matrix with a complex (not Hermitian)
+// cotangent G: d/dtheta Re sum G rho against central differences, through
+// state_vjp (which takes it for circuits that run on the density matrix).
+TEST(DensityMatrix, StateVjpEqualsFiniteDifferencesOfRho) {
+  std::mt19937_64 rng(54);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int trial = 0; trial < 6; ++trial) {
+    const int n = 1 + trial % 3;
+    const Circuit c = noisy_circuit(n, 12, 3, rng);
+    const std::vector<double> theta = random_theta(3, rng);
+    const std::size_t dim = std::size_t{1} << n;
+    std::vector<cplx> g(dim * dim);
+    for (cplx& x : g) x = {u(rng), u(rng)};
+    SimulateRequest req;
+    req.state = true;
+    auto value = [&](const std::vector<double>& t) {
+      const std::vector<cplx> rho = simulate<double>(c, t, req, {}).state;
+      double sum = 0;
+      for (std::size_t i = 0; i < rho.size(); ++i) sum += (g[i] * rho[i]).real();
+      return sum;
+    };
+    const std::vector<double> got = state_vjp<double>(c, theta, g, {});
+    for (std::size_t s = 0; s < theta.size(); ++s) {
+      std::vector<double> up = theta, down = theta;
+      up[s] += 1e-6;
+      down[s] -= 1e-6;
+      EXPECT_NEAR(got[s], (value(up) - value(down)) / 2e-6, 1e-7) << trial << " " << s;
+    }
+  }
+}
+
 TEST(DensityMatrix, RefusesWhatItCannotDo) {
   Circuit c(1);
   Operation op;
