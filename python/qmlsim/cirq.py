@@ -319,6 +319,20 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
                 repetitions, 1, len(qubits))
         return records
 
+    def _sample_terminal(self, prog, probs, measurements: dict) -> np.ndarray:
+        """One outcome of the terminal measurements drawn from `probs` (every
+        basis state's), each key's recorded bits put in `measurements`; the
+        mask of the basis states consistent with it (to collapse onto)."""
+        outcome = int(self._prng.choice(len(probs), p=probs / probs.sum()))
+        keep = np.ones(len(probs), dtype=bool)
+        indices = np.arange(len(probs))
+        for key, measured, invert in prog.measurements:
+            bits = [(outcome >> (prog.n - 1 - i)) & 1 for i in measured]
+            for i, b in zip(measured, bits):
+                keep &= ((indices >> (prog.n - 1 - i)) & 1) == b
+            measurements[str(key)] = prog.observed(bits, str(key), invert, self._prng).reshape(-1)
+        return keep
+
     def _trajectory_outcomes(self, point, n: int, repetitions: int) -> np.ndarray:
         """Basis-state outcomes of `repetitions` shots of a noisy circuit, each
         shot following its own trajectory (Kraus branches drawn per shot; the
@@ -415,16 +429,7 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
             else:
                 state = self._state(point)
             if prog.measurements and not prog.dynamic:  # sampled once, the state collapsed
-                probs = np.abs(state) ** 2
-                outcome = int(self._prng.choice(len(probs), p=probs / probs.sum()))
-                keep = np.ones(len(state), dtype=bool)
-                indices = np.arange(len(state))
-                for key, measured, invert in prog.measurements:
-                    bits = [(outcome >> (prog.n - 1 - i)) & 1 for i in measured]
-                    for i, b in zip(measured, bits):
-                        keep &= ((indices >> (prog.n - 1 - i)) & 1) == b
-                    measurements[str(key)] = prog.observed(bits, str(key), invert,
-                                                           self._prng).reshape(-1)
+                keep = self._sample_terminal(prog, np.abs(state) ** 2, measurements)
                 state = np.where(keep, state, 0)
                 state /= np.linalg.norm(state)
             sim_state = cirq.StateVectorSimulationState(
@@ -472,16 +477,8 @@ class DensityMatrixSimulator(Simulator):
             rho = out.reshape(d, d) if out.size == d * d else np.outer(out, out.conj())
             measurements = {}
             if prog.measurements:  # sampled once, rho projected onto the outcome
-                probs = np.clip(np.real(np.diag(rho)), 0, None)
-                outcome = int(self._prng.choice(d, p=probs / probs.sum()))
-                keep = np.ones(d, dtype=bool)
-                indices = np.arange(d)
-                for key, measured, invert in prog.measurements:
-                    bits = [(outcome >> (prog.n - 1 - i)) & 1 for i in measured]
-                    for i, b in zip(measured, bits):
-                        keep &= ((indices >> (prog.n - 1 - i)) & 1) == b
-                    measurements[str(key)] = prog.observed(bits, str(key), invert,
-                                                           self._prng).reshape(-1)
+                keep = self._sample_terminal(prog, np.clip(np.real(np.diag(rho)), 0, None),
+                                             measurements)
                 rho = rho * np.outer(keep, keep)
                 rho /= np.trace(rho).real
             sim_state = cirq.DensityMatrixSimulationState(
