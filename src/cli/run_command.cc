@@ -15,6 +15,7 @@
 #include "core/json.h"
 #include "core/memory.h"
 #include "core/parallel.h"
+#include "distributed/simulate.h"
 #include "distributed/state.h"
 #include "grad/adjoint.h"
 #include "grad/density_matrix.h"
@@ -136,6 +137,13 @@ void write_state(const QasmProgram& prog, int threads, int fusion, const std::st
   });
 }
 
+// The largest peak resident memory among the processes of `world`.
+std::uint64_t largest_peak(const comm::Comm& world) {
+  const std::vector<double> peaks =
+      world.allgather(std::vector<double>{static_cast<double>(peak_resident_bytes())});
+  return static_cast<std::uint64_t>(*std::max_element(peaks.begin(), peaks.end()));
+}
+
 // The same outcome from a state distributed over every process of the launch.
 template <class R>
 Outcome simulate_distributed(const QasmProgram& prog, const std::vector<PauliSum>& observables,
@@ -173,9 +181,30 @@ Outcome simulate_distributed(const QasmProgram& prog, const std::vector<PauliSum
   out.processes = world.size();
   out.slice_qubits = state.slice_qubits();
   out.total = state.stats();
-  const std::vector<double> peaks =
-      world.allgather(std::vector<double>{static_cast<double>(peak_resident_bytes())});
-  out.peak_bytes = static_cast<std::uint64_t>(*std::max_element(peaks.begin(), peaks.end()));
+  out.peak_bytes = largest_peak(world);
+  return out;
+}
+
+// A density matrix distributed over every process of the launch (forward only).
+template <class R>
+Outcome density_matrix_distributed(const QasmProgram& prog,
+                                   const std::vector<PauliSum>& observables,
+                                   const distributed::Options& options, std::int64_t shots,
+                                   std::uint64_t seed) {
+  const comm::Comm& world = comm::Comm::world();
+  SimulateRequest req;
+  req.observables = observables;
+  req.shots = shots;
+  req.seed = seed;
+  Outcome out;
+  SimulateResult r = distributed::simulate_density_matrix<R>(
+      prog.circuit, prog.angles, req, options, world, &out.forward, &out.total);
+  out.expvals = std::move(r.expvals);
+  out.counts = std::move(r.counts);
+  out.processes = world.size();
+  const int vector_qubits = 2 * prog.circuit.num_qubits();
+  out.slice_qubits = vector_qubits - distributed::slice_bits(world.size(), vector_qubits);
+  out.peak_bytes = largest_peak(world);
   return out;
 }
 
@@ -248,10 +277,11 @@ Outcome trajectories_over(const comm::Comm& world, const QasmProgram& prog,
 template <class R>
 Outcome run_program(const QasmProgram& prog, const std::vector<PauliSum>& observables,
                     const EngineOptions& engine, const distributed::Options& dopts,
-                    const comm::Comm* world, bool by_trajectories, std::int64_t shots,
+                    const comm::Comm* world, bool by_trajectories, bool density, std::int64_t shots,
                     std::uint64_t seed, bool gradient, const std::string& state_out) {
   if (world && by_trajectories)
     return trajectories_over<R>(*world, prog, observables, engine, shots, seed, gradient);
+  if (world && density) return density_matrix_distributed<R>(prog, observables, dopts, shots, seed);
   if (world)
     return simulate_distributed<R>(prog, observables, dopts, shots, seed, gradient, state_out);
   return simulate_program<R>(prog, observables, engine, shots, seed, gradient);
@@ -363,17 +393,23 @@ struct Report {
   std::int64_t trajectories;  // when method is trajectories
 };
 
-// --plan-processes: the distributed plan's exchanges and memory, as JSON.
-void print_plan(const QasmProgram& prog, std::int64_t procs_flag, Precision prec,
+// --plan-processes: the distributed plan's exchanges and memory, as JSON. A
+// density matrix is planned as the 2n-qubit vector it is.
+void print_plan(const QasmProgram& prog, bool density, std::int64_t procs_flag, Precision prec,
                 const std::string& precision, int states, const distributed::Options& dopts) {
-  const int n = prog.circuit.num_qubits();
+  const int n = density ? 2 * prog.circuit.num_qubits() : prog.circuit.num_qubits();
   const auto procs = static_cast<int>(procs_flag);
   const int g = distributed::slice_bits(procs, n, "--plan-processes");
-  const distributed::DistPlan p = distributed::plan(bind_params(prog.circuit, prog.angles), n, g,
-                                                    distributed::QubitMap::identity(n));
+  EngineOptions unfused;
+  unfused.fusion = 0;
+  const distributed::DistPlan p =
+      distributed::plan(density ? density_matrix_gates(prog.circuit, prog.angles, unfused)
+                                : bind_params(prog.circuit, prog.angles),
+                        n, g, distributed::QubitMap::identity(n));
   const std::uint64_t slice = cpu::state_bytes(n - g, prec);
   JsonWriter w(std::cout);
-  w.begin_object().key("num_qubits").value(n).key("processes").value(procs);
+  w.begin_object().key("num_qubits").value(prog.circuit.num_qubits());
+  w.key("density_matrix").value(density).key("processes").value(procs);
   w.key("slice_qubits").value(n - g).key("precision").value(precision);
   w.key("slice_bytes").value(static_cast<double>(slice));
   w.key("process_bytes").value(static_cast<double>(states * slice + dopts.buffer_bytes));
@@ -491,7 +527,7 @@ void print_text(const Report& r) {
   const std::int64_t shots = r.shots;
   const std::uint64_t seed = r.seed;
   std::cout << r.path << ": " << n << " qubits, " << prog.circuit.ops().size() << " operations"
-            << (r.method == "trajectories"
+            << (r.method == "trajectories" || distributed  // fused per process and segment
                     ? std::string(", ")
                     : " (" + std::to_string(out.gates_after_fusion) + " after fusion), ")
             << (r.method == "density_matrix" ? "density matrix, "
@@ -699,9 +735,10 @@ int run_command(const std::vector<std::string>& argv) {
         "--trajectories: " + path + " does not run by trajectories here (" +
         (prog.circuit.has_channels() || dynamic ? "it runs exactly" : "it has no channels") +
         "; --method trajectories runs them)");
-  if (density) check_density_matrix_fits(prog.circuit, prec, precision, gradient, path);
-  const int states = gradient ? 3 : 1;  // the adjoint Jacobian keeps three
   const bool distributed = args.has("--distributed");
+  if (density && !distributed)
+    check_density_matrix_fits(prog.circuit, prec, precision, gradient, path);
+  const int states = gradient ? 3 : 1;  // the adjoint Jacobian keeps three
   const std::string state_out = args.get("--state-out").value_or("");
   require_file_path(state_out, "--state-out");
   if (args.has("--exchange-mib") && !distributed)
@@ -711,29 +748,32 @@ int run_command(const std::vector<std::string>& argv) {
   dopts.fusion = fusion;
   dopts.buffer_bytes = static_cast<std::size_t>(args.get_int("--exchange-mib", 32, 1, 1 << 20))
                        << 20;
-  if (density && distributed)
-    throw Error("--distributed: a density matrix runs in one process (not yet over MPI)");
+  if (density && distributed && gradient)
+    throw Error(
+        "--gradient: a density matrix over processes (--distributed) runs forward only; "
+        "one process computes its gradient");
   if (density && !state_out.empty())
     throw Error("--state-out: writes a state vector; a density matrix is not written yet");
   if (by_trajectories && !state_out.empty())
     throw Error("--state-out: a noisy circuit run by trajectories has no single final state");
   if (args.has("--plan-processes")) {
-    print_plan(prog, args.get_int("--plan-processes", 1, 1, 1 << 30), prec, precision, states,
-               dopts);
+    print_plan(prog, density, args.get_int("--plan-processes", 1, 1, 1 << 30), prec, precision,
+               states, dopts);
     return 0;
   }
   if (distributed && engine.backend != Backend::cpu)
     throw Error("--distributed: runs on the cpu backend");
   const comm::Comm* world = distributed ? &comm::Comm::world() : nullptr;
   if (distributed && !by_trajectories) {
-    const int g = distributed::slice_bits(world->size(), n);
+    const int vector_qubits = density ? 2 * n : n;  // a density matrix is vec(rho)
+    const int g = distributed::slice_bits(world->size(), vector_qubits);
     // This host's processes each hold their slices and buffers.
-    check_fits_in_memory(static_cast<std::uint64_t>(world->local_size()) *
-                             (states * cpu::state_bytes(n - g, prec) + dopts.buffer_bytes),
-                         path + ": " + std::to_string(world->local_size()) +
-                             " process(es) on this host, each " + std::to_string(states) +
-                             " slice(s) of 2^" + std::to_string(n - g) + " " + precision +
-                             " amplitudes");
+    check_fits_in_memory(
+        static_cast<std::uint64_t>(world->local_size()) *
+            (states * cpu::state_bytes(vector_qubits - g, prec) + dopts.buffer_bytes),
+        path + ": " + std::to_string(world->local_size()) + " process(es) on this host, each " +
+            std::to_string(states) + " slice(s) of 2^" + std::to_string(vector_qubits - g) + " " +
+            precision + " amplitudes");
   } else if (engine.backend == Backend::cpu && !density) {  // GPU states report their own size
     check_fits_in_memory(states * cpu::state_bytes(n, prec),
                          path + ": " + std::to_string(states) + " " + std::to_string(n) +
@@ -744,9 +784,9 @@ int run_command(const std::vector<std::string>& argv) {
   const auto t1 = Clock::now();
   Outcome out = prec == Precision::c64
                     ? run_program<float>(prog, observables, engine, dopts, world, by_trajectories,
-                                         shots, seed, gradient, state_out)
+                                         density, shots, seed, gradient, state_out)
                     : run_program<double>(prog, observables, engine, dopts, world, by_trajectories,
-                                          shots, seed, gradient, state_out);
+                                          density, shots, seed, gradient, state_out);
   // the samples' bits read through the error (its own stream: the true samples stay the same)
   out.counts = read_through(out.counts, readout, seed ^ 0x9e3779b97f4a7c15ULL);
   if (!state_out.empty() && !distributed) {

@@ -21,6 +21,21 @@ template <class R>
 SimulateResult simulate(const Circuit& c, std::span<const double> theta, const SimulateRequest& req,
                         const Options& options, const comm::Comm& group);
 
+// As qmlsim::simulate_density_matrix (grad/density_matrix.h): rho as the
+// 2n-qubit vector vec(rho) over the group, its gates and channels planned like
+// any 2n-qubit gates (options.fusion fuses them per segment). Each process
+// then holds whole columns of rho, so Tr(H rho) and the diagonal are read
+// where they lie: partial sums added in process order, the diagonal gathered
+// (samples are the single-process counts for the same seed). Starts from
+// |0><0|; `state` (req.state) gathers rho on every process. Forward only.
+// `forward` and `total` (optional) receive the layout's traffic after the
+// circuit and after everything.
+template <class R>
+SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double> theta,
+                                       const SimulateRequest& req, const Options& options,
+                                       const comm::Comm& group, RunStats* forward = nullptr,
+                                       RunStats* total = nullptr);
+
 // As qmlsim::adjoint_vjp with a WeightsFn: one forward pass, the weights from
 // the expectation values, one backward pass on the distributed vectors.
 template <class R>

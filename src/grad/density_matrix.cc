@@ -180,23 +180,29 @@ cplx y_phase(const PauliTerm& t) {
 }
 
 // Tr(H rho) = sum over terms c P of c sum_k phase(k) rho[k][k ^ x], with
-// P|k> = phase(k) |k ^ x>.
+// P|k> = phase(k) |k ^ x>; here the terms whose column k ^ x is among
+// columns c0..c1-1, held from column c0 on.
 template <class R>
-double trace_with(const State<R>& rho, int n, const PauliSum& h) {
-  const R* a = rho.data();
+double trace_with_columns(const R* columns, int n, index_t c0, index_t c1, const PauliSum& h) {
   const index_t dim = index_t{1} << n;
   double sum = 0;
   for (const PauliTerm& t : h.terms) {
     const cplx y = y_phase(t);
     double term = 0;
-    for (index_t k = 0; k < dim; ++k) {
-      const index_t i = k + dim * (k ^ t.xmask);
-      const cplx v = y * cplx(a[2 * i], a[2 * i + 1]);
+    for (index_t c = c0; c < c1; ++c) {
+      const index_t k = c ^ t.xmask;
+      const index_t i = k + dim * (c - c0);
+      const cplx v = y * cplx(columns[2 * i], columns[2 * i + 1]);
       term += std::popcount(k & t.zmask) % 2 ? -v.real() : v.real();
     }
     sum += t.coeff * term;
   }
   return sum;
+}
+
+template <class R>
+double trace_with(const State<R>& rho, int n, const PauliSum& h) {
+  return trace_with_columns(rho.data(), n, 0, index_t{1} << n, h);
 }
 
 // lambda = vec(H): H[r][c] at r + 2^n c, with H[k ^ x][k] = coeff phase(k).
@@ -217,11 +223,11 @@ void set_observable(State<R>& lambda, int n, const PauliSum& h) {
 }
 
 template <class R>
-std::vector<double> diagonal(const State<R>& rho, int n) {
-  const R* a = rho.data();
+std::vector<double> diagonal_of_columns(const R* columns, int n, index_t c0, index_t c1) {
   const index_t dim = index_t{1} << n;
-  std::vector<double> p(dim);
-  for (index_t k = 0; k < dim; ++k) p[k] = std::max(0.0, double(a[2 * (k + dim * k)]));
+  std::vector<double> p(c1 - c0);
+  for (index_t c = c0; c < c1; ++c)
+    p[c - c0] = std::max(0.0, double(columns[2 * (c + dim * (c - c0))]));
   return p;
 }
 
@@ -236,20 +242,8 @@ void read_out(const State<R>& rho, int n, const SimulateRequest& req, SimulateRe
       for (index_t c = 0; c < dim; ++c)
         out.state[r * dim + c] = {a[2 * (r + dim * c)], a[2 * (r + dim * c) + 1]};
   }
-  if (!req.probabilities && req.shots <= 0 && !req.most_probable) return;
-  const std::vector<double> p = diagonal(rho, n);
-  if (req.shots > 0) {
-    // The state vector's sampler on amplitudes sqrt(p): the same outcomes for
-    // the same seed as a pure state with these probabilities.
-    State<double> amplitudes(n);
-    std::vector<cplx> v(dim);
-    for (index_t k = 0; k < dim; ++k) v[k] = std::sqrt(p[k]);
-    amplitudes.set_amplitudes(v);
-    out.counts = amplitudes.sample(req.shots, req.seed);
-  }
-  if (req.most_probable)
-    out.most_probable = static_cast<index_t>(std::max_element(p.begin(), p.end()) - p.begin());
-  if (req.probabilities) out.probabilities = p;
+  if (req.probabilities || req.shots > 0 || req.most_probable)
+    read_out_diagonal(diagonal_of_columns(rho.data(), n, 0, dim), req, out);
 }
 
 // m^-1 in place by Gauss-Jordan elimination with partial pivoting; false
@@ -523,6 +517,34 @@ std::vector<BoundGate> density_matrix_gates(const Circuit& c, std::span<const do
 }
 
 template <class R>
+double density_matrix_trace_with(const R* columns, int n, index_t c0, index_t c1,
+                                 const PauliSum& h) {
+  return trace_with_columns(columns, n, c0, c1, h);
+}
+
+template <class R>
+std::vector<double> density_matrix_diagonal(const R* columns, int n, index_t c0, index_t c1) {
+  return diagonal_of_columns(columns, n, c0, c1);
+}
+
+void read_out_diagonal(const std::vector<double>& p, const SimulateRequest& req,
+                       SimulateResult& out) {
+  const index_t dim = p.size();
+  if (req.shots > 0) {
+    // The state vector's sampler on amplitudes sqrt(p): the same outcomes for
+    // the same seed as a pure state with these probabilities.
+    State<double> amplitudes(std::countr_zero(dim));
+    std::vector<cplx> v(dim);
+    for (index_t k = 0; k < dim; ++k) v[k] = std::sqrt(p[k]);
+    amplitudes.set_amplitudes(v);
+    out.counts = amplitudes.sample(req.shots, req.seed);
+  }
+  if (req.most_probable)
+    out.most_probable = static_cast<index_t>(std::max_element(p.begin(), p.end()) - p.begin());
+  if (req.probabilities) out.probabilities = p;
+}
+
+template <class R>
 void start_density_matrix(State<R>& rho, int n, const EngineOptions& options) {
   set_initial(rho, n, options);
 }
@@ -545,6 +567,12 @@ QMLSIM_INSTANTIATE(float)
 QMLSIM_INSTANTIATE(double)
 template void start_density_matrix<float>(State<float>&, int, const EngineOptions&);
 template void start_density_matrix<double>(State<double>&, int, const EngineOptions&);
+template double density_matrix_trace_with<float>(const float*, int, index_t, index_t,
+                                                 const PauliSum&);
+template double density_matrix_trace_with<double>(const double*, int, index_t, index_t,
+                                                  const PauliSum&);
+template std::vector<double> density_matrix_diagonal<float>(const float*, int, index_t, index_t);
+template std::vector<double> density_matrix_diagonal<double>(const double*, int, index_t, index_t);
 template void read_out_density_matrix<float>(const State<float>&, int, const SimulateRequest&,
                                              SimulateResult&);
 template void read_out_density_matrix<double>(const State<double>&, int, const SimulateRequest&,
