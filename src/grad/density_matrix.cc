@@ -310,37 +310,39 @@ std::vector<BoundGate> channel_inverses(const Circuit& c, std::span<const double
   return out;
 }
 
-// One channel group's maps: per channel (in circuit order) its dual and, when
-// channels are undone, its inverse; and the group's superoperators fused, as
-// the forward pass applies them.
+// One channel group's maps: per channel (in circuit order) its
+// superoperator, its dual and, when channels are undone, its inverse.
 struct GroupMaps {
   std::vector<const Operation*> ops;
-  std::vector<BoundGate> dual, inverse;
-  std::vector<BoundGate> apply;
+  std::vector<BoundGate> forward, dual, inverse;
 };
 
-// Back through channel group g, undone by its inverses: rho from after the
-// group to before it, lambda pulled back through its duals, and each
-// trainable channel's gradient term taken between them at its own place (the
-// channels between trainable ones applied together).
+// Operations queued for a state in the order they apply, applied fused when
+// the state is next read: runs of channels, inverses and gates without
+// trainable parameters fuse across stretch and group boundaries.
+template <class R>
+void flush(State<R>& s, std::vector<BoundGate>& queued, const EngineOptions& options) {
+  if (!queued.empty()) s.apply(fused(queued, options));
+  queued.clear();
+}
+
+// Back through channel group g, undone by its inverses: the inverses join
+// the operations queued on rho, the duals those queued on lambda, and each
+// trainable channel's gradient term is taken between them at its own place.
 template <class R>
 void undo_group(const GroupMaps& g, std::span<const double> theta, int n,
                 const EngineOptions& options, State<R>& rho, State<R>& lambda,
+                std::vector<BoundGate>& rho_queue, std::vector<BoundGate>& lambda_queue,
                 std::vector<double>& gradient) {
-  std::vector<BoundGate> undo, pull;  // pending, in the order they apply
   for (std::size_t i = g.ops.size(); i-- > 0;) {
-    undo.push_back(g.inverse[i]);
+    rho_queue.push_back(g.inverse[i]);
     if (has_trainable_params(*g.ops[i])) {
-      rho.apply(fused(undo, options));
-      lambda.apply(fused(pull, options));
-      undo.clear();
-      pull.clear();
+      flush(rho, rho_queue, options);
+      flush(lambda, lambda_queue, options);
       add_channel_gradient(*g.ops[i], theta, n, lambda, rho, gradient);
     }
-    pull.push_back(g.dual[i]);
+    lambda_queue.push_back(g.dual[i]);
   }
-  if (!undo.empty()) rho.apply(fused(undo, options));
-  lambda.apply(fused(pull, options));
 }
 
 }  // namespace
@@ -391,34 +393,41 @@ AdjointResult pull_back(const Circuit& c, std::span<const double> theta,
                         const EngineOptions& options) {
   require_cpu(options);
   const int n = c.num_qubits();
-  // Channels are undone by their inverses where those exist and keep rounding
-  // errors small (1e-16 grown 1e6-fold in complex128, 1e-7 10-fold in
-  // complex64); otherwise the forward pass keeps the state before every
-  // stride-th channel group.
-  const std::vector<BoundGate> inverses =
-      channel_inverses(c, theta, n, sizeof(R) == 8 ? 1e6 : 10.0);
+  // The backward pass needs rho before each channel group. The forward pass
+  // keeps them all when they fit options.checkpoint_bytes (a copy costs less
+  // than undoing a group); otherwise channels are undone by their inverses
+  // where those exist and keep rounding errors small (1e-16 grown 1e6-fold in
+  // complex128, 1e-7 10-fold in complex64); otherwise the forward pass keeps
+  // the state before every stride-th group and recomputes the others.
+  const Precision precision = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
+  const std::uint64_t bytes = density_matrix_bytes(n, precision);
+  Cut cut = cut_at_channels(c, /*trainable_alone=*/true);
+  std::vector<BoundGate> inverses;
+  if (bytes * cut.groups.size() > options.checkpoint_bytes)
+    inverses = channel_inverses(c, theta, n, sizeof(R) == 8 ? 1e6 : 10.0);
   const bool uncompute = !inverses.empty();
-  const Cut cut = cut_at_channels(c, !uncompute);
+  if (uncompute) cut = cut_at_channels(c, false);
   const std::size_t m = cut.groups.size();
   std::vector<GroupMaps> groups(m);
   for (std::size_t j = 0, k = 0; j < m; ++j) {
     groups[j].ops = cut.groups[j];
-    std::vector<BoundGate> forward;
     for (const Operation* op : cut.groups[j]) {
-      forward.push_back(bind_channel(*op, theta, n));
+      groups[j].forward.push_back(bind_channel(*op, theta, n));
       groups[j].dual.push_back(bind_channel(*op, theta, n, true));
       if (uncompute) groups[j].inverse.push_back(inverses[k++]);
     }
-    groups[j].apply = fused(forward, options);
   }
   std::vector<std::vector<TapeStep>> tapes;
   for (const Circuit& s : cut.stretches) tapes.push_back(density_tape(s, theta, n));
-  auto run_stretch = [&](State<R>& s, std::size_t j) {
-    s.apply(forward_gates(tapes[j], options.fusion));
-  };
+  // Leg j: channel group j - 1 (j > 0) and stretch j, fused as one run: after
+  // leg j, rho is the state before group j.
+  std::vector<std::vector<BoundGate>> legs(m + 1);
+  for (std::size_t j = 0; j <= m; ++j) {
+    std::vector<BoundGate> run = j > 0 ? groups[j - 1].forward : std::vector<BoundGate>{};
+    for (const TapeStep& t : tapes[j]) run.push_back(t.gate);
+    legs[j] = fused(run, options);
+  }
 
-  const Precision precision = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
-  const std::uint64_t bytes = density_matrix_bytes(n, precision);
   std::size_t stride = 1;  // unused when channels are undone
   if (!uncompute && m > 0 && bytes * m > options.checkpoint_bytes)
     stride = static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(m))));
@@ -426,11 +435,10 @@ AdjointResult pull_back(const Circuit& c, std::span<const double> theta,
   std::map<std::size_t, std::unique_ptr<State<R>>> kept, block;
   auto rho = new_state<R>(n, options);
   set_initial(*rho, n, options);
-  for (std::size_t j = 0; j <= m; ++j) {
-    run_stretch(*rho, j);
-    if (j == m) break;
-    if (!uncompute && j % stride == 0) kept[j] = pool.copy_of(*rho);
-    rho->apply(groups[j].apply);
+  if (uncompute) rho->apply(density_gates(c, theta, options));  // fused across groups
+  for (std::size_t j = 0; !uncompute && j <= m; ++j) {
+    rho->apply(legs[j]);
+    if (j < m && j % stride == 0) kept[j] = pool.copy_of(*rho);
   }
   AdjointResult result;
   for (const PauliSum& h : observables) result.expvals.push_back(trace_with(*rho, n, h));
@@ -442,8 +450,7 @@ AdjointResult pull_back(const Circuit& c, std::span<const double> theta,
       const std::size_t first = k - k % stride;
       auto s = pool.copy_of(*kept.at(first));
       for (std::size_t i = first + 1; i <= k; ++i) {
-        s->apply(groups[i - 1].apply);
-        run_stretch(*s, i);
+        s->apply(legs[i]);
         block[i] = i == k ? std::move(s) : pool.copy_of(*s);
       }
     }
@@ -453,28 +460,46 @@ AdjointResult pull_back(const Circuit& c, std::span<const double> theta,
     return out;
   };
 
-  // Backward: lambda = vec(H_w) pulled back through stretches and dual channels.
+  // Backward: lambda = vec(H_w) pulled back through stretches and dual
+  // channels. A stretch without trainable gates is not swept: its inverse
+  // joins the queues (rho's only when rho is undone rather than restored).
   auto lambda = new_state<R>(n, options);
   set_lambda(*lambda);
   result.gradient.assign(theta.size(), 0.0);
+  std::vector<BoundGate> rho_queue, lambda_queue;
   for (std::size_t j = m + 1; j-- > 0;) {
     const Segmented seg = segment(tapes[j], options.fusion);
-    std::vector<BoundGate> inverse;
-    std::vector<char> measure;
-    inverse_gates(seg, inverse, measure);
-    std::vector<Matrix> cross;
-    rho->adjoint_sweep(*lambda, inverse, measure, cross, /*undo_all=*/j > 0);
-    accumulate(seg, cross, result.gradient);
+    const bool trainable =
+        std::any_of(seg.steps.begin(), seg.steps.end(), [](const auto& s) { return !s.empty(); });
+    if (trainable) {
+      flush(*rho, rho_queue, options);
+      flush(*lambda, lambda_queue, options);
+      std::vector<BoundGate> inverse;
+      std::vector<char> measure;
+      inverse_gates(seg, inverse, measure);
+      std::vector<Matrix> cross;
+      rho->adjoint_sweep(*lambda, inverse, measure, cross, /*undo_all=*/j > 0);
+      accumulate(seg, cross, result.gradient);
+    } else if (j > 0) {
+      for (std::size_t i = tapes[j].size(); i-- > 0;) {
+        const BoundGate undo = adjoint(tapes[j][i].gate);
+        if (uncompute) rho_queue.push_back(undo);
+        lambda_queue.push_back(undo);
+      }
+    }
     if (j == 0) break;
     const GroupMaps& g = groups[j - 1];
     if (uncompute) {
-      undo_group(g, theta, n, options, *rho, *lambda, result.gradient);
+      undo_group(g, theta, n, options, *rho, *lambda, rho_queue, lambda_queue, result.gradient);
       continue;
     }
     pool.give_back(std::exchange(rho, before_channel(j - 1)));
     for (const Operation* op : g.ops)  // a trainable one is alone in its group
-      add_channel_gradient(*op, theta, n, *lambda, *rho, result.gradient);
-    lambda->apply(fused({g.dual.rbegin(), g.dual.rend()}, options));
+      if (has_trainable_params(*op)) {
+        flush(*lambda, lambda_queue, options);
+        add_channel_gradient(*op, theta, n, *lambda, *rho, result.gradient);
+      }
+    lambda_queue.insert(lambda_queue.end(), g.dual.rbegin(), g.dual.rend());
   }
   return result;
 }

@@ -9,12 +9,12 @@
 // through the circuit as the vector vec(H) (the adjoint state of the linear
 // functional Tr(H rho)), with the state vector's adjoint sweep between
 // channels (there vec(rho) is undone exactly: U (x) conj(U) is unitary) and
-// the dual channel at each channel. Channels are undone by their inverse
-// superoperators when all are invertible and rounding errors stay small
-// through them; otherwise the states before channels are kept from the
-// forward pass, within EngineOptions::checkpoint_bytes, beyond which every
-// k-th one is kept and a block's others recomputed from it once (about one
-// more forward pass).
+// the dual channel at each channel. The states before channels are kept
+// from the forward pass when they fit EngineOptions::checkpoint_bytes;
+// beyond it channels are undone by their inverse superoperators when all are
+// invertible and rounding errors stay small through them, and otherwise
+// every k-th state is kept and a block's others recomputed from it once
+// (about one more forward pass).
 // A gate parameter's gradient is 2 Re <vec(lambda)| dU (x) conj(U) |vec(rho)>
 // = 2 Re Tr(lambda dU rho U^dagger): the row half's sweep term alone; a
 // channel parameter's is Re <vec(lambda)| dS/dp |vec(rho)> for its

@@ -193,9 +193,11 @@ TEST(DensityMatrix, GradientsEqualFiniteDifferences) {
   }
 }
 
-// Invertible channels are undone by their inverses (no states kept); a
-// singular one (amplitude damping with gamma = 1: a reset) makes the pass keep
-// states. Both against finite differences, in both precisions.
+// States before channels beyond the checkpoint budget: invertible channels
+// are undone by their inverses (no states kept); a singular one (amplitude
+// damping with gamma = 1: a reset) makes the pass keep every k-th state and
+// recompute the rest. Within the budget every state is kept. All against
+// finite differences, in both precisions.
 TEST(DensityMatrix, GradientsUndoInvertibleChannelsAndKeepStatesForOthers) {
   std::mt19937_64 rng(51);
   for (double gamma : {0.02, 1.0}) {
@@ -216,11 +218,15 @@ TEST(DensityMatrix, GradientsUndoInvertibleChannelsAndKeepStatesForOthers) {
     const std::vector<PauliSum> obs = {random_observable(n, rng)};
     const double w[] = {1.0};
     const std::vector<double> want = finite_differences(c, theta, obs, w);
-    const AdjointResult d = adjoint_vjp<double>(c, theta, obs, w, {});
-    const AdjointResult f = adjoint_vjp<float>(c, theta, obs, w, {});
-    for (std::size_t s = 0; s < theta.size(); ++s) {
-      EXPECT_NEAR(d.gradient[s], want[s], 1e-7) << "gamma " << gamma << " slot " << s;
-      EXPECT_NEAR(f.gradient[s], want[s], 2e-4) << "gamma " << gamma << " slot " << s;
+    for (std::uint64_t budget : {std::uint64_t{1}, EngineOptions{}.checkpoint_bytes}) {
+      EngineOptions o;
+      o.checkpoint_bytes = budget;
+      const AdjointResult d = adjoint_vjp<double>(c, theta, obs, w, o);
+      const AdjointResult f = adjoint_vjp<float>(c, theta, obs, w, o);
+      for (std::size_t s = 0; s < theta.size(); ++s) {
+        EXPECT_NEAR(d.gradient[s], want[s], 1e-7) << "gamma " << gamma << " slot " << s;
+        EXPECT_NEAR(f.gradient[s], want[s], 2e-4) << "gamma " << gamma << " slot " << s;
+      }
     }
   }
 }
@@ -271,8 +277,8 @@ TEST(DensityMatrix, ChannelParameterGradientsEqualFiniteDifferences) {
       for (std::size_t s = 0; s < theta.size(); ++s) EXPECT_NEAR(f.gradient[s], want[s], 2e-3);
     }
   }
-  // Only invertible channels (depolarizing): the pass undoes them instead of
-  // keeping states.
+  // Only invertible channels (depolarizing) and states beyond the budget: the
+  // pass undoes them instead of keeping states.
   const int n = 3;
   Circuit c = random_parametric_circuit(n, 10, 2, rng);
   std::vector<double> theta = random_theta(2, rng);
@@ -289,7 +295,9 @@ TEST(DensityMatrix, ChannelParameterGradientsEqualFiniteDifferences) {
   const std::vector<PauliSum> obs = {random_observable(n, rng)};
   const double w[] = {1.0};
   const std::vector<double> want = finite_differences(c, theta, obs, w);
-  const AdjointResult g = adjoint_vjp<double>(c, theta, obs, w, {});
+  EngineOptions beyond;
+  beyond.checkpoint_bytes = 1;
+  const AdjointResult g = adjoint_vjp<double>(c, theta, obs, w, beyond);
   for (std::size_t s = 0; s < theta.size(); ++s) EXPECT_NEAR(g.gradient[s], want[s], 1e-7);
 }
 
