@@ -443,8 +443,9 @@ class DensityMatrixSimulator(Simulator):
     ``run``, ``sample``, ``simulate_expectation_values`` (exact, channels and
     the ``noise`` model included) and ``simulate``, whose
     ``final_density_matrix`` is the engine's density matrix, in Cirq's qubit
-    order; terminal measurements sample it once and collapse it onto the
-    outcome, as Cirq's does.
+    order; measurements sample it and collapse it onto the outcome, as Cirq's
+    do (mid-circuit ones through the engine's exact branches, one drawn per
+    run; the engine caps the number of records).
 
     Args:
         noise: a ``cirq.NOISE_MODEL_LIKE`` (a noise model, or a channel applied
@@ -460,6 +461,21 @@ class DensityMatrixSimulator(Simulator):
         super().__init__(seed=seed, threads=threads, noise=noise, dtype=dtype,
                          split_untangled_states=split_untangled_states)
 
+    def _sampled_branch(self, prog, point, measurements: dict) -> np.ndarray:
+        """A dynamic circuit as Cirq's density-matrix simulation runs it, each
+        measurement sampled and the density matrix projected onto the outcome:
+        the engine's exact branches (one per classical record, with its
+        probability and normalised final state), one drawn by probability;
+        its record into measurements, its final state returned."""
+        branches = _qmlsim.branches(point, [], 0, 0, options(self._options))
+        weights = np.array([b[1] for b in branches])
+        record, _, _, state, _, _ = branches[self._prng.choice(len(branches),
+                                                               p=weights / weights.sum())]
+        for key, _, invert in prog.measurements:
+            measurements[str(key)] = prog.records(np.array([record]), str(key),
+                                                  invert).reshape(-1)
+        return np.asarray(state)
+
     def simulate_sweep_iter(self, program, params, qubit_order=cirq.QubitOrder.DEFAULT,
                             initial_state=None):
         if initial_state is not None and np.ndim(initial_state) == 2:
@@ -467,16 +483,15 @@ class DensityMatrixSimulator(Simulator):
                              "or a state vector, not a density matrix")
         qubits, resolvers, prog, points = self._programs(program, params, qubit_order,
                                                          initial_state)
-        if prog.dynamic:  # mid-circuit measurements, or a noise model's noise after them
-            raise ValueError("qmlsim.cirq: DensityMatrixSimulator.simulate of a circuit with "
-                             "operations (or noise) after measurements is not supported (run "
-                             "and expectation values are)")
         d = 1 << prog.n
         for resolver, point in zip(resolvers, points):
-            out = self._state(point)
-            rho = out.reshape(d, d) if out.size == d * d else np.outer(out, out.conj())
             measurements = {}
-            if prog.measurements:  # sampled once, rho projected onto the outcome
+            if prog.dynamic:  # mid-circuit measurements (or noise after them): one record
+                out = self._sampled_branch(prog, point, measurements)
+            else:
+                out = self._state(point)
+            rho = out.reshape(d, d) if out.size == d * d else np.outer(out, out.conj())
+            if prog.measurements and not prog.dynamic:  # sampled once, rho projected onto it
                 keep = self._sample_terminal(prog, np.clip(np.real(np.diag(rho)), 0, None),
                                              measurements)
                 rho = rho * np.outer(keep, keep)

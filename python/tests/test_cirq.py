@@ -3,6 +3,8 @@ included) and expectation values to 1e-10 in complex128 on random circuits over
 Cirq's common gates with symbols in exponents and sympy expressions of them,
 parameter sweeps, LineQubit and GridQubit; sampled distributions by a
 two-sample chi-square test; seeded runs repeat; bad input is a ValueError."""
+import collections
+
 import numpy as np
 import pytest
 
@@ -350,6 +352,44 @@ def test_density_matrix_simulator_matches_cirq(seed):
             assert np.allclose(rho[i], 0, atol=1e-7)
     with pytest.raises(ValueError, match="density matrix"):
         DensityMatrixSimulator().simulate(circuit, initial_state=np.eye(8) / 8)
+
+
+def test_density_matrix_simulator_simulates_mid_circuit_measurements_as_cirq():
+    """simulate() through mid-circuit measurements, a classical control and
+    noise after them: each record's final density matrix is Cirq's for the
+    same record (1e-10), and records come as often as Cirq draws them."""
+    stats = pytest.importorskip("scipy.stats")
+    from qmlsim.cirq import DensityMatrixSimulator
+    q = cirq.LineQubit.range(3)
+    circuit = cirq.Circuit(
+        cirq.H(q[0]), cirq.CNOT(q[0], q[1]), cirq.amplitude_damp(0.3).on(q[1]),
+        cirq.measure(q[0], key="a"), cirq.H(q[0]), cirq.rx(0.7).on(q[2]),
+        cirq.measure(q[1], key="b"), cirq.X(q[2]).with_classical_controls("b"),
+        cirq.ry(0.4).on(q[1]), cirq.measure(q[2], key="c"))
+    noise = cirq.depolarize(0.05)
+    ours = DensityMatrixSimulator(seed=5, noise=noise, dtype=np.complex128)
+    ref = cirq.DensityMatrixSimulator(seed=5, noise=noise, dtype=np.complex128,
+                                      split_untangled_states=False)
+
+    def record(result):
+        return tuple(int(result.measurements[k][0]) for k in "abc")
+
+    want, seen_ref, seen_ours = {}, collections.Counter(), collections.Counter()
+    for _ in range(300):
+        r = ref.simulate(circuit)
+        want.setdefault(record(r), r.final_density_matrix)
+        seen_ref[record(r)] += 1
+    for _ in range(300):
+        r = ours.simulate(circuit)
+        rho = r.final_density_matrix
+        assert np.isclose(np.trace(rho).real, 1, atol=1e-10)
+        if record(r) in want:
+            assert np.allclose(rho, want[record(r)], atol=1e-10), record(r)
+        seen_ours[record(r)] += 1
+    assert len(set(seen_ours) & set(want)) >= 3
+    keys = sorted(set(seen_ours) | set(seen_ref))
+    table = np.array([[seen_ours[k] for k in keys], [seen_ref[k] for k in keys]])
+    assert stats.chi2_contingency(table).pvalue > 1e-4, (seen_ours, seen_ref)
 
 
 def test_density_matrix_simulator_samples_as_cirq():
