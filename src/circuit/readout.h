@@ -54,4 +54,10 @@ std::vector<double> read_through(std::vector<double> probabilities, const Readou
 std::map<index_t, std::int64_t> read_through(const std::map<index_t, std::int64_t>& counts,
                                              const ReadoutError& e, std::uint64_t seed);
 
+// The seed of a run's readout flips from the seed of its samples: a stream of
+// their own, so the true samples stay those of the same seed without error.
+inline std::uint64_t readout_seed(std::uint64_t sample_seed) {
+  return sample_seed ^ 0x9e3779b97f4a7c15ULL;
+}
+
 }  // namespace qmlsim

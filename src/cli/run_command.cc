@@ -788,7 +788,7 @@ int run_command(const std::vector<std::string>& argv) {
                     : run_program<double>(prog, observables, engine, dopts, world, by_trajectories,
                                           density, shots, seed, gradient, state_out);
   // the samples' bits read through the error (its own stream: the true samples stay the same)
-  out.counts = read_through(out.counts, readout, seed ^ 0x9e3779b97f4a7c15ULL);
+  out.counts = read_through(out.counts, readout, readout_seed(seed));
   if (!state_out.empty() && !distributed) {
     if (prec == Precision::c64)
       write_state<float>(prog, threads, fusion, state_out);

@@ -360,6 +360,12 @@ bool starts_mixed(const Circuit& c, const EngineOptions& options) {
   return 2 * n < 64 && options.initial_state.size() == index_t{1} << (2 * n);
 }
 
+int noisy_state_qubits(int n, Method method) {
+  const bool density = method == Method::density_matrix ||
+                       (method == Method::automatic && density_matrix_fits(n));
+  return density ? 2 * n : n;
+}
+
 bool runs_on_density_matrix(const Circuit& c, const EngineOptions& options) {
   return options.method == Method::density_matrix ||
          (options.method == Method::automatic && (c.has_channels() || starts_mixed(c, options)) &&

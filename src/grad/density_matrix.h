@@ -44,6 +44,11 @@ bool density_matrix_fits(int n);
 // Whether options.initial_state is a density matrix of c's qubits (4^n entries).
 bool starts_mixed(const Circuit& c, const EngineOptions& options);
 
+// The qubits of the state vector that noisy n-qubit circuits run on under
+// `method`, as memory counts them: 2n on a density matrix
+// (Method::density_matrix, or automatic where it fits), n by trajectories.
+int noisy_state_qubits(int n, Method method);
+
 // Whether these options run c on a density matrix (Method, options.h): with
 // Method::automatic, when it has channels or starts mixed and fits.
 bool runs_on_density_matrix(const Circuit& c, const EngineOptions& options);

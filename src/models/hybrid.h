@@ -21,6 +21,7 @@
 #include "core/types.h"
 #include "distributed/state.h"
 #include "grad/adjoint.h"
+#include "grad/density_matrix.h"
 #include "ml/datasets.h"
 #include "ml/loss.h"
 #include "ml/params.h"
@@ -101,9 +102,11 @@ class HybridModel {
   void add_readout_error(double p);
   // Whether the model's circuits hold noise channels.
   bool has_channels() const { return has_channels_; }
-  // The qubits of one state as memory counts them: a density matrix of n
-  // qubits takes what a state vector of 2n does.
-  int state_qubits() const { return has_channels_ ? 2 * num_qubits_ : num_qubits_; }
+  // The qubits of one state as memory counts them under o.method: a density
+  // matrix of n qubits takes what a state vector of 2n does.
+  int state_qubits(const EvalOptions& o) const {
+    return has_channels_ ? noisy_state_qubits(num_qubits_, o.method) : num_qubits_;
+  }
 
   // outputs() predictions per example data.x[index[i]], example after example.
   std::vector<double> predict(std::span<const double> params, const ml::Dataset& data,

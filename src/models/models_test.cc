@@ -322,5 +322,57 @@ TEST(Qaoa, CostGradientAndExhaustiveCut) {
   EXPECT_GE(r.best_sampled.size, 4);  // 200 samples of 32 states find a good cut
 }
 
+// Noise after every gate: the cost is Tr(H_C rho) of the dense density-matrix
+// oracle, its gradient finite differences of it (density matrix and, for a
+// damping-free model, trajectories' own estimate within their error); readout
+// error p on every qubit scales each <Z_i Z_j> by (1 - 2p)^2.
+TEST(Qaoa, NoiseAfterEveryGateAndReadoutError) {
+  ml::Graph g = ring(4);
+  const std::vector<double> p = {0.3, -0.5, 0.7, 0.2};
+  QaoaMaxCut noisy(g, 2);
+  noisy.add_gate_noise({{ChannelId::depolarizing, 0.03}, {ChannelId::amplitude_damping, 0.02}});
+  ASSERT_TRUE(noisy.has_channels());
+  EvalOptions by_trajectories;
+  by_trajectories.method = Method::trajectories;
+  EXPECT_EQ(noisy.state_qubits(EvalOptions{}), 8);
+  EXPECT_EQ(noisy.state_qubits(by_trajectories), 4);
+  const double want = testing::expval_dense_density(
+      noisy.cost_hamiltonian(), testing::run_dense_density(noisy.circuit(), p), 4);
+  EvalOptions o;
+  std::vector<double> grad(4);
+  EXPECT_NEAR(noisy.cost(p, grad, o), want, 1e-12);
+  for (std::size_t i = 0; i < 4; ++i) {
+    auto a = p, b = p;
+    a[i] += 1e-6;
+    b[i] -= 1e-6;
+    EXPECT_NEAR(grad[i], (noisy.cost(a, {}, o) - noisy.cost(b, {}, o)) / 2e-6, 1e-6);
+  }
+  const QaoaMaxCut::Readout r = noisy.readout(p, 100, 3, o);
+  EXPECT_EQ(r.most_probable.size, noisy.cut_size(r.most_probable.assignment));
+  EXPECT_GE(r.best_sampled.size, 0);
+  EvalOptions traj = o;
+  traj.method = Method::trajectories;
+  traj.trajectories = 4000;
+  QaoaMaxCut depolarized(g, 2);
+  depolarized.add_gate_noise({{ChannelId::depolarizing, 0.03}});
+  const double exact = depolarized.cost(p, {}, o);
+  EXPECT_NEAR(depolarized.cost(p, grad, traj), exact, 0.05);  // a few standard errors
+  EXPECT_EQ(depolarized.readout(p, 0, 3, traj).most_probable.size,
+            depolarized.readout(p, 0, 3, o).most_probable.size);
+
+  const double flip = 0.1, edges = 4;
+  QaoaMaxCut clean(g, 2), read(g, 2);
+  read.add_readout_error(flip);
+  std::vector<double> clean_grad(4), read_grad(4);
+  const double c = clean.cost(p, clean_grad, o);
+  EXPECT_NEAR(read.cost(p, read_grad, o),
+              std::pow(1 - 2 * flip, 2) * (c + edges / 2) - edges / 2, 1e-12);
+  for (std::size_t i = 0; i < 4; ++i)
+    EXPECT_NEAR(read_grad[i], std::pow(1 - 2 * flip, 2) * clean_grad[i], 1e-12);
+  // The same seed: the same true samples, then flipped.
+  EXPECT_EQ(read.readout(p, 500, 9, o).most_probable.assignment,
+            clean.readout(p, 500, 9, o).most_probable.assignment);
+}
+
 }  // namespace
 }  // namespace qmlsim::models

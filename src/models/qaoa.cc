@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "distributed/simulate.h"
 #include "grad/adjoint.h"
@@ -25,6 +27,17 @@ QaoaMaxCut::QaoaMaxCut(ml::Graph graph, int depth)
   }
   for (const auto& [u, v] : graph_.edges) cost_.add(0.5, 0, (index_t{1} << u) | (index_t{1} << v));
   cost_.add(-0.5 * static_cast<double>(graph_.edges.size()), 0, 0);
+  measured_cost_ = cost_;
+}
+
+void QaoaMaxCut::add_gate_noise(const std::vector<GateNoise>& noise) {
+  circuit_ = with_gate_noise(circuit_, noise);
+}
+
+void QaoaMaxCut::add_readout_error(double p) {
+  if (p == 0) return;
+  readout_.qubits.assign(static_cast<std::size_t>(graph_.nodes), ReadoutFlip{p, p});
+  measured_cost_ = read_through(cost_, readout_);
 }
 
 void QaoaMaxCut::init(std::span<double> params, Rng& rng, double scale) const {
@@ -33,9 +46,16 @@ void QaoaMaxCut::init(std::span<double> params, Rng& rng, double scale) const {
 
 namespace {
 
+// Noisy circuits run in one process (their density matrices, or trajectories).
+void check_one_process(const Circuit& c, const EvalOptions& o) {
+  if (o.distributed() && c.has_channels())
+    throw Error("QAOA with noise runs each restart in one process (job.state_ranks = 1)");
+}
+
 template <class R>
 double cost_impl(const Circuit& c, const PauliSum& h, std::span<const double> params,
                  std::span<double> grad, const EvalOptions& o) {
+  check_one_process(c, o);
   if (!grad.empty()) {
     const double w[1] = {1.0};
     const AdjointResult r =
@@ -55,16 +75,26 @@ double cost_impl(const Circuit& c, const PauliSum& h, std::span<const double> pa
 }
 
 template <class R>
-QaoaMaxCut::Readout readout_impl(const QaoaMaxCut& m, std::span<const double> params,
-                                 std::int64_t shots, std::uint64_t seed, const EvalOptions& o) {
+QaoaMaxCut::Readout readout_impl(const QaoaMaxCut& m, const ReadoutError& readout,
+                                 std::span<const double> params, std::int64_t shots,
+                                 std::uint64_t seed, const EvalOptions& o) {
+  check_one_process(m.circuit(), o);
   SimulateRequest req;
   req.shots = shots;
   req.seed = seed;
-  req.most_probable = true;
-  const SimulateResult s =
+  // A noisy circuit's most probable state from its probabilities (trajectories
+  // have no single final state to scan).
+  const bool noisy = m.has_channels();
+  req.most_probable = !noisy;
+  req.probabilities = noisy;
+  SimulateResult s =
       o.distributed()
           ? distributed::simulate<R>(m.circuit(), params, req, dist_engine(o), *o.state_group)
           : simulate<R>(m.circuit(), params, req, engine(o));
+  if (noisy)  // the lowest index among equals, as most_probable
+    s.most_probable = static_cast<index_t>(
+        std::max_element(s.probabilities.begin(), s.probabilities.end()) - s.probabilities.begin());
+  s.counts = read_through(s.counts, readout, readout_seed(seed));
   QaoaMaxCut::Readout r;
   r.most_probable.assignment = s.most_probable;
   r.most_probable.size = m.cut_size(r.most_probable.assignment);
@@ -80,14 +110,16 @@ QaoaMaxCut::Readout readout_impl(const QaoaMaxCut& m, std::span<const double> pa
 
 double QaoaMaxCut::cost(std::span<const double> params, std::span<double> grad,
                         const EvalOptions& o) const {
-  return o.precision == Precision::c64 ? cost_impl<float>(circuit_, cost_, params, grad, o)
-                                       : cost_impl<double>(circuit_, cost_, params, grad, o);
+  return o.precision == Precision::c64
+             ? cost_impl<float>(circuit_, measured_cost_, params, grad, o)
+             : cost_impl<double>(circuit_, measured_cost_, params, grad, o);
 }
 
 QaoaMaxCut::Readout QaoaMaxCut::readout(std::span<const double> params, std::int64_t shots,
                                         std::uint64_t seed, const EvalOptions& o) const {
-  return o.precision == Precision::c64 ? readout_impl<float>(*this, params, shots, seed, o)
-                                       : readout_impl<double>(*this, params, shots, seed, o);
+  return o.precision == Precision::c64
+             ? readout_impl<float>(*this, readout_, params, shots, seed, o)
+             : readout_impl<double>(*this, readout_, params, shots, seed, o);
 }
 
 int QaoaMaxCut::cut_size(index_t x) const {

@@ -7,6 +7,7 @@
 
 #include "circuit/circuit.h"
 #include "circuit/observable.h"
+#include "circuit/readout.h"
 #include "ml/datasets.h"
 #include "ml/params.h"
 #include "models/hybrid.h"
@@ -23,9 +24,24 @@ class QaoaMaxCut {
   const PauliSum& cost_hamiltonian() const { return cost_; }
   const ml::ParamLayout& layout() const { return layout_; }
 
+  // Noise after every gate (circuit.h: with_gate_noise): the circuit then runs
+  // on a density matrix (or trajectories), in one process per restart.
+  void add_gate_noise(const std::vector<GateNoise>& noise);
+  // Readout error: each qubit's bit flipped with probability p when read. The
+  // cost becomes what a device reads (circuit/readout.h: read_through of H_C)
+  // and samples are read through it; the most probable state stays the true one.
+  void add_readout_error(double p);
+  bool has_channels() const { return circuit_.has_channels(); }
+  // The qubits of one state as memory counts them under o.method (2n for a
+  // density matrix).
+  int state_qubits(const EvalOptions& o) const {
+    return has_channels() ? noisy_state_qubits(graph_.nodes, o.method) : graph_.nodes;
+  }
+
   // scale * U(0, 1) for every parameter.
   void init(std::span<double> params, Rng& rng, double scale) const;
-  // <H_C>; with grad non-empty also d<H_C>/dparams (adjoint), written to grad.
+  // <H_C> (read through the readout error, if any); with grad non-empty also
+  // its derivatives (adjoint), written to grad.
   double cost(std::span<const double> params, std::span<double> grad,
               const EvalOptions& options) const;
   // Number of edges cut by an assignment (bit i = side of node i).
@@ -50,6 +66,8 @@ class QaoaMaxCut {
   ml::Graph graph_;
   Circuit circuit_;
   PauliSum cost_;
+  PauliSum measured_cost_;  // cost_ read through readout_
+  ReadoutError readout_;
   ml::ParamLayout layout_;
 };
 

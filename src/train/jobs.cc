@@ -199,14 +199,6 @@ std::vector<GateNoise> gate_noise(const io::Config& c) {
     const double p = c.get_double(key, 0, 1);
     if (p > 0) noise.push_back({id, p});
   }
-  if (c.kind() == "qaoa" && c.get_double("noise.readout_error", 0, 1) > 0)
-    c.fail("noise.readout_error",
-           "noise is for the supervised jobs (qcnn, sonar, hybrid), not qaoa yet");
-  if (!noise.empty() && c.kind() == "qaoa")
-    c.fail(noise.front().channel == ChannelId::depolarizing        ? "noise.depolarizing"
-           : noise.front().channel == ChannelId::amplitude_damping ? "noise.amplitude_damping"
-                                                                   : "noise.phase_damping",
-           "noise is for the supervised jobs (qcnn, sonar, hybrid), not qaoa yet");
   return noise;
 }
 
@@ -409,14 +401,16 @@ SupervisedJob make_supervised_job(const io::Config& c) {
 }
 
 std::unique_ptr<models::QaoaMaxCut> make_qaoa_job(const io::Config& c) {
-  gate_noise(c);  // refuses noise here
   const std::string path = c.get_string("data.graph");
   if (path.empty()) c.fail("data.graph", "needs the path of a graph file");
   const int nodes = static_cast<int>(c.get_int("data.nodes", 0, kMaxQubits));
   ml::Graph g = io::read_via_local(
       path, "data.graph", [&](const std::string& local) { return ml::read_graph(local, nodes); });
-  return std::make_unique<models::QaoaMaxCut>(std::move(g),
-                                              static_cast<int>(c.get_int("model.depth", 1, 1000)));
+  auto model = std::make_unique<models::QaoaMaxCut>(
+      std::move(g), static_cast<int>(c.get_int("model.depth", 1, 1000)));
+  model->add_gate_noise(gate_noise(c));
+  model->add_readout_error(c.get_double("noise.readout_error", 0, 1));
+  return model;
 }
 
 }  // namespace qmlsim::train

@@ -118,7 +118,10 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
     const auto model = make_qaoa_job(c);
     p.steps_per_epoch = t.steps;
     p.epochs = 1;
-    if (sizes(model->graph().nodes, 2)) {
+    const bool fits = sizes(model->state_qubits(eval), 2);
+    p.qubits = model->graph().nodes;
+    p.density_matrix = model->has_channels();
+    if (fits) {
       std::vector<double> params(model->layout().size(), 0.1), grad(params.size());
       p.step_s = calibrate([&] { (void)model->cost(params, grad, eval); }, 3);
     }
@@ -134,7 +137,7 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
     p.steps_per_epoch = ceil_div(n, batch);
     p.epochs = t.epochs;
     // A noisy model's states are density matrices: twice the qubits.
-    const bool fits = sizes(model.state_qubits(), 2 * (per_thread ? p.threads : 1));
+    const bool fits = sizes(model.state_qubits(eval), 2 * (per_thread ? p.threads : 1));
     p.qubits = model.num_qubits();
     p.density_matrix = model.has_channels();
     if (fits) {

@@ -422,7 +422,7 @@ void check_fits(const io::Config& config, const models::HybridModel& model, std:
     config.fail("job.state_ranks",
                 "must be 1 for noisy circuits (one process holds each density matrix)");
   const int in_flight = model.one_example_per_thread(batch, eval) ? eval.threads : 1;
-  check_working_set(working_set(model.state_qubits(), 2 * in_flight, state_ranks(groups), eval),
+  check_working_set(working_set(model.state_qubits(eval), 2 * in_flight, state_ranks(groups), eval),
                     world.local_size(), eval, "train");
 }
 
@@ -629,7 +629,10 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
   const ml::ParamLayout& layout = model->layout();
   const Groups groups = make_groups(world, config);  // one restart per state group
   const models::EvalOptions eval = group_eval_options(config, world, groups, model->graph().nodes);
-  check_working_set(working_set(model->graph().nodes, 2, state_ranks(groups), eval),
+  if (model->has_channels() && groups.state)
+    config.fail("job.state_ranks",
+                "must be 1 for noisy circuits (one process holds each density matrix)");
+  check_working_set(working_set(model->state_qubits(eval), 2, state_ranks(groups), eval),
                     world.local_size(), eval, "train");
   const bool restarts = groups.count > 1;
   const TrainSettings t = train_settings(config);
@@ -780,7 +783,7 @@ void infer(const io::Config& config, const std::string& weights, std::ostream& o
   use_backend(eval, comm::Comm::world().local_rank());
   if (config.kind() == "qaoa") {
     const auto model = make_qaoa_job(config);
-    check_working_set(working_set(model->graph().nodes, 1, 1, eval), 1, eval, "infer");
+    check_working_set(working_set(model->state_qubits(eval), 1, 1, eval), 1, eval, "infer");
     const std::vector<double> params = io::load_weights(weights, model->layout());
     const double cost = model->cost(params, {}, eval);
     std::ostringstream os;
@@ -793,7 +796,7 @@ void infer(const io::Config& config, const std::string& weights, std::ostream& o
   const SupervisedJob job = make_supervised_job(config);
   const int in_flight =
       job.model->one_example_per_thread(job.train.size(), eval) ? eval.threads : 1;
-  check_working_set(working_set(job.model->state_qubits(), in_flight, 1, eval), 1, eval, "infer");
+  check_working_set(working_set(job.model->state_qubits(eval), in_flight, 1, eval), 1, eval, "infer");
   const std::vector<double> params = io::load_weights(weights, job.model->layout());
   const std::size_t k = job.model->outputs();
   // A class name for outputs p: the sign class (named when the data had names) or the argmax.
