@@ -361,8 +361,8 @@ bool starts_mixed(const Circuit& c, const EngineOptions& options) {
 }
 
 int noisy_state_qubits(int n, Method method) {
-  const bool density = method == Method::density_matrix ||
-                       (method == Method::automatic && density_matrix_fits(n));
+  const bool density =
+      method == Method::density_matrix || (method == Method::automatic && density_matrix_fits(n));
   return density ? 2 * n : n;
 }
 
