@@ -796,7 +796,8 @@ void infer(const io::Config& config, const std::string& weights, std::ostream& o
   const SupervisedJob job = make_supervised_job(config);
   const int in_flight =
       job.model->one_example_per_thread(job.train.size(), eval) ? eval.threads : 1;
-  check_working_set(working_set(job.model->state_qubits(eval), in_flight, 1, eval), 1, eval, "infer");
+  check_working_set(working_set(job.model->state_qubits(eval), in_flight, 1, eval), 1, eval,
+                    "infer");
   const std::vector<double> params = io::load_weights(weights, job.model->layout());
   const std::size_t k = job.model->outputs();
   // A class name for outputs p: the sign class (named when the data had names) or the argmax.
