@@ -365,8 +365,8 @@ TEST(Qaoa, NoiseAfterEveryGateAndReadoutError) {
   read.add_readout_error(flip);
   std::vector<double> clean_grad(4), read_grad(4);
   const double c = clean.cost(p, clean_grad, o);
-  EXPECT_NEAR(read.cost(p, read_grad, o),
-              std::pow(1 - 2 * flip, 2) * (c + edges / 2) - edges / 2, 1e-12);
+  EXPECT_NEAR(read.cost(p, read_grad, o), std::pow(1 - 2 * flip, 2) * (c + edges / 2) - edges / 2,
+              1e-12);
   for (std::size_t i = 0; i < 4; ++i)
     EXPECT_NEAR(read_grad[i], std::pow(1 - 2 * flip, 2) * clean_grad[i], 1e-12);
   // The same seed: the same true samples, then flipped.
