@@ -87,10 +87,9 @@ QaoaMaxCut::Readout readout_impl(const QaoaMaxCut& m, const ReadoutError& readou
   const bool noisy = m.has_channels();
   req.most_probable = !noisy;
   req.probabilities = noisy;
-  SimulateResult s =
-      o.distributed()
-          ? distributed::simulate<R>(m.circuit(), params, req, dist_engine(o), *o.state_group)
-          : simulate<R>(m.circuit(), params, req, engine(o));
+  SimulateResult s = o.distributed() ? distributed::simulate<R>(m.circuit(), params, req,
+                                                                dist_engine(o), *o.state_group)
+                                     : simulate<R>(m.circuit(), params, req, engine(o));
   if (noisy)  // the lowest index among equals, as most_probable
     s.most_probable = static_cast<index_t>(
         std::max_element(s.probabilities.begin(), s.probabilities.end()) - s.probabilities.begin());
