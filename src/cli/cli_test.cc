@@ -128,8 +128,8 @@ TEST(Cli, NoisyCircuitsRunOnADensityMatrix) {
            {"--method dm", "--method"},
            {"--trajectories 10", "--trajectories: " + noisy + " does not run by trajectories"},
            {"--method trajectories --trajectories 0", "--trajectories: 0 is out of range"},
-           {"--state-out " + (temp_dir() / "s.h5").string(),
-            "--state-out: writes a state vector"}}) {
+           {"--method trajectories --state-out " + (temp_dir() / "s.h5").string(),
+            "--state-out: a noisy circuit run by trajectories"}}) {
     const Result bad = run("run " + noisy + " --observable Z1 " + flags);
     EXPECT_EQ(bad.status, 2) << flags;
     EXPECT_NE(bad.err.find(says), std::string::npos) << flags << ": " << bad.err;
@@ -497,6 +497,34 @@ TEST(Cli, StateOutIncludesTheGlobalPhase) {
                                "err = max(abs(complex(*s[i]) - want[i]) for i in range(4))\n"
                                "sys.exit(0 if err < 1e-12 else 1)\n");
   EXPECT_EQ(std::system(("/usr/bin/python3 " + py + " " + h5).c_str()), 0);
+}
+
+TEST(Cli, StateOutWritesADensityMatrix) {
+  if (std::system("/usr/bin/python3 -c 'import h5py' 2>/dev/null") != 0)
+    GTEST_SKIP() << "h5py is not installed for /usr/bin/python3 (scripts/setup.sh installs it)";
+  // (|00> + i|11>) / sqrt(2), then q[1] flipped with probability 1/4: rho is
+  // 3/4 of that state's projector and 1/4 of (|10> + i|01>)'s (row-major, so
+  // the imaginary coherences tell rows from columns).
+  const std::string qasm = write(
+      "noisy_s.qasm", std::string(kBell) + "s q[1];\n#pragma braket noise bit_flip(0.25) q[1]\n");
+  const std::string py =
+      write("rho.py",
+            "import h5py, numpy as np, sys\n"
+            "f = h5py.File(sys.argv[1], 'r')\n"
+            "d = f['density_matrix'][:]\n"
+            "rho = (d[:, 0] + 1j * d[:, 1]).reshape(4, 4)\n"
+            "a = np.array([1, 0, 0, 1j]) / 2 ** 0.5\n"
+            "b = np.array([0, 1j, 1, 0]) / 2 ** 0.5\n"
+            "want = 0.75 * np.outer(a, a.conj()) + 0.25 * np.outer(b, b.conj())\n"
+            "ok = f.attrs['num_qubits'] == 2 and np.abs(rho - want).max() < 1e-6\n"
+            "sys.exit(0 if ok else 1)\n");
+  for (const char* precision : {"c64", "c128"}) {
+    const std::string h5 = (temp_dir() / (std::string("rho_") + precision + ".h5")).string();
+    const Result r =
+        run("run " + qasm + " --observable Z0 --precision " + precision + " --state-out " + h5);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(std::system(("/usr/bin/python3 " + py + " " + h5).c_str()), 0) << precision;
+  }
 }
 
 TEST(Cli, TrainErrorsAreOneLocatedLine) {

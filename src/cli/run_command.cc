@@ -60,7 +60,8 @@ const std::vector<OptionSpec> kSpecs = {
      "processes (the same results as one)"},
     {"--exchange-mib", "N", "with --distributed: exchange buffer per process (default 32)"},
     {"--state-out", "FILE.h5",
-     "write the final state to an HDF5 file (dataset state: 2^n rows of re, im); with "
+     "write the final state to an HDF5 file (dataset state: 2^n rows of re, im; a noisy "
+     "circuit's density matrix: dataset density_matrix, 4^n rows, row-major); with "
      "--distributed, slice by slice in process order"},
     {"--plan-processes", "P",
      "print the distributed layout for P processes (memory per process, exchanges) without "
@@ -142,6 +143,25 @@ std::uint64_t largest_peak(const comm::Comm& world) {
   const std::vector<double> peaks =
       world.allgather(std::vector<double>{static_cast<double>(peak_resident_bytes())});
   return static_cast<std::uint64_t>(*std::max_element(peaks.begin(), peaks.end()));
+}
+
+// A noisy circuit's final density matrix into an HDF5 file (io/state_file.h),
+// computed once more (one process).
+template <class R>
+void write_density_matrix(const QasmProgram& prog, const EngineOptions& engine,
+                          const std::string& path) {
+  SimulateRequest req;
+  req.state = true;
+  const SimulateResult r = simulate_density_matrix<R>(prog.circuit, prog.angles, req, engine);
+  std::vector<R> rows(2 * r.state.size());
+  for (std::size_t i = 0; i < r.state.size(); ++i) {
+    rows[2 * i] = static_cast<R>(r.state[i].real());
+    rows[2 * i + 1] = static_cast<R>(r.state[i].imag());
+  }
+  io::write_atomically(path, [&](const std::string& tmp) {
+    io::create_state_file(tmp, prog.circuit.num_qubits(), std::is_same_v<R, float>, true);
+    io::write_state_rows(tmp, 0, r.state.size(), rows.data());
+  });
 }
 
 // The same outcome from a state distributed over every process of the launch.
@@ -752,8 +772,10 @@ int run_command(const std::vector<std::string>& argv) {
     throw Error(
         "--gradient: a density matrix over processes (--distributed) runs forward only; "
         "one process computes its gradient");
-  if (density && !state_out.empty())
-    throw Error("--state-out: writes a state vector; a density matrix is not written yet");
+  if (density && distributed && !state_out.empty())
+    throw Error(
+        "--state-out: a density matrix over processes is not written (one process "
+        "writes it)");
   if (by_trajectories && !state_out.empty())
     throw Error("--state-out: a noisy circuit run by trajectories has no single final state");
   if (args.has("--plan-processes")) {
@@ -789,7 +811,12 @@ int run_command(const std::vector<std::string>& argv) {
                                           density, shots, seed, gradient, state_out);
   // the samples' bits read through the error (its own stream: the true samples stay the same)
   out.counts = read_through(out.counts, readout, readout_seed(seed));
-  if (!state_out.empty() && !distributed) {
+  if (!state_out.empty() && !distributed && density) {
+    if (prec == Precision::c64)
+      write_density_matrix<float>(prog, engine, state_out);
+    else
+      write_density_matrix<double>(prog, engine, state_out);
+  } else if (!state_out.empty() && !distributed) {
     if (prec == Precision::c64)
       write_state<float>(prog, threads, fusion, state_out);
     else

@@ -41,7 +41,8 @@ void write_rows(const std::string& path, std::uint64_t offset, std::uint64_t cou
   prepare_hdf5();
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   if (file < 0) fail(path, "cannot open the state file for writing");
-  const hid_t ds = H5Dopen2(file, "state", H5P_DEFAULT);
+  const char* name = H5Lexists(file, "state", H5P_DEFAULT) > 0 ? "state" : "density_matrix";
+  const hid_t ds = H5Dopen2(file, name, H5P_DEFAULT);
   const hid_t space = ds < 0 ? -1 : H5Dget_space(ds);
   const hsize_t start[2] = {offset, 0}, size[2] = {count, 2};
   herr_t st =
@@ -56,14 +57,15 @@ void write_rows(const std::string& path, std::uint64_t offset, std::uint64_t cou
 
 }  // namespace
 
-void create_state_file(const std::string& path, int n, bool single) {
+void create_state_file(const std::string& path, int n, bool single, bool density) {
   prepare_hdf5();
   const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   if (file < 0) fail(path, "cannot create the state file");
-  const hsize_t dims[2] = {hsize_t{1} << n, 2};
+  const hsize_t dims[2] = {hsize_t{1} << (density ? 2 * n : n), 2};
   const hid_t space = H5Screate_simple(2, dims, nullptr);
-  const hid_t ds = H5Dcreate2(file, "state", single ? H5T_IEEE_F32LE : H5T_IEEE_F64LE, space,
-                              H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  const hid_t ds = H5Dcreate2(file, density ? "density_matrix" : "state",
+                              single ? H5T_IEEE_F32LE : H5T_IEEE_F64LE, space, H5P_DEFAULT,
+                              H5P_DEFAULT, H5P_DEFAULT);
   H5Sclose(space);
   if (ds >= 0) H5Dclose(ds);
   attribute(file, "num_qubits", n);

@@ -4,6 +4,10 @@
 // qubit q); attributes "num_qubits" and "precision". h5py reads it as
 // `f["state"][:, 0] + 1j * f["state"][:, 1]`. A distributed state is written
 // slice by slice, in process order, into one file.
+//
+// A density matrix (a noisy circuit's final state) is the same with dataset
+// "density_matrix" of 4^n rows, row r 2^n + c = rho[r][c]; h5py:
+// `(d[:, 0] + 1j * d[:, 1]).reshape(2**n, 2**n)` with d = f["density_matrix"].
 #pragma once
 
 #include <cstdint>
@@ -11,9 +15,11 @@
 
 namespace qmlsim::io {
 
-// Creates (truncates) the file with an unwritten dataset of 2^n rows.
-void create_state_file(const std::string& path, int n, bool single);
-// Writes amplitudes [offset, offset + count) from interleaved (re, im) values.
+// Creates (truncates) the file with an unwritten dataset of 2^n rows ("state")
+// or, with `density`, 4^n rows ("density_matrix").
+void create_state_file(const std::string& path, int n, bool single, bool density = false);
+// Writes entries [offset, offset + count) from interleaved (re, im) values
+// into the file's dataset ("state" or "density_matrix", as created).
 void write_state_rows(const std::string& path, std::uint64_t offset, std::uint64_t count,
                       const float* data);
 void write_state_rows(const std::string& path, std::uint64_t offset, std::uint64_t count,
