@@ -627,6 +627,27 @@ void read_dynamic_flags(const Args& args, EngineOptions& engine, const std::stri
     throw Error("--backend: " + what + ": it runs on the cpu backend");
 }
 
+// The flags that depend on how a circuit runs (density matrix, trajectories),
+// each refused with one line where it does not apply.
+void check_method_flags(const Args& args, const Circuit& c, const std::string& path, bool density,
+                        bool by_trajectories) {
+  if (args.has("--trajectories") && !by_trajectories)
+    throw Error("--trajectories: " + path + " does not run by trajectories here (" +
+                (c.has_channels() || c.has_dynamic() ? "it runs exactly" : "it has no channels") +
+                "; --method trajectories runs them)");
+  const bool distributed = args.has("--distributed"), state_out = args.has("--state-out");
+  if (density && distributed && args.has("--gradient"))
+    throw Error(
+        "--gradient: a density matrix over processes (--distributed) runs forward only; "
+        "one process computes its gradient");
+  if (density && distributed && state_out)
+    throw Error(
+        "--state-out: a density matrix over processes is not written (one process "
+        "writes it)");
+  if (by_trajectories && state_out)
+    throw Error("--state-out: a noisy circuit run by trajectories has no single final state");
+}
+
 }  // namespace
 
 // The --readout-error flags: "P01,P10" for every qubit, "Q:P01,P10" for qubit
@@ -750,16 +771,12 @@ int run_command(const std::vector<std::string>& argv) {
                                : runs_on_density_matrix(prog.circuit, engine);
   const bool by_trajectories =
       dynamic ? engine.method == Method::trajectories : runs_on_trajectories(prog.circuit, engine);
-  if (args.has("--trajectories") && !by_trajectories)
-    throw Error(
-        "--trajectories: " + path + " does not run by trajectories here (" +
-        (prog.circuit.has_channels() || dynamic ? "it runs exactly" : "it has no channels") +
-        "; --method trajectories runs them)");
   const bool distributed = args.has("--distributed");
+  const std::string state_out = args.get("--state-out").value_or("");
+  check_method_flags(args, prog.circuit, path, density, by_trajectories);
   if (density && !distributed)
     check_density_matrix_fits(prog.circuit, prec, precision, gradient, path);
   const int states = gradient ? 3 : 1;  // the adjoint Jacobian keeps three
-  const std::string state_out = args.get("--state-out").value_or("");
   require_file_path(state_out, "--state-out");
   if (args.has("--exchange-mib") && !distributed)
     throw Error("--exchange-mib: needs --distributed");
@@ -768,16 +785,6 @@ int run_command(const std::vector<std::string>& argv) {
   dopts.fusion = fusion;
   dopts.buffer_bytes = static_cast<std::size_t>(args.get_int("--exchange-mib", 32, 1, 1 << 20))
                        << 20;
-  if (density && distributed && gradient)
-    throw Error(
-        "--gradient: a density matrix over processes (--distributed) runs forward only; "
-        "one process computes its gradient");
-  if (density && distributed && !state_out.empty())
-    throw Error(
-        "--state-out: a density matrix over processes is not written (one process "
-        "writes it)");
-  if (by_trajectories && !state_out.empty())
-    throw Error("--state-out: a noisy circuit run by trajectories has no single final state");
   if (args.has("--plan-processes")) {
     print_plan(prog, density, args.get_int("--plan-processes", 1, 1, 1 << 30), prec, precision,
                states, dopts);
