@@ -174,6 +174,23 @@ def test_states_and_density_matrices_differentiate_by_one_backward_pass(name):
         assert np.allclose(qml.jacobian(real(ours))(X), qml.jacobian(real(ref))(X), atol=1e-10)
 
 
+@pytest.mark.parametrize("name", ["state", "density_matrix"])
+def test_states_differentiate_by_the_adjoint_under_torch(name):
+    """qml.state() and qml.density_matrix(wires) by the adjoint under torch
+    (scripts/python_test_torch.sh runs it): a complex-weighted cost's
+    gradient through loss.backward() against default.qubit's backprop."""
+    torch = pytest.importorskip("torch")
+    measure = STATE_COSTS[name][0]
+    weights = {"state": np.linspace(-1, 1, 8) * (1 + 0.5j), "density_matrix": HERMITIAN}[name]
+    ref = qml.QNode(_state_circuit, qml.device("default.qubit", wires=3), diff_method="backprop")
+    want = qml.grad(lambda x: pnp.real(pnp.sum(weights * ref(x, measure))))(X)
+    ours = qml.QNode(_state_circuit, qml.device("qmlsim.qubit", wires=3), diff_method="adjoint",
+                     interface="torch")
+    x = torch.tensor(np.asarray(X), requires_grad=True)
+    torch.real(torch.sum(torch.tensor(weights) * ours(x, measure))).backward()
+    assert np.allclose(x.grad.numpy(), want, atol=1e-10)
+
+
 def _two_readouts(x):
     gates(x)
     return qml.expval(qml.PauliZ(0)), qml.expval(qml.PauliX(1) @ qml.PauliY(2))

@@ -285,6 +285,32 @@ def test_density_matrices_differentiate_by_one_backward_pass(name):
     assert tracker.totals.get("vjps", 0) == 1
 
 
+def test_density_matrices_differentiate_by_the_adjoint_under_torch():
+    """qml.state() (rho) on qmlsim.mixed under torch, a channel strength
+    trained too (scripts/python_test_torch.sh runs it): against
+    default.mixed's backprop."""
+    torch = pytest.importorskip("torch")
+    w = np.random.default_rng(2).normal(size=(4, 4)) * (1 + 0.3j)
+
+    def circuit(x):
+        qml.RX(x[0], 0)
+        qml.RY(x[1], 1)
+        qml.CNOT([0, 1])
+        qml.AmplitudeDamping(x[2], 1)
+        qml.DepolarizingChannel(0.1, 0)
+        return qml.state()
+
+    x0 = np.array([0.3, -0.8, 0.25])
+    theirs = qml.QNode(circuit, qml.device("default.mixed", wires=2), diff_method="backprop")
+    want = qml.grad(lambda x: qml.math.real(qml.math.sum(w * theirs(x))))(
+        qml.numpy.array(x0, requires_grad=True))
+    ours = qml.QNode(circuit, qml.device("qmlsim.mixed", wires=2), diff_method="adjoint",
+                     interface="torch")
+    x = torch.tensor(x0, requires_grad=True)
+    torch.real(torch.sum(torch.tensor(w) * ours(x))).backward()
+    assert np.allclose(x.grad.numpy(), want, atol=1e-10)
+
+
 def test_readout_error_is_applied_to_every_measurement():
     # (default.mixed's own readout_prob fails in PennyLane 0.45: "'float' object
     # is not iterable"; the expected values are a bit flip before measuring.)
