@@ -26,9 +26,14 @@ What is here, with TFQ 0.7.6's argument names and defaults:
   ``circuit.with_noise``) run exactly on the density matrix under either
   backend. ``backend='noisy'`` (which needs ``repetitions``, as TFQ's) and
   ``layers.NoisyPQC`` / ``NoisyControlledPQC`` with ``sample_based=False`` give
-  the exact value that TFQ's ``repetitions`` trajectories estimate; with
-  ``sample_based=True``, shots of the noisy circuit; gradients are exact
-  through the noise either way.
+  the exact value that TFQ's ``repetitions`` trajectories estimate, except
+  where that many trajectories cost less than the density matrix (R 2^n
+  against 4^n, with a margin of 4: 12 qubits and 100 repetitions): there they
+  estimate it from R trajectories as TFQ does (seeded from TensorFlow's
+  random state; rows of a batch share the trajectories' seeds), with the
+  adjoint gradient of the same trajectories (the exact gradient for channels
+  such as damping, whose trajectories give none). With ``sample_based=True``,
+  shots of the noisy circuit; gradients exact through the noise.
 - ``layers.SampledExpectation`` (and ``PQC`` / ``ControlledPQC`` with
   ``repetitions``): each Pauli term estimated from ``repetitions`` shots in its
   basis; gradients are the exact adjoint gradient of the expectation values
@@ -326,6 +331,18 @@ def _engine_options():
     return options(engine_options("c128", None, 3, who="qmlsim.tfq: "))
 
 
+def _group_options(n, trajectories, seed):
+    """The engine's options for a group of n-qubit circuits. With trajectories
+    (TFQ's noisy estimate from that many), they run as trajectories where
+    those cost less than one density matrix (R 2^n amplitudes against 4^n,
+    with a margin of 4 for the trajectories' own work), seeded by `seed`;
+    otherwise exactly, on the density matrix."""
+    if trajectories and int(trajectories) * 4 < (1 << n):
+        return options(engine_options("c128", None, 3, who="qmlsim.tfq: ", method="trajectories",
+                                      trajectories=int(trajectories), seed=int(seed)))
+    return _engine_options()
+
+
 def _groups(circuits, names, values, operators):
     """({(qubit count, observables' terms): ([item], [program], [angles])},
     [(translation, angles)] per item): items grouped for one C++ call each,
@@ -399,7 +416,7 @@ def _inputs(circuits, names, values, operators=None):
 
 
 @_gc_paused
-def _forward(circuits, names, values, operators):
+def _forward(circuits, names, values, operators, trajectories=0, seed=0):
     names, values = _inputs(circuits, names, values, operators)
     out = np.zeros((len(circuits), operators.shape[1]), dtype=np.float32)
     if len(circuits) == 0 or operators.shape[1] == 0:
@@ -409,13 +426,13 @@ def _forward(circuits, names, values, operators):
         if n == 0:
             raise ValueError("qmlsim.tfq: a circuit and its operators act on no qubit")
         res = _qmlsim.expvals_batch(programs, angles, [list(t) for t in terms],
-                                    _engine_options())
+                                    _group_options(n, trajectories, seed))
         out[items] = np.asarray(res, dtype=np.float64)
     return out
 
 
 @_gc_paused
-def _backward(circuits, names, values, operators, dy):
+def _backward(circuits, names, values, operators, dy, trajectories=0, seed=0):
     names, values = _inputs(circuits, names, values, operators)
     out = np.zeros((len(circuits), len(names)), dtype=np.float32)
     if len(circuits) == 0 or operators.shape[1] == 0 or len(names) == 0:
@@ -423,18 +440,25 @@ def _backward(circuits, names, values, operators, dy):
     groups, per_item = _groups(circuits, names, values, operators)
     for (n, terms), (items, programs, angles) in groups.items():
         cot = np.asarray(dy, dtype=np.float64)[items].tolist()
-        res = _qmlsim.vjp_batch(programs, angles, [list(t) for t in terms], cot,
-                                _engine_options())
+        terms = [list(t) for t in terms]
+        try:  # the same trajectories as the values: the derivative of that estimate
+            res = _qmlsim.vjp_batch(programs, angles, terms, cot,
+                                    _group_options(n, trajectories, seed))
+        except ValueError as e:  # damping: trajectories take no gradient; the exact one
+            if "trajector" not in str(e):
+                raise
+            res = _qmlsim.vjp_batch(programs, angles, terms, cot, _engine_options())
         for b, (_, grad) in zip(items, res):
             t, _ = per_item[b]
             out[b] = t.chain(names, values[b:b + 1], np.asarray(grad)[None, :])[0]
     return out
 
 
-def _with_adjoint_gradient(forward, args, stateful, circuits, names, symbol_values, operators):
+def _with_adjoint_gradient(forward, args, stateful, circuits, names, symbol_values, operators,
+                           backward_args=()):
     """forward(circuits, names, values, operators, *args) -> [batch, n_ops]
     float32 as an op differentiable in the values, its gradient the adjoint
-    VJP of the expectation values (_backward)."""
+    VJP of the expectation values (_backward, with backward_args)."""
 
     @tf.custom_gradient
     def run(values):
@@ -443,8 +467,8 @@ def _with_adjoint_gradient(forward, args, stateful, circuits, names, symbol_valu
         out.set_shape([circuits.shape[0], operators.shape[1]])
 
         def grad(dy):
-            g = tf.numpy_function(_backward, [circuits, names, values, operators, dy], tf.float32,
-                                  stateful=False)
+            g = tf.numpy_function(_backward, [circuits, names, values, operators, dy,
+                                              *backward_args], tf.float32, stateful=False)
             g.set_shape(values.shape)
             return g
 
@@ -453,11 +477,27 @@ def _with_adjoint_gradient(forward, args, stateful, circuits, names, symbol_valu
     return run(tf.cast(symbol_values, tf.float32))
 
 
-def _expectation(circuits, symbol_names, symbol_values, operators):
+def _expectation(circuits, symbol_names, symbol_values, operators, trajectories=None):
     """<operators[b][k]> of circuits[b] at symbol_values[b]: [batch, n_ops]
-    float32, differentiable with respect to symbol_values."""
-    return _with_adjoint_gradient(_forward, [], False, circuits, symbol_names, symbol_values,
-                                  operators)
+    float32, differentiable with respect to symbol_values. trajectories (TFQ's
+    noisy estimate: NoisyPQC, backend='noisy'): circuits whose trajectories
+    cost less than their density matrix run that many (_group_options), seeded
+    from TensorFlow's random state, the gradient from the same trajectories."""
+    if trajectories is None:
+        return _with_adjoint_gradient(_forward, [], False, circuits, symbol_names, symbol_values,
+                                      operators)
+    args = [np.int64(trajectories), tf.random.uniform([], 0, 1 << 62, dtype=tf.int64)]
+    return _with_adjoint_gradient(_forward, args, True, circuits, symbol_names, symbol_values,
+                                  operators, backward_args=args)
+
+
+def _estimating(op, repetitions):
+    """A noisy analytic op that estimates from `repetitions` trajectories
+    where those are cheaper (_expectation's trajectories); other ops (a
+    user's differentiator) as they are."""
+    if op is not _expectation:
+        return op
+    return functools.partial(_expectation, trajectories=repetitions)
 
 
 def _backend_noise(backend):
@@ -693,9 +733,9 @@ class _Expectation(_ExpectationLayer):
             raise RuntimeError("Value for repetitions not provided. With backend='noisy' a "
                                "number of trajectory repetitions must be provided in the layer "
                                "call method.")
-        # backend='noisy': the exact value that TFQ's `repetitions` trajectories estimate.
-        return self._op(*self._op_inputs(inputs, symbol_names, symbol_values, operators,
-                                         initializer))
+        # backend='noisy': what TFQ's `repetitions` trajectories estimate (_estimating).
+        op = _estimating(self._op, repetitions) if self._noisy else self._op
+        return op(*self._op_inputs(inputs, symbol_names, symbol_values, operators, initializer))
 
 
 class _AddCircuit(tf.keras.layers.Layer):
@@ -824,6 +864,8 @@ class _NoisyPQC(_PQC):
                          repetitions=_noisy_setup(repetitions, sample_based), backend="noisy",
                          differentiator=differentiator, initializer=initializer,
                          regularizer=regularizer, constraint=constraint, **kwargs)
+        if not sample_based:
+            self._op = _estimating(self._op, repetitions)
 
 
 class _NoisyControlledPQC(_ControlledPQC):
@@ -835,6 +877,8 @@ class _NoisyControlledPQC(_ControlledPQC):
         super().__init__(model_circuit, operators,
                          repetitions=_noisy_setup(repetitions, sample_based), backend="noisy",
                          differentiator=differentiator, **kwargs)
+        if not sample_based:
+            self._op = _estimating(self._op, repetitions)
 
 
 def _operator_list(operators):
