@@ -1,6 +1,8 @@
 """One worker of a two-worker tf.distribute.MultiWorkerMirroredStrategy job on
 localhost training a qmlsim.tfq PQC (run by test_tfq.py, TF_CONFIG as TFQ's
-multi-worker example sets it). Prints the final weights as one JSON line."""
+multi-worker example sets it); with the argument "noisy", a NoisyPQC of the
+same model with depolarize(0.01) after every moment. Prints the final weights
+as one JSON line."""
 import json
 import os
 import sys
@@ -34,8 +36,13 @@ def main():
     data = data.with_options(options)
     with strategy.scope():
         inputs = tf.keras.Input(shape=(), dtype=tf.string)
-        out = tfq.layers.PQC(model_circuit, cirq.Z(qubits[-1]),
-                             initializer=tf.keras.initializers.Constant(0.1))(inputs)
+        init = tf.keras.initializers.Constant(0.1)
+        if sys.argv[1:] == ["noisy"]:
+            out = tfq.layers.NoisyPQC(model_circuit.with_noise(cirq.depolarize(0.01)),
+                                      cirq.Z(qubits[-1]), repetitions=100, sample_based=False,
+                                      initializer=init)(inputs)
+        else:
+            out = tfq.layers.PQC(model_circuit, cirq.Z(qubits[-1]), initializer=init)(inputs)
         model = tf.keras.Model(inputs, out)
         model.compile(optimizer=tf.keras.optimizers.Adam(0.05), loss="mse")
     model.fit(data, epochs=3, verbose=0)

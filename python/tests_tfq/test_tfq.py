@@ -180,9 +180,11 @@ def test_refusals_are_clear():
                                   operators=[cirq.Z(q)])
 
 
-def test_two_workers_under_multi_worker_mirrored_strategy():
+@pytest.mark.parametrize("model", ["clean", "noisy"])
+def test_two_workers_under_multi_worker_mirrored_strategy(model):
     """Two processes on localhost (TF_CONFIG), each a replica: synchronous
-    training leaves both with the same weights, and they train (the weights move)."""
+    training leaves both with the same weights, and they train (the weights
+    move); also for a NoisyPQC (its density matrices)."""
     import json
     import socket
     import subprocess
@@ -199,7 +201,7 @@ def test_two_workers_under_multi_worker_mirrored_strategy():
     for i in range(2):
         env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster,
                                                      "task": {"type": "worker", "index": i}}))
-        procs.append(subprocess.Popen([sys.executable, script], env=env, text=True,
+        procs.append(subprocess.Popen([sys.executable, script, model], env=env, text=True,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     weights = []
     for p in procs:
