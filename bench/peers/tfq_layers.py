@@ -84,13 +84,18 @@ def qcnn_epoch(mod, n, batch=32):
 def make_step(mod, model, data, ops):
     kw = {"differentiator": tfq.differentiators.Adjoint()} if mod is tfq else {}
     layer = mod.layers.PQC(model, ops, initializer=tf.keras.initializers.Constant(0.3), **kw)
-    x = mod.convert_to_tensor(data)
+    return step_of(layer, mod.convert_to_tensor(data))
+
+
+def step_of(layer, x):
+    """A forward pass of layer on x and the gradient of the outputs' sum by its
+    weights: () -> (outputs, gradient) as numpy arrays."""
 
     def step():
         with tf.GradientTape() as tape:
             y = layer(x)
             loss = tf.reduce_sum(y)
-        return y.numpy(), tape.gradient(loss, layer.parameters).numpy()
+        return y.numpy(), tape.gradient(loss, layer.trainable_variables)[0].numpy()
 
     return step
 

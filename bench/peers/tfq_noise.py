@@ -19,52 +19,29 @@ Run scripts/python_test_tfq.sh once to make that environment.
 import argparse
 import os
 import statistics
-import time
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import cirq  # noqa: E402
 import numpy as np  # noqa: E402
-import sympy  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_quantum as tfq  # noqa: E402
 
 import qmlsim.tfq as qtfq  # noqa: E402
+from tfq_layers import pqc_case, step_of, timed  # noqa: E402
 
 
 def noisy_case(n, layers, batch):
-    q = cirq.GridQubit.rect(1, n)
-    sym = iter(sympy.symbols(f"t0:{2 * n * layers}"))
-    model = cirq.Circuit()
-    for _ in range(layers):
-        model.append(cirq.ry(next(sym)).on(b) for b in q)
-        model.append(cirq.rz(next(sym)).on(b) for b in q)
-        model.append(cirq.CZ(a, b) for a, b in zip(q, q[1:]))
-    rng = np.random.default_rng(n)
-    data = [cirq.Circuit(cirq.rx(a).on(b) for a, b in zip(rng.uniform(-3, 3, n), q))
-            for _ in range(batch)]
-    return model.with_noise(cirq.depolarize(0.01)), data, [sum(cirq.Z(b) for b in q)]
+    """tfq_layers.py's PQC workload with depolarize(0.01) after every moment."""
+    model, data, ops = pqc_case(n, layers, batch)
+    return model.with_noise(cirq.depolarize(0.01)), data, ops
 
 
 def make_step(mod, model, data, ops, repetitions):
     layer = mod.layers.NoisyPQC(model, ops, repetitions=repetitions, sample_based=False,
                                 initializer=tf.keras.initializers.Constant(0.3))
-    x = mod.convert_to_tensor(data)
-
-    def step():
-        with tf.GradientTape() as tape:
-            y = layer(x)
-            loss = tf.reduce_sum(y)
-        return y.numpy(), tape.gradient(loss, layer.trainable_variables)[0].numpy()
-
-    return step
-
-
-def seconds(fn):
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
+    return step_of(layer, mod.convert_to_tensor(data))
 
 
 def main():
@@ -89,8 +66,8 @@ def main():
         assert np.max(np.abs(ya - yb)) < 5 * n / np.sqrt(r), (ya, yb)
         ta, tb = [], []
         for _ in range(args.reps):
-            ta.append(seconds(ours))
-            tb.append(seconds(theirs))
+            ta.append(timed(ours))
+            tb.append(timed(theirs))
         a, b = statistics.median(ta), statistics.median(tb)
         print(f"| {n} | {2 * n * args.layers} | {a:.3f} | {b:.3f} | {b / a:.1f}x |", flush=True)
 

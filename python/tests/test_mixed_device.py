@@ -248,6 +248,15 @@ def test_qubit_density_matrix_on_every_wire_in_any_order():
         qml.QNode(late, qml.device("qmlsim.mixed", wires=3))()
 
 
+def _damped_pair(x):
+    """Gates on wires 0 and 1 and channels, one of whose strengths is x[2]."""
+    qml.RX(x[0], 0)
+    qml.RY(x[1], 1)
+    qml.CNOT([0, 1])
+    qml.AmplitudeDamping(x[2], 1)
+    qml.DepolarizingChannel(0.1, 0)
+
+
 @pytest.mark.parametrize("name", ["state", "density_matrix", "with an expval"])
 def test_density_matrices_differentiate_by_one_backward_pass(name):
     """qml.state() (rho) and qml.density_matrix(wires) on qmlsim.mixed by the
@@ -265,11 +274,7 @@ def test_density_matrices_differentiate_by_one_backward_pass(name):
     }[name]
 
     def circuit(x):
-        qml.RX(x[0], 0)
-        qml.RY(x[1], 1)
-        qml.CNOT([0, 1])
-        qml.AmplitudeDamping(x[2], 1)
-        qml.DepolarizingChannel(0.1, 0)
+        _damped_pair(x)
         qml.CRZ(x[0], [1, 2])
         qml.Hadamard(2)
         qml.PhaseDamping(0.2, 2)
@@ -293,11 +298,7 @@ def test_density_matrices_differentiate_by_the_adjoint_under_torch():
     w = np.random.default_rng(2).normal(size=(4, 4)) * (1 + 0.3j)
 
     def circuit(x):
-        qml.RX(x[0], 0)
-        qml.RY(x[1], 1)
-        qml.CNOT([0, 1])
-        qml.AmplitudeDamping(x[2], 1)
-        qml.DepolarizingChannel(0.1, 0)
+        _damped_pair(x)
         return qml.state()
 
     x0 = np.array([0.3, -0.8, 0.25])
