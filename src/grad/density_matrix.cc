@@ -474,12 +474,12 @@ AdjointResult pull_back(const Circuit& c, std::span<const double> theta,
   result.gradient.assign(theta.size(), 0.0);
   std::vector<BoundGate> rho_queue, lambda_queue;
   for (std::size_t j = m + 1; j-- > 0;) {
-    const Segmented seg = segment(tapes[j], options.fusion);
-    const bool trainable =
-        std::any_of(seg.steps.begin(), seg.steps.end(), [](const auto& s) { return !s.empty(); });
-    if (trainable) {
+    const bool trainable = std::any_of(tapes[j].begin(), tapes[j].end(),
+                                       [](const TapeStep& t) { return !t.derivatives.empty(); });
+    if (trainable) {  // segmented (cost-aware fusion) only when swept
       flush(*rho, rho_queue, options);
       flush(*lambda, lambda_queue, options);
+      const Segmented seg = segment(tapes[j], options.fusion);
       std::vector<BoundGate> inverse;
       std::vector<char> measure;
       inverse_gates(seg, inverse, measure);
