@@ -14,23 +14,19 @@ everyone); then the timed runs alternate (peers and qmlsim in turn),
 medians, and the ratios peer / qmlsim (above 1: qmlsim is faster). qmlsim
 reads the circuit as OpenQASM 3 with Braket's noise pragmas each time
 (qmlsim.expval_qasm: parsing included). Also qmlsim's exact gradient (every
-angle) over its forward pass, from `qmlsim run --gradient --json` (the
-simulate time, which holds the forward pass and the backward one).
+angle, qmlsim.jacobian, which gives the value too) over its forward pass
+(qmlsim.expval), the same circuit built in Python, alternated, medians.
 default.mixed is skipped above 10 qubits (minutes per run). Threads: 2 for
 qmlsim, Aer and Qulacs (OMP_NUM_THREADS), one for cirq and default.mixed.
 """
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEPOL, DAMP = 0.01, 0.02
 
 
@@ -142,21 +138,39 @@ def run_default_mixed(n, a, threads):
     return lambda: float(circuit())
 
 
-def gradient_ratio(n, a, threads):
-    """qmlsim's gradient time over its forward time (the CLI's simulate times)."""
-    binary = os.path.join(ROOT, "build", "release", "qmlsim")
-    if not os.path.exists(binary):
-        return None
-    with tempfile.NamedTemporaryFile("w", suffix=".qasm", delete=False) as f:
-        f.write(qasm(n, a))
-    times = {}
-    for flags in ([], ["--gradient"]):
-        out = subprocess.run([binary, "run", f.name, "--observable", "Z0", "--json",
-                              "--threads", str(threads)] + flags,
-                             check=True, capture_output=True, text=True).stdout
-        times[bool(flags)] = json.loads(out)["time_s"]["simulate"]
-    os.unlink(f.name)
-    return times[True] / times[False], times[True]
+def qmlsim_circuit(n, a):
+    """The benchmark circuit built with qmlsim's Python API, every angle a parameter."""
+    import qmlsim
+    c = qmlsim.Circuit(n)
+    for layer in a:
+        for g, row in zip(("RY", "RZ"), layer):
+            for i, t in enumerate(row):
+                c.add(g, [i], [float(t)])
+            for i in range(n):
+                c.channel("depolarizing", [i], [DEPOL])
+        for i in range(n):
+            c.add("CNOT", [i, (i + 1) % n])
+        for i in range(n):
+            c.channel("amplitude_damping", [i], [DAMP])
+    return c
+
+
+def gradient_ratio(n, a, threads, reps, want):
+    """qmlsim's exact gradient (qmlsim.jacobian: every angle, and the value)
+    over its forward pass (qmlsim.expval), in this process, alternated,
+    medians: (ratio, gradient seconds)."""
+    import qmlsim
+    c = qmlsim_circuit(n, a)
+    forward = lambda: qmlsim.expval(c, "Z0", threads=threads)  # noqa: E731
+    gradient = lambda: qmlsim.jacobian(c, "Z0", threads=threads)  # noqa: E731
+    if abs(forward()[0] - want) > 1e-12:
+        sys.exit(f"qmlsim's Python circuit at {n} qubits: <Z0> = {forward()[0]}, OpenQASM {want}")
+    gradient()
+    f, g = [], []
+    for _ in range(reps):
+        f.append(timed(forward))
+        g.append(timed(gradient))
+    return statistics.median(g) / statistics.median(f), statistics.median(g)
 
 
 def timed(fn):
@@ -206,7 +220,7 @@ def main():
         for name in fns:
             m = statistics.median(times[name])
             print(f"| {n} | {name} | {m:.4f} | {m / base:.1f} |")
-        g = gradient_ratio(n, a, args.threads)
+        g = gradient_ratio(n, a, args.threads, args.reps, want)
         if g:
             print(f"| {n} | qmlsim expval + gradient ({2 * n * args.layers} angles) | {g[1]:.4f} | "
                   f"{g[0]:.2f}x its forward |")
