@@ -416,6 +416,12 @@ class QmlsimQubit(Device):
     def _adjoint_differentiates(self, m) -> bool:
         return _adjoint_measurement(m) or (self._state_vjp and _state_measurement(m))
 
+    @staticmethod
+    def _differentiable_as_is(op) -> bool:
+        """Whether op runs as it is and the adjoint differentiates it (the fast
+        path of supports_derivatives; False sends op to the full check)."""
+        return op.name in _DIFFERENTIABLE
+
     def supports_derivatives(self, execution_config=None, circuit=None) -> bool:
         if execution_config is None:
             return True
@@ -434,8 +440,8 @@ class QmlsimQubit(Device):
         num_op_params = sum(op.num_params for op in circuit.operations)
         if any(t >= num_op_params for t in circuit.trainable_params):
             return False  # a trainable observable coefficient
-        if all(op.name in _DIFFERENTIABLE for op in circuit.operations):
-            return True  # table gates only: nothing to decompose, every one differentiable
+        if all(self._differentiable_as_is(op) for op in circuit.operations):
+            return True  # table operations only: nothing to decompose, every one differentiable
         # The answer depends on the operations' kinds, wires, hyperparameters and
         # trainability only, so a training loop's repeated structure asks once.
         try:

@@ -46,8 +46,9 @@ from .device import QmlsimQubit, _has_mcms
 
 
 def _mixed_native(op) -> bool:
-    return _native(op) or (_is_channel(op) and len(op.wires) <= 2) or \
-        op.name == "QubitDensityMatrix"
+    if _is_channel(op):  # no channel is a native gate
+        return len(op.wires) <= 2
+    return op.name == "QubitDensityMatrix" or _native(op)
 
 
 def _mixed_adjoint_native(op) -> bool:
@@ -113,6 +114,11 @@ class QmlsimMixed(QmlsimQubit):
             # the C++ expectation values and adjoint know no readout error
             config = dataclasses.replace(config, gradient_method="parameter-shift")
         return super().setup_execution_config(config, circuit)
+
+    @staticmethod
+    def _differentiable_as_is(op) -> bool:
+        return QmlsimQubit._differentiable_as_is(op) or (
+            len(op.wires) <= 2 and _is_channel(op) and _differentiable_channel(op))
 
     def supports_derivatives(self, execution_config=None, circuit=None) -> bool:
         if self._readout is not None and execution_config is not None:
