@@ -7,13 +7,14 @@
 // where they come slowly (fault_in_huge_pages). QMLSIM_HUGEPAGES=0 turns huge pages off,
 // =1 on without that probe (for A/B measurement).
 //
-// Freed buffers of 2 MiB or more are kept (up to kCachedBuffers of them) and
-// handed to the next request of the same size: fresh memory costs a page fault
-// and the kernel's zeroing on first touch (measured on this VM: over half of a
-// 22-qubit gradient's time), and training allocates the same states for every
-// example. Cache-blocking chunk buffers (64 KiB to 2 MiB, one or two per thread
-// per segment) are kept the same way, up to kCachedChunks of them, in a cache
-// of their own so they never evict a state. QMLSIM_BUFFER_CACHE=0 turns both off.
+// Freed buffers of 2 MiB or more are kept (up to kCachedBuffers of them, in
+// all at most a quarter of the usable memory) and handed to the next request
+// of the same size: fresh memory costs a page fault and the kernel's zeroing
+// on first touch (measured on this VM: over half of a 22-qubit gradient's
+// time), and training allocates the same states for every example (a
+// density-matrix gradient: the states before every noise layer). Cache-blocking chunk buffers (64
+// KiB to 2 MiB, one or two per thread per segment) are kept the same way, up to kCachedChunks of
+// them, in a cache of their own so they never evict a state. QMLSIM_BUFFER_CACHE=0 turns both off.
 // Every live buffer's bytes are counted (buffer_bytes_live / _peak): state
 // vectors and their chunk buffers are AlignedBuffers, so this is the memory
 // the simulation itself holds, whatever the allocator keeps around.
@@ -27,6 +28,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -62,7 +64,7 @@ inline void reset_buffer_peak() { detail::buffer_peak.store(detail::buffer_live.
 
 namespace detail {
 inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
-inline constexpr std::size_t kCachedBuffers = 4;
+inline constexpr std::size_t kCachedBuffers = 16;
 inline constexpr std::size_t kSmallestCached = std::size_t{64} << 10;
 inline constexpr std::size_t kCachedChunks = 16;
 
@@ -70,6 +72,7 @@ inline constexpr std::size_t kCachedChunks = 16;
 struct BufferCache {
   std::mutex lock;
   std::vector<std::pair<std::size_t, void*>> free;  // bytes, pointer
+  std::size_t bytes = 0;                            // their sum
   ~BufferCache() {
     for (auto& [bytes, p] : free) std::free(p);
   }
@@ -92,28 +95,43 @@ inline void* take_cached(std::size_t bytes) {
   for (auto it = c.free.rbegin(); it != c.free.rend(); ++it) {
     if (it->first != bytes) continue;
     void* p = it->second;
+    c.bytes -= bytes;
     c.free.erase(std::next(it).base());
     return p;
   }
   return nullptr;
 }
-// Keeps a freed large buffer (evicting the oldest beyond kCachedBuffers).
+// The most bytes the cache of states keeps: a quarter of the usable memory
+// (unlimited where that is unknown: then kCachedBuffers alone bounds it).
+inline std::size_t cached_bytes_limit() {
+  static const std::size_t limit = [] {
+    const std::uint64_t have = usable_memory().bytes;
+    return have == 0 ? SIZE_MAX : static_cast<std::size_t>(have / 4);
+  }();
+  return limit;
+}
+// Keeps a freed large buffer (evicting the oldest beyond kCachedBuffers or
+// the byte limit).
 inline void give_back(std::size_t bytes, void* p) {
   if (!cache_wanted()) {
     std::free(p);
     return;
   }
   BufferCache& c = buffer_cache(bytes);
-  void* evicted = nullptr;
+  const bool states = bytes >= kHugePage;
+  std::vector<void*> evicted;
   {
     std::lock_guard<std::mutex> guard(c.lock);
     c.free.push_back({bytes, p});
-    if (c.free.size() > (bytes >= kHugePage ? kCachedBuffers : kCachedChunks)) {
-      evicted = c.free.front().second;
+    c.bytes += bytes;
+    while (c.free.size() > (states ? kCachedBuffers : kCachedChunks) ||
+           (states && c.bytes > cached_bytes_limit())) {
+      evicted.push_back(c.free.front().second);
+      c.bytes -= c.free.front().first;
       c.free.erase(c.free.begin());
     }
   }
-  std::free(evicted);
+  for (void* e : evicted) std::free(e);
 }
 
 // QMLSIM_HUGEPAGES: "0" never, "1" always, else (unset) probed per buffer.

@@ -2,12 +2,14 @@
 // grad/simulate.h, grad/batch.h): where and how circuits run.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string_view>
 
+#include "core/memory.h"
 #include "core/types.h"
 
 namespace qmlsim {
@@ -28,6 +30,18 @@ inline std::optional<Method> method_by_name(std::string_view name) {
   return std::nullopt;
 }
 
+// The bytes of forward states a density-matrix gradient keeps by default: a
+// quarter of the usable memory, at most 4 GiB (1 GiB where it is unknown).
+// Keeping a state costs a copy; beyond the budget the backward pass undoes
+// channels (a pass per channel block) or recomputes (docs/design/noise.md).
+inline std::uint64_t default_checkpoint_bytes() {
+  static const std::uint64_t bytes = [] {
+    const std::uint64_t have = usable_memory().bytes, four = std::uint64_t{4} << 30;
+    return have == 0 ? std::uint64_t{1} << 30 : std::min(four, have / 4);
+  }();
+  return bytes;
+}
+
 // How circuits run, for adjoint gradients and plain simulation (grad/simulate.h).
 struct EngineOptions {
   int threads = 1;
@@ -39,8 +53,9 @@ struct EngineOptions {
   std::span<const cplx> initial_state = {};
   Method method = Method::automatic;
   // Density-matrix gradients: bytes of forward states the backward pass may
-  // keep (beyond that, segments are recomputed from fewer checkpoints).
-  std::uint64_t checkpoint_bytes = std::uint64_t{1} << 30;
+  // keep (beyond that, channels are undone or segments recomputed from fewer
+  // checkpoints); by default default_checkpoint_bytes().
+  std::uint64_t checkpoint_bytes = default_checkpoint_bytes();
   // Trajectories: how many, and the seed of their random streams.
   std::int64_t trajectories = 1000;
   std::uint64_t seed = 1;
