@@ -12,9 +12,10 @@
 // of the same size: fresh memory costs a page fault and the kernel's zeroing
 // on first touch (measured on this VM: over half of a 22-qubit gradient's
 // time), and training allocates the same states for every example (a
-// density-matrix gradient: the states before every noise layer). Cache-blocking chunk buffers (64
-// KiB to 2 MiB, one or two per thread per segment) are kept the same way, up to kCachedChunks of
-// them, in a cache of their own so they never evict a state. QMLSIM_BUFFER_CACHE=0 turns both off.
+// density-matrix gradient: the states before every noise layer).
+// Cache-blocking chunk buffers (64 KiB to 2 MiB, one or two per thread per
+// segment) are kept the same way, up to kCachedChunks of them, in a cache of
+// their own so they never evict a state. QMLSIM_BUFFER_CACHE=0 turns both off.
 // Every live buffer's bytes are counted (buffer_bytes_live / _peak): state
 // vectors and their chunk buffers are AlignedBuffers, so this is the memory
 // the simulation itself holds, whatever the allocator keeps around.
