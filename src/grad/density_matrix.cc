@@ -419,7 +419,7 @@ AdjointResult pull_back(const Circuit& c, std::span<const double> theta,
     groups[j].ops = cut.groups[j];
     for (const Operation* op : cut.groups[j]) {
       groups[j].forward.push_back(bind_channel(*op, theta, n));
-      groups[j].dual.push_back(bind_channel(*op, theta, n, true));
+      groups[j].dual.push_back(adjoint(groups[j].forward.back()));  // as bind_channel's dual
       if (uncompute) groups[j].inverse.push_back(inverses[k++]);
     }
   }
