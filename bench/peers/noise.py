@@ -3,21 +3,32 @@
 density_matrix method, Qulacs' DensityMatrix, cirq.DensityMatrixSimulator and
 PennyLane's default.mixed, on the same circuits, in one process.
 
-    python bench/peers/noise.py [--qubits 8,10,12] [--layers 4] [--reps 5] [--threads 2]
-        [--peers aer,qulacs,cirq,mixed]
+    python bench/peers/noise.py [--circuits layered,qaoa,qcnn] [--qubits 8,10,12]
+        [--layers 4] [--reps 5] [--threads 2] [--peers aer,qulacs,cirq,mixed]
 
-The circuit: `layers` layers of RY and RZ on every qubit and a CNOT ring, with
-a depolarizing channel (p = 0.01) on every qubit after every gate layer and an
-amplitude damping (gamma = 0.02) on every qubit at the end of each layer;
-<Z0> of the final density matrix. Values agree first (1e-9, complex128 for
-everyone); then the timed runs alternate (peers and qmlsim in turn),
-medians, and the ratios peer / qmlsim (above 1: qmlsim is faster). qmlsim
-reads the circuit as OpenQASM 3 with Braket's noise pragmas each time
-(qmlsim.expval_qasm: parsing included). Also qmlsim's exact gradient (every
-angle, qmlsim.jacobian, which gives the value too) over its forward pass
-(qmlsim.expval), the same circuit built in Python, alternated, medians.
-default.mixed is skipped above 10 qubits (minutes per run). Threads: 2 for
-qmlsim, Aer and Qulacs (OMP_NUM_THREADS), one for cirq and default.mixed.
+The circuits (each a list of gates and channels that every simulator is
+built from, `ops` below):
+- layered: `layers` layers of RY and RZ on every qubit and a CNOT ring, a
+  depolarizing channel (p = 0.01) on every qubit after every gate layer and an
+  amplitude damping (gamma = 0.02) on every qubit at the end of each layer;
+  <Z0>.
+- qaoa: MaxCut QAOA with p = 2 on a 3-regular graph (a ring and its
+  diameters; even n), cost terms as CNOT RZ CNOT, RX mixers; after every gate
+  a depolarizing channel and an amplitude damping on each of its qubits;
+  sum of <Z_a Z_b> over the edges.
+- qcnn: a quantum convolutional network: on the active qubits, convolutions
+  (RY on both, CNOT) on neighbouring pairs, then pooling (CRZ from each even
+  one to the next, which stays) until one qubit is left; the same noise after
+  every gate; <Z> of the last qubit.
+Values agree first (1e-9, complex128 for everyone); then the timed runs
+alternate (peers and qmlsim in turn), medians, and the ratios peer / qmlsim
+(above 1: qmlsim is faster). qmlsim reads the circuit as OpenQASM 3 with
+Braket's noise pragmas each time (qmlsim.expval_qasm: parsing included).
+Also qmlsim's exact gradient (every angle, qmlsim.jacobian, which gives the
+value too) over its forward pass (qmlsim.expval), the same circuit built in
+Python, alternated, medians. default.mixed is skipped above 10 qubits
+(minutes per run). Threads: 2 for qmlsim, Aer and Qulacs (OMP_NUM_THREADS),
+one for cirq and default.mixed.
 """
 import argparse
 import os
@@ -28,149 +39,190 @@ import time
 import numpy as np
 
 DEPOL, DAMP = 0.01, 0.02
+GATES = {"h": 0, "rx": 1, "ry": 1, "rz": 1, "cx": 0, "crz": 1}  # name: parameters
+CHANNELS = {"depolarizing": DEPOL, "amplitude_damping": DAMP}
 
 
-def angles(n, layers, seed=7):
-    return np.random.default_rng(seed).uniform(-np.pi, np.pi, size=(layers, 2, n))
+def noisy(gate, wires, angle=None):
+    """A gate as (name, wires, angle), then a depolarizing channel and an
+    amplitude damping on each of its wires."""
+    return [(gate, wires, angle)] + [(ch, (w,), p) for w in wires for ch, p in CHANNELS.items()]
 
 
-def qasm(n, a):
+def layered(n, layers, rng):
+    ops = []
+    for _ in range(layers):
+        for g in ("ry", "rz"):
+            ops += [(g, (i,), t) for i, t in enumerate(rng.uniform(-np.pi, np.pi, n))]
+            ops += [("depolarizing", (i,), DEPOL) for i in range(n)]
+        ops += [("cx", (i, (i + 1) % n), None) for i in range(n)]
+        ops += [("amplitude_damping", (i,), DAMP) for i in range(n)]
+    return ops, [(0,)]
+
+
+def qaoa(n, layers, rng):
+    edges = [(i, (i + 1) % n) for i in range(n)] + [(i, i + n // 2) for i in range(n // 2)]
+    ops = [op for i in range(n) for op in noisy("h", (i,))]
+    for gamma, beta in rng.uniform(0, np.pi, (2, 2)):
+        for a, b in edges:
+            ops += noisy("cx", (a, b)) + noisy("rz", (b,), 2 * gamma) + noisy("cx", (a, b))
+        ops += [op for i in range(n) for op in noisy("rx", (i,), 2 * beta)]
+    return ops, edges
+
+
+def qcnn(n, layers, rng):
+    active, ops = list(range(n)), []
+    while len(active) > 1:
+        for start in (0, 1):
+            for a, b in zip(active[start::2], active[start + 1::2]):
+                t = rng.uniform(-np.pi, np.pi, 2)
+                ops += noisy("ry", (a,), t[0]) + noisy("ry", (b,), t[1]) + noisy("cx", (a, b))
+        for a, b in zip(active[0::2], active[1::2]):
+            ops += noisy("crz", (a, b), rng.uniform(-np.pi, np.pi))
+        active = active[1::2]
+    return ops, [(active[0],)]
+
+
+CIRCUITS = {"layered": layered, "qaoa": qaoa, "qcnn": qcnn}
+
+
+def observable_text(obs):
+    return " + ".join("*".join(f"Z{q}" for q in term) for term in obs)
+
+
+def qasm(n, ops):
     lines = ["OPENQASM 3.0;", 'include "stdgates.inc";', f"qubit[{n}] q;"]
-    for layer in a:
-        for g, row in zip(("ry", "rz"), layer):
-            lines += [f"{g}({float(t)!r}) q[{i}];" for i, t in enumerate(row)]
-            lines += [f"#pragma braket noise depolarizing({DEPOL}) q"]
-        lines += [f"cx q[{i}], q[{(i + 1) % n}];" for i in range(n)]
-        lines += [f"#pragma braket noise amplitude_damping({DAMP}) q"]
+    for name, wires, x in ops:
+        qubits = ", ".join(f"q[{w}]" for w in wires)
+        if name in CHANNELS:
+            lines.append(f"#pragma braket noise {name}({x}) {qubits}")
+        else:
+            lines.append(f"{name}{'' if x is None else f'({float(x)!r})'} {qubits};")
     return "\n".join(lines) + "\n"
 
 
-def run_qmlsim(n, a, threads):
+def run_qmlsim(n, ops, obs, threads):
     import qmlsim
-    text = qasm(n, a)
-    return lambda: float(qmlsim.expval_qasm(text, ["Z0"], threads=threads)[0])
+    text = qasm(n, ops)
+    return lambda: float(qmlsim.expval_qasm(text, [observable_text(obs)], threads=threads)[0])
 
 
-def run_aer(n, a, threads):
+def run_aer(n, ops, obs, threads):
     from qiskit import QuantumCircuit
     from qiskit.quantum_info import SparsePauliOp
     from qiskit_aer import AerSimulator
     from qiskit_aer.noise import amplitude_damping_error, depolarizing_error
+    errors = {"depolarizing": depolarizing_error(DEPOL * 4 / 3, 1),  # Aer's lambda = 4 p / 3
+              "amplitude_damping": amplitude_damping_error(DAMP)}
     qc = QuantumCircuit(n)
-    dep = depolarizing_error(DEPOL * 4 / 3, 1)  # Aer's lambda = 4 p / 3
-    damp = amplitude_damping_error(DAMP)
-    for layer in a:
-        for g, row in zip(("ry", "rz"), layer):
-            for i, t in enumerate(row):
-                getattr(qc, g)(float(t), i)
-            for i in range(n):
-                qc.append(dep.to_instruction(), [i])
-        for i in range(n):
-            qc.cx(i, (i + 1) % n)
-        for i in range(n):
-            qc.append(damp.to_instruction(), [i])
-    qc.save_expectation_value(SparsePauliOp("I" * (n - 1) + "Z"), list(range(n)), "z0")
+    for name, wires, x in ops:
+        if name in CHANNELS:
+            qc.append(errors[name].to_instruction(), list(wires))
+        elif name == "crz":  # not among the density_matrix method's gates
+            qc.rz(x / 2, wires[1])
+            qc.cx(*wires)
+            qc.rz(-x / 2, wires[1])
+            qc.cx(*wires)
+        else:
+            getattr(qc, name)(*([] if x is None else [float(x)]), *wires)
+    words = ["".join("Z" if q in term else "I" for q in reversed(range(n))) for term in obs]
+    qc.save_expectation_value(SparsePauliOp(words), list(range(n)), "h")
     sim = AerSimulator(method="density_matrix", max_parallel_threads=threads)
-    return lambda: float(sim.run(qc).result().data()["z0"])
+    return lambda: float(sim.run(qc).result().data()["h"])
 
 
-def run_qulacs(n, a, threads):
+def run_qulacs(n, ops, obs, threads):
     os.environ["OMP_NUM_THREADS"] = str(threads)
     import qulacs
-    from qulacs.gate import AmplitudeDampingNoise, DepolarizingNoise
+    from qulacs import gate
     c = qulacs.QuantumCircuit(n)
-    for layer in a:
-        for g, row in zip(("RY", "RZ"), layer):
-            for i, t in enumerate(row):
-                # Qulacs' rotations are exp(+i t P / 2)
-                getattr(c, f"add_{g}_gate")(i, -float(t))
-            for i in range(n):
-                c.add_gate(DepolarizingNoise(i, DEPOL))
-        for i in range(n):
-            c.add_CNOT_gate(i, (i + 1) % n)
-        for i in range(n):
-            c.add_gate(AmplitudeDampingNoise(i, DAMP))
-    obs = qulacs.Observable(n)
-    obs.add_operator(1.0, "Z 0")
+    for name, wires, x in ops:
+        if name == "depolarizing":
+            c.add_gate(gate.DepolarizingNoise(wires[0], x))
+        elif name == "amplitude_damping":
+            c.add_gate(gate.AmplitudeDampingNoise(wires[0], x))
+        elif name == "h":
+            c.add_H_gate(wires[0])
+        elif name == "cx":
+            c.add_CNOT_gate(*wires)
+        elif name == "crz":  # Qulacs' rotations are exp(+i t P / 2)
+            g = gate.to_matrix_gate(gate.RZ(wires[1], -float(x)))
+            g.add_control_qubit(wires[0], 1)
+            c.add_gate(g)
+        else:
+            getattr(c, f"add_{name.upper()}_gate")(wires[0], -float(x))
+    h = qulacs.Observable(n)
+    for term in obs:
+        h.add_operator(1.0, " ".join(f"Z {q}" for q in term))
 
     def f():
         rho = qulacs.DensityMatrix(n)
         c.update_quantum_state(rho)
-        return float(obs.get_expectation_value(rho).real)
+        return float(h.get_expectation_value(rho).real)
     return f
 
 
-def run_cirq(n, a, threads):
+def run_cirq(n, ops, obs, threads):
     import cirq
     q = cirq.LineQubit.range(n)
-    c = cirq.Circuit()
-    for layer in a:
-        for g, row in zip((cirq.ry, cirq.rz), layer):
-            c.append(g(float(t)).on(q[i]) for i, t in enumerate(row))
-            c.append(cirq.depolarize(DEPOL).on_each(*q))
-        c.append(cirq.CNOT(q[i], q[(i + 1) % n]) for i in range(n))
-        c.append(cirq.amplitude_damp(DAMP).on_each(*q))
+    make = {"h": lambda x: cirq.H, "rx": cirq.rx, "ry": cirq.ry, "rz": cirq.rz,
+            "cx": lambda x: cirq.CNOT, "crz": lambda x: cirq.ControlledGate(cirq.rz(x)),
+            "depolarizing": cirq.depolarize, "amplitude_damping": cirq.amplitude_damp}
+    c = cirq.Circuit(make[name](None if x is None else float(x)).on(*(q[w] for w in wires))
+                     for name, wires, x in ops)
+    h = sum(cirq.PauliString({q[w]: cirq.Z for w in term}) for term in obs)
     sim = cirq.DensityMatrixSimulator(dtype=np.complex128)
 
     def f():
         rho = sim.simulate(c).final_density_matrix
-        return float(cirq.Z(q[0]).expectation_from_density_matrix(rho, {x: i for i, x in enumerate(q)}).real)
+        return float(h.expectation_from_density_matrix(rho, {x: i for i, x in enumerate(q)}).real)
     return f
 
 
-def run_default_mixed(n, a, threads):
+def run_default_mixed(n, ops, obs, threads):
     import pennylane as qml
-    dev = qml.device("default.mixed", wires=n)
+    make = {"h": qml.Hadamard, "rx": qml.RX, "ry": qml.RY, "rz": qml.RZ, "cx": qml.CNOT,
+            "crz": qml.CRZ, "depolarizing": qml.DepolarizingChannel,
+            "amplitude_damping": qml.AmplitudeDamping}
+    h = qml.sum(*[qml.prod(*[qml.Z(w) for w in term]) for term in obs])
 
-    @qml.qnode(dev)
+    @qml.qnode(qml.device("default.mixed", wires=n))
     def circuit():
-        for layer in a:
-            for g, row in zip((qml.RY, qml.RZ), layer):
-                for i, t in enumerate(row):
-                    g(float(t), wires=i)
-                for i in range(n):
-                    qml.DepolarizingChannel(DEPOL, wires=i)
-            for i in range(n):
-                qml.CNOT(wires=[i, (i + 1) % n])
-            for i in range(n):
-                qml.AmplitudeDamping(DAMP, wires=i)
-        return qml.expval(qml.PauliZ(0))
+        for name, wires, x in ops:
+            make[name](*([] if x is None else [float(x)]), wires=list(wires))
+        return qml.expval(h)
     return lambda: float(circuit())
 
 
-def qmlsim_circuit(n, a):
-    """The benchmark circuit built with qmlsim's Python API, every angle a parameter."""
+def qmlsim_circuit(n, ops):
+    """The circuit built with qmlsim's Python API, every angle a parameter."""
     import qmlsim
+    names = {"h": "H", "rx": "RX", "ry": "RY", "rz": "RZ", "cx": "CNOT", "crz": "CRZ"}
     c = qmlsim.Circuit(n)
-    for layer in a:
-        for g, row in zip(("RY", "RZ"), layer):
-            for i, t in enumerate(row):
-                c.add(g, [i], [float(t)])
-            for i in range(n):
-                c.channel("depolarizing", [i], [DEPOL])
-        for i in range(n):
-            c.add("CNOT", [i, (i + 1) % n])
-        for i in range(n):
-            c.channel("amplitude_damping", [i], [DAMP])
+    for name, wires, x in ops:
+        if name in CHANNELS:
+            c.channel(name, list(wires), [x])
+        else:
+            c.add(names[name], list(wires), [] if x is None else [float(x)])
     return c
 
 
-def gradient_ratio(n, a, threads, reps, want):
+def gradient_ratio(n, ops, obs, threads, reps, want):
     """qmlsim's exact gradient (qmlsim.jacobian: every angle, and the value)
     over its forward pass (qmlsim.expval), in this process, alternated,
-    medians: (ratio, gradient seconds)."""
+    medians: (ratio, gradient seconds, angles)."""
     import qmlsim
-    c = qmlsim_circuit(n, a)
-    forward = lambda: qmlsim.expval(c, "Z0", threads=threads)  # noqa: E731
-    gradient = lambda: qmlsim.jacobian(c, "Z0", threads=threads)  # noqa: E731
+    c, h = qmlsim_circuit(n, ops), observable_text(obs)
+    forward = lambda: qmlsim.expval(c, h, threads=threads)  # noqa: E731
+    gradient = lambda: qmlsim.jacobian(c, h, threads=threads)  # noqa: E731
     if abs(forward()[0] - want) > 1e-12:
-        sys.exit(f"qmlsim's Python circuit at {n} qubits: <Z0> = {forward()[0]}, OpenQASM {want}")
+        sys.exit(f"qmlsim's Python circuit at {n} qubits: {forward()[0]}, OpenQASM {want}")
     gradient()
     f, g = [], []
     for _ in range(reps):
         f.append(timed(forward))
         g.append(timed(gradient))
-    return statistics.median(g) / statistics.median(f), statistics.median(g)
+    return statistics.median(g) / statistics.median(f), statistics.median(g), c.num_params
 
 
 def timed(fn):
@@ -181,8 +233,9 @@ def timed(fn):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--circuits", default="layered", help="layered, qaoa, qcnn (comma-separated)")
     p.add_argument("--qubits", default="8,10,12")
-    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--layers", type=int, default=4, help="the layered circuit's layers")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--peers", default="aer,qulacs,cirq,mixed",
@@ -190,41 +243,43 @@ def main():
     args = p.parse_args()
     peers = {"aer density_matrix": run_aer, "qulacs DensityMatrix": run_qulacs,
              "cirq DensityMatrixSimulator": run_cirq, "default.mixed": run_default_mixed}
-    print("| qubits | simulator | median s | peer / qmlsim |\n| --- | --- | --- | --- |")
-    for n in (int(x) for x in args.qubits.split(",")):
-        a = angles(n, args.layers)
-        ours = run_qmlsim(n, a, args.threads)
-        want = ours()
-        fns = {}
-        for name, make in peers.items():
-            if name.split()[0].split(".")[-1] not in args.peers.split(","):
-                continue
-            if name == "default.mixed" and n > 10:
-                continue
-            try:
-                fns[name] = make(n, a, args.threads)
-            except ImportError as e:
-                print(f"| {n} | {name} | not installed ({e.name}) | |")
-                continue
-            got = fns[name]()
-            if abs(got - want) > 1e-9:
-                sys.exit(f"{name} at {n} qubits: <Z0> = {got}, qmlsim {want}")
-        times = {name: [] for name in ["qmlsim", *fns]}
-        for _ in range(args.reps):
-            times["qmlsim"].append(timed(ours))
-            for name, fn in fns.items():
-                times[name].append(timed(fn))
+    print("| circuit | qubits | simulator | median s | peer / qmlsim |\n"
+          "| --- | --- | --- | --- | --- |")
+    for circuit in args.circuits.split(","):
+        for n in (int(x) for x in args.qubits.split(",")):
+            ops, obs = CIRCUITS[circuit](n, args.layers, np.random.default_rng(7))
+            row = f"| {circuit} | {n} |"
+            ours = run_qmlsim(n, ops, obs, args.threads)
+            want = ours()
+            fns = {}
+            for name, make in peers.items():
+                if name.split()[0].split(".")[-1] not in args.peers.split(","):
+                    continue
+                if name == "default.mixed" and n > 10:
+                    continue
+                try:
+                    fns[name] = make(n, ops, obs, args.threads)
+                except ImportError as e:
+                    print(f"{row} {name} | not installed ({e.name}) | |")
+                    continue
+                got = fns[name]()
+                if abs(got - want) > 1e-9:
+                    sys.exit(f"{name}, {circuit} at {n} qubits: {got}, qmlsim {want}")
+            times = {name: [] for name in ["qmlsim", *fns]}
+            for _ in range(args.reps):
                 times["qmlsim"].append(timed(ours))
-        base = statistics.median(times["qmlsim"])
-        print(f"| {n} | qmlsim | {base:.4f} | 1 |")
-        for name in fns:
-            m = statistics.median(times[name])
-            print(f"| {n} | {name} | {m:.4f} | {m / base:.1f} |")
-        g = gradient_ratio(n, a, args.threads, args.reps, want)
-        if g:
-            print(f"| {n} | qmlsim expval + gradient ({2 * n * args.layers} angles) | {g[1]:.4f} | "
-                  f"{g[0]:.2f}x its forward |")
-        sys.stdout.flush()
+                for name, fn in fns.items():
+                    times[name].append(timed(fn))
+                    times["qmlsim"].append(timed(ours))
+            base = statistics.median(times["qmlsim"])
+            print(f"{row} qmlsim | {base:.4f} | 1 |")
+            for name in fns:
+                m = statistics.median(times[name])
+                print(f"{row} {name} | {m:.4f} | {m / base:.1f} |")
+            ratio, seconds, angles = gradient_ratio(n, ops, obs, args.threads, args.reps, want)
+            print(f"{row} qmlsim expval + gradient ({angles} angles) | {seconds:.4f} | "
+                  f"{ratio:.2f}x its forward |")
+            sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -400,16 +400,22 @@ AdjointResult pull_back(const Circuit& c, std::span<const double> theta,
   require_cpu(options);
   const int n = c.num_qubits();
   // The backward pass needs rho before each channel group. The forward pass
-  // keeps them all when they fit options.checkpoint_bytes (a copy costs less
-  // than undoing a group); otherwise channels are undone by their inverses
-  // where those exist and keep rounding errors small (1e-16 grown 1e6-fold in
-  // complex128, 1e-7 10-fold in complex64); otherwise the forward pass keeps
-  // the state before every stride-th group and recomputes the others.
+  // keeps them all when they fit options.checkpoint_bytes and the groups are
+  // noise layers (n / 2 channels or more on average: a copy then costs less
+  // than undoing a group, a pass per channel block); otherwise channels are
+  // undone by their inverses where those exist and keep rounding errors small
+  // (1e-16 grown 1e6-fold in complex128, 1e-7 10-fold in complex64): with
+  // noise after every gate, keeping would cut the forward pass into a leg per
+  // gate and copy the state as often; otherwise the forward pass keeps the
+  // states it can (every stride-th group) and recomputes the others.
   const Precision precision = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
   const std::uint64_t bytes = density_matrix_bytes(n, precision);
   Cut cut = cut_at_channels(c, /*trainable_alone=*/true);
+  std::size_t channels = 0;
+  for (const std::vector<const Operation*>& g : cut.groups) channels += g.size();
+  const bool layers = 2 * channels >= cut.groups.size() * static_cast<std::size_t>(n);
   std::vector<BoundGate> inverses;
-  if (bytes * cut.groups.size() > options.checkpoint_bytes)
+  if (!layers || bytes * cut.groups.size() > options.checkpoint_bytes)
     inverses = channel_inverses(c, theta, n, sizeof(R) == 8 ? 1e6 : 10.0);
   const bool uncompute = !inverses.empty();
   if (uncompute) cut = cut_at_channels(c, false);

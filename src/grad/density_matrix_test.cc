@@ -233,8 +233,9 @@ TEST(DensityMatrix, GradientsUndoInvertibleChannelsAndKeepStatesForOthers) {
 
 // Channel parameters as trainable slots (value = 0.5 theta[slot] + shift):
 // every table channel's parameters, in noise layers where trainable channels
-// sit between literal ones, against finite differences; with the states kept,
-// recomputed and (all channels invertible) undone.
+// sit between literal ones, against finite differences; with the channels
+// undone (where all are invertible), and with a reset after them the states
+// kept or recomputed.
 TEST(DensityMatrix, ChannelParameterGradientsEqualFiniteDifferences) {
   std::mt19937_64 rng(52);
   std::uniform_real_distribution<double> u(0, 1);
@@ -264,17 +265,28 @@ TEST(DensityMatrix, ChannelParameterGradientsEqualFiniteDifferences) {
     }
     const std::vector<PauliSum> obs = {random_observable(n, rng)};
     const double w[] = {1.3};
-    const std::vector<double> want = finite_differences(c, theta, obs, w);
-    for (std::uint64_t budget : {std::uint64_t{1} << 40, std::uint64_t{1}}) {
-      EngineOptions o;
-      o.fusion = trial % 2 ? 3 : 0;
-      o.threads = 1 + trial % 2;
-      o.checkpoint_bytes = budget;
-      const AdjointResult g = adjoint_vjp<double>(c, theta, obs, w, o);
-      for (std::size_t s = 0; s < theta.size(); ++s)
-        ASSERT_NEAR(g.gradient[s], want[s], 1e-7) << "trial " << trial << " slot " << s;
-      const AdjointResult f = adjoint_vjp<float>(c, theta, obs, w, o);
-      for (std::size_t s = 0; s < theta.size(); ++s) EXPECT_NEAR(f.gradient[s], want[s], 2e-3);
+    // A reset at the end (damping with gamma = 1: singular) keeps the pass
+    // from undoing channels: the states are then kept or recomputed.
+    for (bool singular : {false, true}) {
+      if (singular) {
+        Operation reset;
+        reset.channel = ChannelId::amplitude_damping;
+        reset.wires = {0};
+        reset.params = {ParamExpr::literal(1.0)};
+        c.add(reset);
+      }
+      const std::vector<double> want = finite_differences(c, theta, obs, w);
+      for (std::uint64_t budget : {std::uint64_t{1} << 40, std::uint64_t{1}}) {
+        EngineOptions o;
+        o.fusion = trial % 2 ? 3 : 0;
+        o.threads = 1 + trial % 2;
+        o.checkpoint_bytes = budget;
+        const AdjointResult g = adjoint_vjp<double>(c, theta, obs, w, o);
+        for (std::size_t s = 0; s < theta.size(); ++s)
+          ASSERT_NEAR(g.gradient[s], want[s], 1e-7) << "trial " << trial << " slot " << s;
+        const AdjointResult f = adjoint_vjp<float>(c, theta, obs, w, o);
+        for (std::size_t s = 0; s < theta.size(); ++s) EXPECT_NEAR(f.gradient[s], want[s], 2e-3);
+      }
     }
   }
   // Only invertible channels (depolarizing) and states beyond the budget: the
