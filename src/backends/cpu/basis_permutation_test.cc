@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <random>
 
@@ -37,13 +38,15 @@ TEST(AffinePermutation, AcceptsAffinePermutationsOnly) {
 }
 
 // `count` random X, CNOT and SWAP gates on b wires, each appended to p.
-std::vector<BoundGate> random_run(int b, int count, std::mt19937_64& rng, AffinePermutation& p) {
+// Gates on qubits `lowest` and up (below them the permutation moves blocks).
+std::vector<BoundGate> random_run(int b, int count, std::mt19937_64& rng, AffinePermutation& p,
+                                  int lowest = 0) {
   const GateId ids[] = {GateId::X, GateId::CNOT, GateId::SWAP, GateId::CNOT};
   std::vector<BoundGate> gates;
   for (int i = 0; i < count; ++i) {
-    const GateId id = ids[rng() % (b >= 2 ? 4 : 1)];
-    std::vector<int> q(b);
-    std::iota(q.begin(), q.end(), 0);
+    const GateId id = ids[rng() % (b - lowest >= 2 ? 4 : 1)];
+    std::vector<int> q(b - lowest);
+    std::iota(q.begin(), q.end(), lowest);
     std::shuffle(q.begin(), q.end(), rng);
     q.resize(static_cast<std::size_t>(gate_info(id).num_wires));
     gates.push_back(gate(id, q));
@@ -56,9 +59,10 @@ template <class R>
 void check_random_runs() {
   std::mt19937_64 rng(17);
   for (int b : {1, 3, 8, 11}) {
-    for (int trial = 0; trial < 20; ++trial) {
+    for (int trial = 0; trial < 30; ++trial) {
       AffinePermutation p(b);
-      const std::vector<BoundGate> gates = random_run(b, 12, rng, p);
+      const int lowest = std::min(b - 1, trial % 3 == 0 ? 0 : trial % 3 == 1 ? 2 : 5);
+      const std::vector<BoundGate> gates = random_run(b, 12, rng, p, lowest);
       ASSERT_EQ(p.gates(), 12);
       const testing::State in = testing::random_state(b, rng);
       StateVector<R> want(b), got(b), out(b);
