@@ -59,11 +59,18 @@ template <class R>
 void check_random_runs() {
   std::mt19937_64 rng(17);
   for (int b : {1, 3, 8, 11}) {
-    for (int trial = 0; trial < 30; ++trial) {
+    for (int trial = 0; trial < 40; ++trial) {
       AffinePermutation p(b);
-      const int lowest = std::min(b - 1, trial % 3 == 0 ? 0 : trial % 3 == 1 ? 2 : 5);
-      const std::vector<BoundGate> gates = random_run(b, 12, rng, p, lowest);
-      ASSERT_EQ(p.gates(), 12);
+      // Runs on all qubits, on qubits 2 and up, and on qubits 5 and up (their
+      // low bits move as blocks), the last also with a CNOT from the top qubit
+      // onto qubit 0 (then no block may form).
+      const int lowest = std::min(b - 1, trial % 4 == 0 ? 0 : trial % 4 == 1 ? 2 : 5);
+      std::vector<BoundGate> gates = random_run(b, 12, rng, p, lowest);
+      if (trial % 4 == 3 && b >= 2) {
+        gates.push_back(gate(GateId::CNOT, {b - 1, 0}));
+        EXPECT_TRUE(p.append(gates.back()));
+      }
+      ASSERT_EQ(p.gates(), static_cast<int>(gates.size()));
       const testing::State in = testing::random_state(b, rng);
       StateVector<R> want(b), got(b), out(b);
       want.set_amplitudes(in);
