@@ -114,15 +114,12 @@ void AffinePermutation::apply_to(const R* const* in, R* const* out) const {
   // amplitudes: F(B 2^m + l) = F(B 2^m) + l. Over the block index, F(i) =
   // lo[i & (2^k - 1)] ^ F(high bits of i): a table over its low k bits, one
   // XOR per block; reads sequential, writes scattered (inside a chunk).
-  int m = 0;
-  while (m < b_ && col_[static_cast<std::size_t>(m)] == bit(m) && !(shift_ >> m & 1)) ++m;
-  const auto touches_below = [&](int mm) {
-    const index_t low = bit(mm) - 1;
-    for (int j = mm; j < b_; ++j)
-      if (col_[static_cast<std::size_t>(j)] & low) return true;
-    return false;
-  };
-  while (m > 0 && touches_below(m)) --m;
+  index_t moved = shift_;  // the bits F changes, and those whose columns it changes
+  for (int j = 0; j < b_; ++j) {
+    const index_t d = col_[static_cast<std::size_t>(j)] ^ bit(j);
+    if (d != 0) moved |= d | bit(j);
+  }
+  int m = moved == 0 ? b_ : std::countr_zero(moved);
   if (m < kMinBlockBits) m = 0;
   const int k = b_ - m < 8 ? b_ - m : 8;
   index_t lo[256];
