@@ -241,6 +241,9 @@ def main():
     p.add_argument("--peers", default="aer,qulacs,cirq,mixed",
                    help="which peers (cirq and default.mixed take minutes from 12 qubits)")
     args = p.parse_args()
+    unknown = set(args.circuits.split(",")) - set(CIRCUITS)
+    if unknown:
+        p.error(f"--circuits: unknown {', '.join(sorted(unknown))} (one of {', '.join(CIRCUITS)})")
     peers = {"aer density_matrix": run_aer, "qulacs DensityMatrix": run_qulacs,
              "cirq DensityMatrixSimulator": run_cirq, "default.mixed": run_default_mixed}
     print("| circuit | qubits | simulator | median s | peer / qmlsim |\n"
