@@ -232,10 +232,20 @@ def _native(op) -> bool:
             or _template(op) is not None or _adjoint_template(op) is not None)
 
 
+def _table_gate_or_inverse(op) -> bool:
+    """A table gate the adjoint differentiates, or qml.adjoint of one (its
+    inverse rule): native and differentiable whatever its parameters."""
+    if isinstance(op, qml.ops.op_math.Adjoint):
+        op = op.base
+    return op.name in _DIFFERENTIABLE
+
+
 def _adjoint_native(op) -> bool:
     """Native, and differentiable by the C++ adjoint when trainable. A state
     preparation (only the first operation remains one) is the starting state:
     it may not be trainable."""
+    if _table_gate_or_inverse(op):  # the common case, first
+        return True
     if isinstance(op, StatePrepBase) or _template(op) or _adjoint_template(op):
         return not qml.operation.is_trainable(op)
     if not _native(op):
@@ -595,6 +605,10 @@ def _add_operation(b, op, values, trainable=None):
     """The engine gates of any other native operation, appended to b; its tape
     parameters appended to values."""
     t = len(values)
+    inverse = _adjoint_base(op)  # qml.adjoint of a table gate: common in kernels and ansatze
+    if inverse is not None:
+        _inverse(inverse, b, values)
+        return
     if _is_channel(op):
         _add_channel(b, op, values, trainable)
         return
@@ -624,10 +638,6 @@ def _add_operation(b, op, values, trainable=None):
         values.extend([0.0] * op.num_params)
         for name, qubits, params in built:
             b.engine_gate(name, qubits, params)
-        return
-    inverse = _adjoint_base(op)
-    if inverse is not None:
-        _inverse(inverse, b, values)
         return
     controls, control_values = (), ()
     base = _controlled_base(op)

@@ -57,7 +57,6 @@ from pennylane.transforms.core import CompilePipeline
 
 from . import _qmlsim
 from ._pennylane import (
-    _DIFFERENTIABLE,
     DeviceError,
     _adjoint_native,
     _mcm_key,
@@ -68,6 +67,7 @@ from ._pennylane import (
     _real_pauli_sum,
     _squared_terms,
     _standard_wires,
+    _table_gate_or_inverse,
 )
 from ._program import engine_options, options
 
@@ -420,7 +420,7 @@ class QmlsimQubit(Device):
     def _differentiable_as_is(op) -> bool:
         """Whether op runs as it is and the adjoint differentiates it (the fast
         path of supports_derivatives; False sends op to the full check)."""
-        return op.name in _DIFFERENTIABLE
+        return _table_gate_or_inverse(op)
 
     def supports_derivatives(self, execution_config=None, circuit=None) -> bool:
         if execution_config is None:
