@@ -2,7 +2,8 @@
 # The Python package and the PennyLane device, as a user installs them:
 #  1. `pip install .` into a fresh virtual environment (build/python-venv), with
 #     the pinned test requirements; the package's own tests (python/tests, the
-#     Qiskit ones included) and the Qiskit QAOA example;
+#     Qiskit ones included), the SDKs' tutorials of bench/tutorials (agreement
+#     with each tutorial's own simulator) and the Qiskit QAOA example;
 #     PennyLane's device test suite, analytic and with 10,000 shots (the counts
 #     are in docs/python.md);
 #  2. `pip wheel .`, and that wheel installed into a second fresh environment
@@ -20,6 +21,8 @@ echo "== python: pip install ."
 "$venv/bin/pip" install "${pip_q[@]}" .
 echo "== python: package tests"
 (cd build && "../$venv/bin/python" -m pytest -q -p no:cacheprovider ../python/tests)
+echo "== python: the SDKs' own tutorials through the doors, against their simulators (agreement)"
+"$venv/bin/python" bench/tutorials/run.py --reps 0
 echo "== python: the Qiskit QAOA example (qmlsim.qiskit, one step)"
 "$venv/bin/python" examples/qiskit/qaoa_maxcut.py --graph examples/data/graphs/gnm_n18_m24_seed1967.edges --steps 1
 for device in qmlsim.qubit qmlsim.mixed; do

@@ -3,7 +3,8 @@
 # command because TensorFlow from PyPI is about 1.5 GB with its dependencies:
 # qmlsim.tfq against TensorFlow Quantum 0.7.6 (which pins TensorFlow 2.18, legacy
 # Keras and cirq 1.5) and against Cirq in double precision, two workers under
-# MultiWorkerMirroredStrategy, and the QCNN example trained with both backends
+# MultiWorkerMirroredStrategy, TFQ's tutorials of bench/tutorials (agreement with
+# TFQ), and the QCNN example trained with both backends
 # (the qmlsim one must reach 0.9 validation accuracy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,7 @@ venv=build/python-venv-tfq
 "$venv/bin/pip" install --quiet --disable-pip-version-check .
 export TF_USE_LEGACY_KERAS=1 TF_CPP_MIN_LOG_LEVEL=2
 (cd build && "../$venv/bin/python" -m pytest -q -p no:cacheprovider ../python/tests_tfq)
+"$venv/bin/python" bench/tutorials/run.py --only tfq --reps 0
 for backend in qmlsim tfq; do
   "$venv/bin/python" examples/tfq/qcnn.py --backend "$backend" | tee "build/qcnn-$backend.log" | tail -1
 done

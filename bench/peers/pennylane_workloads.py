@@ -12,8 +12,11 @@ alternating between the devices; medians, and the ratio lightning / qmlsim
 
 Workloads: QAOA Max-Cut (18 nodes; 24 with --large), VQE on H4 and LiH with
 AllSinglesDoubles and with UCCSD (adjoint gradient of the molecular
-Hamiltonian), StronglyEntanglingLayers forward and Jacobian (4, 8, 12, 16
-qubits, one <Z> per wire), a quantum kernel matrix (6 and 10 qubits), a data
+Hamiltonian; H4 also with the Hamiltonian built from `qml.qchem.Molecule`, as
+the qchem demos build it, and its forward pass in both forms),
+StronglyEntanglingLayers forward and Jacobian (4, 8, 12, 16 qubits, one <Z>
+per wire), a quantum kernel matrix (6 and 10 qubits; and 6 qubits in the
+kernels demo's form: a gate-by-gate ansatz and its qml.adjoint), a data
 re-uploading classifier (8 qubits, 3 layers, batch of 32 through qml.jacobian);
 with --torch, the dressed classifier of PennyLane's transfer-learning demo
 (one QNode call per row, 10 and 16 wires, training and inference).
@@ -67,14 +70,19 @@ def qaoa(nodes):
 _HAMILTONIANS = {}
 
 
-def vqe(molecule, ansatz):
+def vqe(molecule, ansatz, form="symbols", forward_only=False):
+    """form "symbols": molecular_hamiltonian(symbols, coordinates), as
+    bench scripts write it; "Molecule": molecular_hamiltonian(qml.qchem.Molecule(...)),
+    as PennyLane's qchem demos write it (pennylane.numpy coefficients)."""
     symbols, coords, electrons = {
         "H4": (["H"] * 4, np.array([0.0, 0, 0, 0, 0, 1.4, 0, 0, 2.8, 0, 0, 4.2]), 4),
         "LiH": (["Li", "H"], np.array([0.0, 0, 0, 0, 0, 2.969280527]), 4),
     }[molecule]
-    if molecule not in _HAMILTONIANS:
-        _HAMILTONIANS[molecule] = qml.qchem.molecular_hamiltonian(symbols, coords)
-    h, n = _HAMILTONIANS[molecule]
+    if (molecule, form) not in _HAMILTONIANS:
+        _HAMILTONIANS[molecule, form] = qml.qchem.molecular_hamiltonian(
+            qml.qchem.Molecule(symbols, coords) if form == "Molecule" else symbols,
+            *(() if form == "Molecule" else (coords,)))
+    h, n = _HAMILTONIANS[molecule, form]
     hf = qml.qchem.hf_state(electrons, n)
     singles, doubles = qml.qchem.excitations(electrons, n)
     count = len(singles) + len(doubles)
@@ -93,6 +101,8 @@ def vqe(molecule, ansatz):
             return qml.expval(h)
 
         w = pnp.array(np.random.default_rng(2).uniform(-0.1, 0.1, count), requires_grad=True)
+        if forward_only:
+            return lambda: energy(w)
         return lambda: (energy(w), qml.grad(energy)(w))
 
     return n, make
@@ -133,6 +143,37 @@ def kernel_matrix(n, points):
 
         return lambda: qml.kernels.square_kernel_matrix(x, lambda a, b: overlap(a, b)[0],
                                                         assume_normalized_kernel=True)
+
+    return n, make
+
+
+def kernel_matrix_demo(n, points, layers=6):
+    """The kernel of PennyLane's kernels demo (tutorial_kernels_module) as it
+    writes it: a layered ansatz gate by gate (Hadamard, RZ of the data, RY,
+    a ring of CRZ) and qml.adjoint of it, qml.probs of every wire."""
+    x = np.random.default_rng(4).uniform(0, np.pi, (points, n))
+    params = np.random.default_rng(9).uniform(0, 2 * np.pi, (layers, 2, n))
+
+    def ansatz(x, params, wires):
+        for k, layer_params in enumerate(params):
+            for j, wire in enumerate(wires):
+                qml.Hadamard(wires=[wire])
+                qml.RZ(x[(k * len(wires) + j) % len(x)], wires=[wire])
+                qml.RY(layer_params[0, j], wires=[wire])
+            for j in range(len(wires)):
+                qml.CRZ(layer_params[1][j], wires=[wires[j], wires[(j + 1) % len(wires)]])
+
+    def make(name):
+        dev = qml.device(name, wires=n)
+
+        @qml.qnode(dev)
+        def kernel_circuit(a, b):
+            ansatz(a, params, wires=range(n))
+            qml.adjoint(ansatz)(b, params, wires=range(n))
+            return qml.probs(wires=range(n))
+
+        return lambda: qml.kernels.square_kernel_matrix(
+            x, lambda a, b: kernel_circuit(a, b)[0], assume_normalized_kernel=True)
 
     return n, make
 
@@ -268,11 +309,18 @@ def workloads(args):
     for mol in ("H4", "LiH"):
         for ansatz in ("AllSinglesDoubles", "UCCSD"):
             w[f"VQE {mol}, {ansatz}: energy + gradient"] = vqe(mol, ansatz)
+    w["VQE H4, AllSinglesDoubles, Hamiltonian from qml.qchem.Molecule: energy + gradient"] = \
+        vqe("H4", "AllSinglesDoubles", "Molecule")
+    for form in ("symbols", "Molecule"):
+        w[f"VQE H4, AllSinglesDoubles, Hamiltonian from {form}: energy"] = \
+            vqe("H4", "AllSinglesDoubles", form, forward_only=True)
     for n in (4, 8, 12, 16):
         w[f"StronglyEntanglingLayers, {n} qubits: forward"] = strongly_entangling(n, False)
         w[f"StronglyEntanglingLayers, {n} qubits: Jacobian"] = strongly_entangling(n, True)
     w["kernel matrix, 6 qubits, 30 points (435 circuits)"] = kernel_matrix(6, 30)
     w["kernel matrix, 10 qubits, 12 points (66 circuits)"] = kernel_matrix(10, 12)
+    w["kernel matrix, kernels-demo form, 6 qubits, 12 points (66 circuits)"] = \
+        kernel_matrix_demo(6, 12)
     w["data re-uploading, 8 qubits, 3 layers, batch of 32: loss + gradient"] = reuploading()
     if args.torch:
         for n in (10, 16):
