@@ -280,6 +280,20 @@ def test_wire_labels_and_broadcasting():
         return qml.expval(qml.PauliZ("a"))
 
     assert np.allclose(f(np.array([0.0, np.pi / 2, np.pi])), [1.0, 0.0, -1.0], atol=1e-12)
+    # A trainable batch (autograd boxes), alone and beside a matrix parameter:
+    # the batch is split, the Jacobian is diagonal.
+    for matrix in (False, True):
+        @qml.qnode(dev, diff_method="adjoint")
+        def g(x, matrix=matrix):
+            if matrix:
+                qml.QubitUnitary(np.eye(2), wires="a")
+            qml.RX(x, wires="b")
+            qml.CNOT(wires=["b", "a"])
+            return qml.expval(qml.PauliZ("a"))
+
+        x = pnp.array([0.1, 0.7, 2.0], requires_grad=True)
+        assert np.allclose(g(x), np.cos(x), atol=1e-12)
+        assert np.allclose(qml.jacobian(g)(x), np.diag(-np.sin(x)), atol=1e-12)
 
 
 def test_bad_input_gives_clear_errors():

@@ -408,4 +408,10 @@ double apply_pauli_sum(const PauliSum& h, const R* in, R* out, int n, int thread
 template <class R>
 Matrix cross_matrix(const R* bra, const R* ket, int n, const BoundGate& g, int threads);
 
+// <bra| g |ket> (g on its targets, controls 1), in double, independent of the
+// thread count: from the cross matrix, or where at most half of g's entries are
+// nonzero, from those entries alone (cross_matrix.cc).
+template <class R>
+cplx matrix_element(const R* bra, const R* ket, int n, const BoundGate& g, int threads);
+
 }  // namespace qmlsim::cpu

@@ -1,5 +1,6 @@
-// Cross matrices of the adjoint sweep: sum conj(bra) ket over a gate's groups of
-// amplitudes (chunks.h: cross_matrix), with SIMD loops per gate shape.
+// Cross matrices and matrix elements of the adjoint sweep: sums of conj(bra) ket over a
+// gate's groups of amplitudes (chunks.h: cross_matrix, matrix_element), with SIMD loops
+// per gate shape.
 #include <algorithm>
 #include <array>
 #include <cassert>
@@ -279,7 +280,80 @@ Matrix cross_matrix_runs(const R* bra, const R* ket, int n, const BoundGate& g, 
   return sum_block_partials(partial, nblocks, kEntries);
 }
 
+// One nonzero entry of a gate's matrix.
+struct Entry {
+  std::size_t r, c;
+  cplx value;
+};
+
+// <bra| g |ket> from g's nonzero entries alone: sum over entries (r, c) of
+// g_rc sum conj(bra[base|off_r]) ket[base|off_c], each inner sum over the runs
+// below the lowest wire in the state's precision (as cross_matrix_diagonal),
+// blocks of groups in order.
+template <class R>
+cplx matrix_element_sparse(const R* bra, const R* ket, int n, const BoundGate& g,
+                           const std::vector<Entry>& nonzero, int threads) {
+  const GroupLayout lay(g);
+  const std::vector<int>& pos = lay.pos;
+  const std::vector<index_t>& off = lay.off;
+  const index_t ones = lay.ones;
+  const int npos = static_cast<int>(pos.size());
+  const RunLayout rl(lay, n);
+  const int run_bits = rl.run_bits, bb = rl.bb;
+  const index_t run = rl.run;
+  const std::int64_t nblocks = rl.nblocks;
+  const std::size_t ne = nonzero.size();
+  std::vector<double> partial(static_cast<std::size_t>(nblocks) * 2 * ne, 0.0);
+  parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t blk) {
+    double* acc = &partial[static_cast<std::size_t>(blk) * 2 * ne];
+    for (index_t o = static_cast<index_t>(blk) << bb; o < (static_cast<index_t>(blk) + 1) << bb;
+         ++o) {
+      const index_t base = insert_zero_bits(o << run_bits, pos.data(), npos) | ones;
+      for (std::size_t e = 0; e < ne; ++e) {
+        const R* x = bra + 2 * (base | off[nonzero[e].r]);
+        const R* y = ket + 2 * (base | off[nonzero[e].c]);
+        R sr = 0, si = 0;  // sum conj(x) y
+#pragma omp simd reduction(+ : sr, si)
+        for (index_t t = 0; t < run; ++t) {
+          sr += x[2 * t] * y[2 * t] + x[2 * t + 1] * y[2 * t + 1];
+          si += x[2 * t] * y[2 * t + 1] - x[2 * t + 1] * y[2 * t];
+        }
+        acc[2 * e] += sr;
+        acc[2 * e + 1] += si;
+      }
+    }
+  });
+  cplx sum = 0;
+  for (std::int64_t blk = 0; blk < nblocks; ++blk)
+    for (std::size_t e = 0; e < ne; ++e) {
+      const double* acc = &partial[static_cast<std::size_t>(blk) * 2 * ne];
+      sum += nonzero[e].value * cplx{acc[2 * e], acc[2 * e + 1]};
+    }
+  return sum;
+}
+
 }  // namespace
+
+template <class R>
+cplx matrix_element(const R* bra, const R* ket, int n, const BoundGate& g, int threads) {
+  if (!g.diagonal) {
+    const std::size_t dim = g.dim();
+    std::vector<Entry> nonzero;
+    for (std::size_t r = 0; r < dim; ++r)
+      for (std::size_t c = 0; c < dim; ++c)
+        if (g.matrix[r * dim + c] != cplx{0}) nonzero.push_back({r, c, g.matrix[r * dim + c]});
+    // A channel's superoperator derivative has 4-6 of its 16 entries nonzero.
+    if (2 * nonzero.size() <= dim * dim)
+      return matrix_element_sparse(bra, ket, n, g, nonzero, threads);
+  }
+  const Matrix m = cross_matrix(bra, ket, n, g, threads);
+  cplx sum = 0;
+  for (std::size_t i = 0; i < m.size(); ++i) sum += g.matrix[i] * m[i];
+  return sum;
+}
+
+template cplx matrix_element<float>(const float*, const float*, int, const BoundGate&, int);
+template cplx matrix_element<double>(const double*, const double*, int, const BoundGate&, int);
 
 template <class R>
 Matrix cross_matrix(const R* bra, const R* ket, int n, const BoundGate& g, int threads) {

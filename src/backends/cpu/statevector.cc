@@ -333,10 +333,7 @@ std::vector<double> StateVector<R>::probabilities() const {
 template <class R>
 cplx StateVector<R>::matrix_element(const BoundGate& g, const StateVector& ket) const {
   assert(ket.n_ == n_);
-  const Matrix m = cross_matrix(amps_.data(), ket.amps_.data(), n_, g, threads_);
-  cplx sum = 0;
-  for (std::size_t i = 0; i < m.size(); ++i) sum += g.matrix[i] * m[i];
-  return sum;
+  return cpu::matrix_element(amps_.data(), ket.amps_.data(), n_, g, threads_);
 }
 
 template <class R>
