@@ -2,7 +2,8 @@
 # The TensorFlow-dependent checks of the Python package, kept out of the test
 # command because TensorFlow from PyPI is about 1.5 GB with its dependencies:
 # qmlsim.tfq against TensorFlow Quantum 0.7.6 (which pins TensorFlow 2.18, legacy
-# Keras and cirq 1.5) and against Cirq in double precision, two workers under
+# Keras and cirq 1.5) and against Cirq in double precision, the PennyLane devices
+# under PennyLane's TensorFlow interface, two workers under
 # MultiWorkerMirroredStrategy, TFQ's tutorials of bench/tutorials (agreement with
 # TFQ), and the QCNN example trained with both backends
 # (the qmlsim one must reach 0.9 validation accuracy).
