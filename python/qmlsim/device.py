@@ -51,6 +51,7 @@ from pennylane.measurements import (
     StateMP,
     VarianceMP,
 )
+from pennylane.operation import StatePrepBase
 from pennylane.ops import Conditional
 from pennylane.transforms import broadcast_expand, defer_measurements, dynamic_one_shot
 from pennylane.transforms.core import CompilePipeline
@@ -67,7 +68,6 @@ from ._pennylane import (
     _real_pauli_sum,
     _squared_terms,
     _standard_wires,
-    _table_gate_or_inverse,
 )
 from ._program import engine_options, options
 
@@ -431,11 +431,14 @@ class QmlsimQubit(Device):
     def _adjoint_differentiates(self, m) -> bool:
         return _adjoint_measurement(m) or (self._state_vjp and _state_measurement(m))
 
-    @staticmethod
-    def _differentiable_as_is(op) -> bool:
+    def _differentiable_as_is(self, op) -> bool:
         """Whether op runs as it is and the adjoint differentiates it (the fast
-        path of supports_derivatives; False sends op to the full check)."""
-        return _table_gate_or_inverse(op)
+        path of supports_derivatives): the adjoint's own stopping condition
+        holds, so the full check would decompose nothing, and op prepares no
+        state (whose trainability the full check validates). False sends op
+        to the full check."""
+        return self._adjoint_stops(op) and not (isinstance(op, StatePrepBase)
+                                                or op.name == "QubitDensityMatrix")
 
     def supports_derivatives(self, execution_config=None, circuit=None) -> bool:
         if execution_config is None:
@@ -456,7 +459,7 @@ class QmlsimQubit(Device):
         if any(t >= num_op_params for t in circuit.trainable_params):
             return False  # a trainable observable coefficient
         if all(self._differentiable_as_is(op) for op in circuit.operations):
-            return True  # table operations only: nothing to decompose, every one differentiable
+            return True  # nothing to decompose, every operation differentiable
         # The answer depends on the operations' kinds, wires, hyperparameters and
         # trainability only, so a training loop's repeated structure asks once.
         try:

@@ -115,11 +115,6 @@ class QmlsimMixed(QmlsimQubit):
             config = dataclasses.replace(config, gradient_method="parameter-shift")
         return super().setup_execution_config(config, circuit)
 
-    @staticmethod
-    def _differentiable_as_is(op) -> bool:
-        return QmlsimQubit._differentiable_as_is(op) or (
-            len(op.wires) <= 2 and _is_channel(op) and _differentiable_channel(op))
-
     def supports_derivatives(self, execution_config=None, circuit=None) -> bool:
         if self._readout is not None and execution_config is not None:
             return False

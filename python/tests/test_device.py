@@ -621,7 +621,7 @@ def test_adjoint_of_every_table_gate_uses_its_inverse_rule():
         x = pnp.array(rng.uniform(-2, 2, cls.num_params), requires_grad=True)
         assert _adjoint_native(qml.adjoint(cls(*x, wires=wires))), name
         # supports_derivatives' fast path takes it (no decomposition check per call)
-        assert type(dev)._differentiable_as_is(qml.adjoint(cls(*x, wires=wires))), name
+        assert dev._differentiable_as_is(qml.adjoint(cls(*x, wires=wires))), name
 
         def circuit(x, cls=cls, wires=wires):
             for w in range(4):
