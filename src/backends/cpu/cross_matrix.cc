@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/chunks.h"
@@ -133,13 +134,13 @@ struct RunLayout {
         nblocks(static_cast<std::int64_t>((index_t{1} << outer_bits) >> bb)) {}
 };
 
-// cross_matrix for a diagonal gate: the derivative of a diagonal gate is
-// diagonal, so only M_aa = sum conj(bra_a) ket_a is needed (zeros elsewhere).
-// Runs of contiguous amplitudes below the lowest target or control are summed
-// in the state's precision, as in cross_matrix_1q.
+// S_e = sum conj(bra[base|off_r]) ket[base|off_c] over gate g's groups, for
+// each pair e = (r, c) of local indices: the runs of contiguous amplitudes
+// below the lowest target or control summed in the state's precision (as in
+// cross_matrix_1q), blocks of groups in order, in double.
 template <class R>
-Matrix cross_matrix_diagonal(const R* bra, const R* ket, int n, const BoundGate& g, int threads) {
-  const std::size_t dim = g.dim();
+Matrix pair_sums(const R* bra, const R* ket, int n, const BoundGate& g,
+                 const std::vector<std::pair<std::size_t, std::size_t>>& pairs, int threads) {
   const GroupLayout lay(g);
   const std::vector<int>& pos = lay.pos;
   const std::vector<index_t>& off = lay.off;
@@ -149,33 +150,43 @@ Matrix cross_matrix_diagonal(const R* bra, const R* ket, int n, const BoundGate&
   const int run_bits = rl.run_bits, bb = rl.bb;
   const index_t run = rl.run;
   const std::int64_t nblocks = rl.nblocks;
-  std::vector<double> partial(static_cast<std::size_t>(nblocks) * 2 * dim, 0.0);
+  const std::size_t np = pairs.size();
+  std::vector<double> partial(static_cast<std::size_t>(nblocks) * 2 * np, 0.0);
   parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t blk) {
-    double* acc = &partial[static_cast<std::size_t>(blk) * 2 * dim];
+    double* acc = &partial[static_cast<std::size_t>(blk) * 2 * np];
     for (index_t o = static_cast<index_t>(blk) << bb; o < (static_cast<index_t>(blk) + 1) << bb;
          ++o) {
       const index_t base = insert_zero_bits(o << run_bits, pos.data(), npos) | ones;
-      for (std::size_t a = 0; a < dim; ++a) {
-        const R* x = bra + 2 * (base | off[a]);
-        const R* y = ket + 2 * (base | off[a]);
-        R sr = 0, si = 0;
+      for (std::size_t e = 0; e < np; ++e) {
+        const R* x = bra + 2 * (base | off[pairs[e].first]);
+        const R* y = ket + 2 * (base | off[pairs[e].second]);
+        R sr = 0, si = 0;  // sum conj(x) y
 #pragma omp simd reduction(+ : sr, si)
         for (index_t t = 0; t < run; ++t) {
           sr += x[2 * t] * y[2 * t] + x[2 * t + 1] * y[2 * t + 1];
           si += x[2 * t] * y[2 * t + 1] - x[2 * t + 1] * y[2 * t];
         }
-        acc[2 * a] += sr;
-        acc[2 * a + 1] += si;
+        acc[2 * e] += sr;
+        acc[2 * e + 1] += si;
       }
     }
   });
-  Matrix sum(dim, 0.0);  // the diagonal alone (a 10-qubit MultiRZ: 1,024 entries, not 2^20)
-  for (std::int64_t blk = 0; blk < nblocks; ++blk)
-    for (std::size_t a = 0; a < dim; ++a) {
-      const double* acc = &partial[static_cast<std::size_t>(blk) * 2 * dim];
-      sum[a] += cplx{acc[2 * a], acc[2 * a + 1]};
-    }
+  Matrix sum(np, 0.0);
+  for (std::int64_t blk = 0; blk < nblocks; ++blk) {
+    const double* acc = &partial[static_cast<std::size_t>(blk) * 2 * np];
+    for (std::size_t e = 0; e < np; ++e) sum[e] += cplx{acc[2 * e], acc[2 * e + 1]};
+  }
   return sum;
+}
+
+// cross_matrix for a diagonal gate: the derivative of a diagonal gate is
+// diagonal, so only M_aa = sum conj(bra_a) ket_a is needed (zeros elsewhere):
+// the diagonal alone (a 10-qubit MultiRZ: 1,024 entries, not 2^20).
+template <class R>
+Matrix cross_matrix_diagonal(const R* bra, const R* ket, int n, const BoundGate& g, int threads) {
+  std::vector<std::pair<std::size_t, std::size_t>> diagonal;
+  for (std::size_t a = 0; a < g.dim(); ++a) diagonal.emplace_back(a, a);
+  return pair_sums(bra, ket, n, g, diagonal, threads);
 }
 
 // The sum, block by block in order, of per-block partial sums laid out as
@@ -237,7 +248,7 @@ Matrix cross_matrix_groups(const R* bra, const R* ket, int n, const BoundGate& g
 // The dense cross matrix when the lowest target or control is at bit 3 or above:
 // every row of a group is a run of contiguous amplitudes, so each entry is a dot
 // product of two runs, vectorised and summed in the state's precision per tile
-// of the run (as cross_matrix_diagonal sums its runs), tiles in order. The
+// of the run (as pair_sums sums its runs), tiles in order. The
 // 2 x dim streams of a tile stay in the L1 cache while all dim^2 entries use them.
 template <class R, std::size_t kDim>
 Matrix cross_matrix_runs(const R* bra, const R* ket, int n, const BoundGate& g, int threads) {
@@ -280,71 +291,27 @@ Matrix cross_matrix_runs(const R* bra, const R* ket, int n, const BoundGate& g, 
   return sum_block_partials(partial, nblocks, kEntries);
 }
 
-// One nonzero entry of a gate's matrix.
-struct Entry {
-  std::size_t r, c;
-  cplx value;
-};
-
-// <bra| g |ket> from g's nonzero entries alone: sum over entries (r, c) of
-// g_rc sum conj(bra[base|off_r]) ket[base|off_c], each inner sum over the runs
-// below the lowest wire in the state's precision (as cross_matrix_diagonal),
-// blocks of groups in order.
-template <class R>
-cplx matrix_element_sparse(const R* bra, const R* ket, int n, const BoundGate& g,
-                           const std::vector<Entry>& nonzero, int threads) {
-  const GroupLayout lay(g);
-  const std::vector<int>& pos = lay.pos;
-  const std::vector<index_t>& off = lay.off;
-  const index_t ones = lay.ones;
-  const int npos = static_cast<int>(pos.size());
-  const RunLayout rl(lay, n);
-  const int run_bits = rl.run_bits, bb = rl.bb;
-  const index_t run = rl.run;
-  const std::int64_t nblocks = rl.nblocks;
-  const std::size_t ne = nonzero.size();
-  std::vector<double> partial(static_cast<std::size_t>(nblocks) * 2 * ne, 0.0);
-  parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t blk) {
-    double* acc = &partial[static_cast<std::size_t>(blk) * 2 * ne];
-    for (index_t o = static_cast<index_t>(blk) << bb; o < (static_cast<index_t>(blk) + 1) << bb;
-         ++o) {
-      const index_t base = insert_zero_bits(o << run_bits, pos.data(), npos) | ones;
-      for (std::size_t e = 0; e < ne; ++e) {
-        const R* x = bra + 2 * (base | off[nonzero[e].r]);
-        const R* y = ket + 2 * (base | off[nonzero[e].c]);
-        R sr = 0, si = 0;  // sum conj(x) y
-#pragma omp simd reduction(+ : sr, si)
-        for (index_t t = 0; t < run; ++t) {
-          sr += x[2 * t] * y[2 * t] + x[2 * t + 1] * y[2 * t + 1];
-          si += x[2 * t] * y[2 * t + 1] - x[2 * t + 1] * y[2 * t];
-        }
-        acc[2 * e] += sr;
-        acc[2 * e + 1] += si;
-      }
-    }
-  });
-  cplx sum = 0;
-  for (std::int64_t blk = 0; blk < nblocks; ++blk)
-    for (std::size_t e = 0; e < ne; ++e) {
-      const double* acc = &partial[static_cast<std::size_t>(blk) * 2 * ne];
-      sum += nonzero[e].value * cplx{acc[2 * e], acc[2 * e + 1]};
-    }
-  return sum;
-}
-
 }  // namespace
 
 template <class R>
 cplx matrix_element(const R* bra, const R* ket, int n, const BoundGate& g, int threads) {
-  if (!g.diagonal) {
+  if (!g.diagonal) {  // from the nonzero entries alone where they are at most half
     const std::size_t dim = g.dim();
-    std::vector<Entry> nonzero;
+    std::vector<std::pair<std::size_t, std::size_t>> nonzero;
+    Matrix values;
     for (std::size_t r = 0; r < dim; ++r)
       for (std::size_t c = 0; c < dim; ++c)
-        if (g.matrix[r * dim + c] != cplx{0}) nonzero.push_back({r, c, g.matrix[r * dim + c]});
+        if (g.matrix[r * dim + c] != cplx{0}) {
+          nonzero.emplace_back(r, c);
+          values.push_back(g.matrix[r * dim + c]);
+        }
     // A channel's superoperator derivative has 4-6 of its 16 entries nonzero.
-    if (2 * nonzero.size() <= dim * dim)
-      return matrix_element_sparse(bra, ket, n, g, nonzero, threads);
+    if (2 * nonzero.size() <= dim * dim) {
+      const Matrix sums = pair_sums(bra, ket, n, g, nonzero, threads);
+      cplx sum = 0;
+      for (std::size_t e = 0; e < sums.size(); ++e) sum += values[e] * sums[e];
+      return sum;
+    }
   }
   const Matrix m = cross_matrix(bra, ket, n, g, threads);
   cplx sum = 0;
