@@ -201,10 +201,11 @@ def _with_mcms(native):
 @qml.transform
 def _broadcast_expand(tape):
     """PennyLane's broadcast_expand where an operation may carry a batch of
-    parameters (some parameter is an array: a batch, or a matrix); other
-    tapes pass as they are, without its per-operation shape checks (8% of a
-    6-qubit noisy circuit's gradient through qmlsim.mixed)."""
-    if any(getattr(p, "ndim", 0) for op in tape.operations for p in op.data):
+    parameters (some parameter is an array or a list: a batch, or a matrix);
+    other tapes pass as they are, without its per-operation shape checks (8%
+    of a 6-qubit noisy circuit's gradient through qmlsim.mixed)."""
+    if any(isinstance(p, (list, tuple)) or getattr(p, "ndim", 0)
+           for op in tape.operations for p in op.data):
         return broadcast_expand(tape)
     return (tape,), _only_result
 

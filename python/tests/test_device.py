@@ -280,6 +280,7 @@ def test_wire_labels_and_broadcasting():
         return qml.expval(qml.PauliZ("a"))
 
     assert np.allclose(f(np.array([0.0, np.pi / 2, np.pi])), [1.0, 0.0, -1.0], atol=1e-12)
+    assert np.allclose(f([0.0, np.pi / 2, np.pi]), [1.0, 0.0, -1.0], atol=1e-12)  # a list
     # A trainable batch (autograd boxes), alone and beside a matrix parameter:
     # the batch is split, the Jacobian is diagonal.
     for matrix in (False, True):
