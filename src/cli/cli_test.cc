@@ -310,6 +310,42 @@ TEST(Cli, GradientMatchesTheAnalyticValue) {
   const auto at = r.out.find("\"gradient\":[[");
   ASSERT_NE(at, std::string::npos) << r.out;
   EXPECT_NEAR(std::strtod(r.out.c_str() + at + 13, nullptr), -std::sin(0.7), 1e-12);
+  // The expectation values and the fused gate count come with the gradient
+  // (from the adjoint's forward state) as a run without it gives them, on a
+  // state vector and on a density matrix.
+  const std::string circuit =
+      "OPENQASM 3.0;\ninclude \"stdgates.inc\";\nqubit[2] q;\nrx(0.7) q[0];\ncx q[0], q[1];\n";
+  const std::string clean = write("rx_cx.qasm", circuit + "ry(0.3) q[1];\n");
+  const std::string noisy = write(
+      "rx_noisy.qasm", circuit + "#pragma braket noise depolarizing(0.1) q[1]\nry(0.3) q[1];\n");
+  // The numbers after "key": in out, up to the first `end`.
+  auto numbers = [](const std::string& out, const std::string& key, char end) {
+    std::vector<double> v;
+    const std::size_t a = out.find("\"" + key + "\":");
+    if (a == std::string::npos) return v;
+    const char* p = out.c_str() + a + key.size() + 3;
+    const char* stop = out.c_str() + out.find(end, a);
+    while (p < stop) {
+      char* next = nullptr;
+      v.push_back(std::strtod(p + (*p == '[' || *p == ','), &next));
+      p = next;
+    }
+    return v;
+  };
+  for (const std::string& file : {clean, noisy}) {
+    const std::string args = "run " + file + " --observable Z0 --observable \"Z0 Z1\" --json";
+    const Result with = run(args + " --gradient"), without = run(args);
+    ASSERT_EQ(with.status, 0) << with.err;
+    ASSERT_EQ(without.status, 0) << without.err;
+    const std::vector<double> a = numbers(with.out, "expval", ']'),
+                              b = numbers(without.out, "expval", ']');
+    ASSERT_EQ(a.size(), 2u) << with.out;
+    ASSERT_EQ(b.size(), 2u) << without.out;
+    for (std::size_t k = 0; k < 2; ++k) EXPECT_NEAR(a[k], b[k], 1e-12) << file;
+    EXPECT_EQ(numbers(with.out, "num_gates_fused", ','),
+              numbers(without.out, "num_gates_fused", ','))
+        << file;
+  }
 }
 
 TEST(Cli, HelpAndHumanOutput) {

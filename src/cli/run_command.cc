@@ -237,6 +237,15 @@ Outcome simulate_program(const QasmProgram& prog, const std::vector<PauliSum>& o
   req.shots = shots;
   req.seed = seed;
   Outcome out;
+  if (gradient && shots == 0 && !prog.circuit.has_dynamic() &&
+      !runs_on_trajectories(prog.circuit, engine)) {
+    // Nothing sampled: the adjoint's forward state gives the expectation
+    // values, with no forward pass of their own.
+    out.gradient =
+        adjoint_jacobian<R>(prog.circuit, prog.angles, observables, engine, &out.expvals);
+    out.gates_after_fusion = gates_after_fusion(prog.circuit, prog.angles, engine);
+    return out;
+  }
   {  // freed before the gradient, which needs three states of its own
     SimulateResult r = simulate<R>(prog.circuit, prog.angles, req, engine);
     out.expvals = std::move(r.expvals);

@@ -92,6 +92,12 @@ SimulateResult simulate(const Circuit& c, std::span<const double> theta, const S
   return out;
 }
 
+std::size_t gates_after_fusion(const Circuit& c, std::span<const double> theta,
+                               const EngineOptions& options) {
+  if (runs_on_density_matrix(c, options)) return density_matrix_gates(c, theta, options).size();
+  return forward_gates(c, theta, options).size();
+}
+
 template <class R>
 std::vector<std::vector<double>> expvals_many(const std::vector<const Circuit*>& circuits,
                                               const std::vector<std::vector<double>>& thetas,

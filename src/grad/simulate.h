@@ -67,6 +67,12 @@ template <class R>
 SimulateResult simulate(const Circuit& c, std::span<const double> theta, const SimulateRequest& req,
                         const EngineOptions& options);
 
+// How many gates c at theta runs as once bound and fused (simulate's
+// gates_after_fusion), without running them: the density matrix's gates where
+// c runs on one, else the state vector's.
+std::size_t gates_after_fusion(const Circuit& c, std::span<const double> theta,
+                               const EngineOptions& options);
+
 // <H_k> of many circuits on n qubits, each with its own parameters: out[i][k].
 // On the cuda backend, states of at most cuda::small_batch_max_qubits qubits run
 // in one kernel launch; elsewhere item by item (one per thread when small).
