@@ -22,7 +22,7 @@ echo "== python: pip install ."
 echo "== python: package tests"
 (cd build && "../$venv/bin/python" -m pytest -q -p no:cacheprovider ../python/tests)
 echo "== python: the SDKs' own tutorials through the doors, against their simulators (agreement)"
-"$venv/bin/python" bench/tutorials/run.py --reps 0
+"$venv/bin/python" bench/tutorials/run.py --only pennylane,cirq,qiskit --reps 0 --strict
 echo "== python: the Qiskit QAOA example (qmlsim.qiskit, one step)"
 "$venv/bin/python" examples/qiskit/qaoa_maxcut.py --graph examples/data/graphs/gnm_n18_m24_seed1967.edges --steps 1
 for device in qmlsim.qubit qmlsim.mixed; do

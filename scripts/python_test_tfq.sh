@@ -15,7 +15,7 @@ venv=build/python-venv-tfq
 "$venv/bin/pip" install --quiet --disable-pip-version-check .
 export TF_USE_LEGACY_KERAS=1 TF_CPP_MIN_LOG_LEVEL=2
 (cd build && "../$venv/bin/python" -m pytest -q -p no:cacheprovider ../python/tests_tfq)
-"$venv/bin/python" bench/tutorials/run.py --only tfq --reps 0
+"$venv/bin/python" bench/tutorials/run.py --only tfq --reps 0 --strict
 for backend in qmlsim tfq; do
   "$venv/bin/python" examples/tfq/qcnn.py --backend "$backend" | tee "build/qcnn-$backend.log" | tail -1
 done

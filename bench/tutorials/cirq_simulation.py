@@ -7,6 +7,7 @@ simulators draw from different random streams."""
 SDK = "Cirq"
 TITLE = "simulation guide (`simulation.ipynb`), 2 qubits; a sweep of 200 points"
 DEVICES = ("qmlsim.cirq", "cirq")
+REQUIRES = ("cirq",)  # the packages it needs besides qmlsim
 TOLERANCE = 1e-6  # cirq.Simulator's default dtype is complex64
 
 

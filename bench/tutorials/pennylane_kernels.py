@@ -10,6 +10,7 @@ import numpy as onp
 SDK = "PennyLane"
 TITLE = "kernels demo (`tutorial_kernels_module`), 5 qubits, 6 layers, 20 training steps"
 DEVICES = ("qmlsim.qubit", "default.qubit")
+REQUIRES = ("pennylane", "sklearn")  # the packages it needs besides qmlsim
 TOLERANCE = 1e-8
 STEPS = 20
 

@@ -6,6 +6,7 @@ channel (35 steps, as the demo)."""
 SDK = "PennyLane"
 TITLE = "noisy circuits demo (`tutorial_noisy_circuits`), 2 qubits, 35 training steps"
 DEVICES = ("qmlsim.mixed", "default.mixed")
+REQUIRES = ("pennylane",)  # the packages it needs besides qmlsim
 TOLERANCE = 1e-10
 
 

@@ -5,6 +5,7 @@ lightning.qubit."""
 SDK = "PennyLane"
 TITLE = "VQE demo (`tutorial_vqe`), H2 from `qml.qchem.Molecule`, 4 qubits, 100 steps"
 DEVICES = ("qmlsim.qubit", "lightning.qubit")
+REQUIRES = ("pennylane", "pennylane_lightning")  # the packages it needs besides qmlsim
 TOLERANCE = 1e-8
 
 

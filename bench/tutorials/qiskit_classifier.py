@@ -9,6 +9,7 @@ differentiates by its default (the parameter shift); COBYLA needs no gradient.""
 SDK = "Qiskit ML"
 TITLE = "classifier tutorial (`02_neural_network_classifier_and_regressor`), EstimatorQNN, COBYLA 60"
 DEVICES = ("qmlsim.qiskit", "qiskit.primitives")
+REQUIRES = ("qiskit", "qiskit_machine_learning")  # the packages it needs besides qmlsim
 TOLERANCE = 1e-8
 
 

@@ -8,16 +8,19 @@ returns what the tutorial prints or plots. The runner runs each tutorial once
 on both simulators (the agreement check, and the first-call costs), then
 `--reps` more times alternating, and prints a markdown table of medians.
 
-    python bench/tutorials/run.py [--only NAME,...] [--reps 2]
+    python bench/tutorials/run.py [--only NAME,...] [--reps 2] [--strict]
 
-A tutorial whose SDK is not installed in this interpreter is listed as
-skipped: the TensorFlow Quantum ones need the TFQ environment
-(`python/requirements-tfq.txt`), the others `python/requirements-test.txt`.
-The test command runs every one with `--reps 0` (agreement only; exit status
-1 if any disagrees); the timings are in docs/performance.md.
+A tutorial whose packages (its REQUIRES) are not installed in this
+interpreter is listed as skipped, or with --strict counts as a failure: the
+TensorFlow Quantum ones need the TFQ environment (`python/requirements-tfq.txt`),
+the others `python/requirements-test.txt`. Any other error, an ImportError of
+qmlsim's own included, stops the run. The test command runs them with `--reps
+0 --strict` (agreement only; exit status 1 if any disagrees or is missing);
+the timings are in docs/performance.md.
 """
 import argparse
 import importlib
+import importlib.util
 import os
 import statistics
 import sys
@@ -62,6 +65,8 @@ def main():
     ap.add_argument("--reps", type=int, default=2,
                     help="timed runs after the first (default 2; 0: the agreement check alone, "
                          "as the test command runs it)")
+    ap.add_argument("--strict", action="store_true",
+                    help="a tutorial whose packages are not installed is a failure, not skipped")
     args = ap.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     names = [m for m in MODULES
@@ -70,12 +75,14 @@ def main():
     print("| --- | --- | ---: | ---: | ---: | --- |")
     failed = False
     for name in names:
-        try:
-            mod = importlib.import_module(name)
-            ours, theirs = (mod.run(d) for d in mod.DEVICES)  # first runs: the agreement check
-        except ImportError as e:
-            print(f"| {name} | skipped: {e} | | | | |", flush=True)
+        mod = importlib.import_module(name)
+        missing = [r for r in mod.REQUIRES if importlib.util.find_spec(r) is None]
+        if missing:
+            print(f"| {mod.SDK} | {mod.TITLE} | skipped: no {', '.join(missing)} | | | |",
+                  flush=True)
+            failed |= args.strict
             continue
+        ours, theirs = (mod.run(d) for d in mod.DEVICES)  # first runs: the agreement check
         diff, where = disagreement(ours, theirs)
         agree = diff <= mod.TOLERANCE
         failed |= not agree

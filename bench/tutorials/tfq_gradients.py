@@ -10,6 +10,7 @@ the tolerance is that of the forward difference's rounding, 1e-3."""
 SDK = "TFQ"
 TITLE = "`gradients`, 1 qubit, 100 points, three differentiators and a user subclass"
 DEVICES = ("qmlsim.tfq", "tensorflow_quantum")
+REQUIRES = ("tensorflow", "tensorflow_quantum")  # the packages it needs besides qmlsim
 TOLERANCE = 1e-3
 
 

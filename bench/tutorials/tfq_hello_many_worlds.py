@@ -11,6 +11,7 @@ which differs between the two packages). TFQ computes in single precision."""
 SDK = "TFQ"
 TITLE = "`hello_many_worlds`, 1-2 qubits, two Keras models of 30 epochs"
 DEVICES = ("qmlsim.tfq", "tensorflow_quantum")
+REQUIRES = ("tensorflow", "tensorflow_quantum")  # the packages it needs besides qmlsim
 TOLERANCE = 1e-4
 
 
