@@ -153,7 +153,7 @@ Matrix pair_sums(const R* bra, const R* ket, int n, const BoundGate& g,
   const std::size_t np = pairs.size();
   std::vector<double> partial(static_cast<std::size_t>(nblocks) * 2 * np, 0.0);
   parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t blk) {
-    double* acc = &partial[static_cast<std::size_t>(blk) * 2 * np];
+    double* acc = partial.data() + static_cast<std::size_t>(blk) * 2 * np;
     for (index_t o = static_cast<index_t>(blk) << bb; o < (static_cast<index_t>(blk) + 1) << bb;
          ++o) {
       const index_t base = insert_zero_bits(o << run_bits, pos.data(), npos) | ones;
@@ -173,7 +173,7 @@ Matrix pair_sums(const R* bra, const R* ket, int n, const BoundGate& g,
   });
   Matrix sum(np, 0.0);
   for (std::int64_t blk = 0; blk < nblocks; ++blk) {
-    const double* acc = &partial[static_cast<std::size_t>(blk) * 2 * np];
+    const double* acc = partial.data() + static_cast<std::size_t>(blk) * 2 * np;
     for (std::size_t e = 0; e < np; ++e) sum[e] += cplx{acc[2 * e], acc[2 * e + 1]};
   }
   return sum;

@@ -164,6 +164,19 @@ void check_gate_matrix_element(double tol) {
   }
 }
 
+// A matrix of zeros (a parameter a channel does not depend on): no entry, 0.
+TEST(StateVector, GateMatrixElementOfAZeroMatrixIsZero) {
+  std::mt19937_64 rng(12);
+  const int n = 4;
+  StateVector<double> a(n), b(n);
+  a.set_amplitudes(testing::random_state(n, rng));
+  b.set_amplitudes(testing::random_state(n, rng));
+  BoundGate zero;
+  zero.targets = {1, 3};
+  zero.matrix.assign(16, cplx{0});
+  EXPECT_EQ(a.matrix_element(zero, b), cplx{0});
+}
+
 TEST(StateVector, GateMatrixElementMatchesAPlainSumC128) {
   check_gate_matrix_element<double>(1e-11);
 }
