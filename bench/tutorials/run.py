@@ -71,6 +71,8 @@ def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     names = [m for m in MODULES
              if not args.only or any(s in m for s in args.only.split(","))]
+    if not names:
+        ap.error(f"--only {args.only}: matches none of {', '.join(MODULES)}")
     print("| SDK | tutorial | qmlsim | upstream | upstream / qmlsim | agreement |")
     print("| --- | --- | ---: | ---: | ---: | --- |")
     failed = False
