@@ -31,4 +31,9 @@ inline const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : 
 // real, RY's), so a backend may leave the imaginary parts 0 and skip their work.
 inline constexpr char kMeasureRealPart = 2;
 
+// Which states an adjoint sweep step acts on (StateVector::adjoint_sweep's sides).
+inline constexpr char kBothStates = 0;
+inline constexpr char kThisOnly = 1;
+inline constexpr char kLambdaOnly = 2;
+
 }  // namespace qmlsim

@@ -326,24 +326,85 @@ void flush(State<R>& s, std::vector<BoundGate>& queued, const EngineOptions& opt
   queued.clear();
 }
 
-// Back through channel group g, undone by its inverses: the inverses join
-// the operations queued on rho, the duals those queued on lambda, and each
-// trainable channel's gradient term is taken between them at its own place.
+// The backward pass where channels are undone: the steps between two reads
+// of the states (a trainable channel's term, or the end) as one adjoint sweep.
+// Stretches with trainable gates are measured on both states; the rest
+// (channel inverses on rho, duals on lambda, the inverses of stretches without
+// trainable gates on both) is fused per state between them and taken as steps
+// on one state, so the sweep's cache-blocked segments carry it: one pass over
+// both states for many gates and channels, where a queue applied on its own
+// costs a pass per state.
 template <class R>
-void undo_group(const GroupMaps& g, std::span<const double> theta, int n,
-                const EngineOptions& options, State<R>& rho, State<R>& lambda,
-                std::vector<BoundGate>& rho_queue, std::vector<BoundGate>& lambda_queue,
-                std::vector<double>& gradient) {
-  for (std::size_t i = g.ops.size(); i-- > 0;) {
-    rho_queue.push_back(g.inverse[i]);
-    if (has_trainable_params(*g.ops[i])) {
-      flush(rho, rho_queue, options);
-      flush(lambda, lambda_queue, options);
-      add_channel_gradient(*g.ops[i], theta, n, lambda, rho, gradient);
-    }
-    lambda_queue.push_back(g.dual[i]);
+class BackwardSweep {
+ public:
+  explicit BackwardSweep(const EngineOptions& options) : options_(options) {}
+
+  // Steps are added in the order they apply (from the circuit's end).
+  void undo_both(const BoundGate& g) {
+    rho_run_.push_back(g);
+    lambda_run_.push_back(g);
   }
-}
+  void undo_rho(const BoundGate& g) { rho_run_.push_back(g); }
+  void pull_back_lambda(const BoundGate& g) { lambda_run_.push_back(g); }
+  // A stretch's tape with trainable gates (kept alive until run).
+  void measure(const std::vector<TapeStep>& tape) {
+    close_run();
+    Segmented seg = segment(tape, options_.fusion);
+    std::vector<BoundGate> inverse;
+    std::vector<char> measured;
+    inverse_gates(seg, inverse, measured);
+    for (std::size_t i = inverse.size(); i-- > 0;)
+      add(std::move(inverse[i]), measured[i], kBothStates);
+    stretches_.push_back({std::move(seg), gates_.size()});
+  }
+
+  // Applies every step added since the last run and adds the measured
+  // stretches' gradients; with undo_all the states are read afterwards.
+  void run(State<R>& rho, State<R>& lambda, bool undo_all, std::vector<double>& gradient) {
+    close_run();
+    const std::size_t count = gates_.size();
+    if (count > 0) {
+      // The sweep takes the inverses in forward order: the reverse of ours.
+      std::reverse(gates_.begin(), gates_.end());
+      std::reverse(measure_.begin(), measure_.end());
+      std::reverse(sides_.begin(), sides_.end());
+      std::vector<Matrix> cross;
+      rho.adjoint_sweep(lambda, gates_, measure_, cross, undo_all, sides_);
+      for (const auto& [seg, end] : stretches_) {  // seg's gates end at `end` in our order
+        const std::size_t first = count - end;
+        accumulate(seg,
+                   std::vector<Matrix>(
+                       cross.begin() + static_cast<std::ptrdiff_t>(first),
+                       cross.begin() + static_cast<std::ptrdiff_t>(first + seg.gates.size())),
+                   gradient);
+      }
+    }
+    gates_.clear();
+    measure_.clear();
+    sides_.clear();
+    stretches_.clear();
+  }
+
+ private:
+  void add(BoundGate g, char measured, char side) {
+    gates_.push_back(std::move(g));
+    measure_.push_back(measured);
+    sides_.push_back(side);
+  }
+  // The unmeasured steps since the last measured stretch, fused per state.
+  void close_run() {
+    for (BoundGate& g : fused(rho_run_, options_)) add(std::move(g), 0, kThisOnly);
+    for (BoundGate& g : fused(lambda_run_, options_)) add(std::move(g), 0, kLambdaOnly);
+    rho_run_.clear();
+    lambda_run_.clear();
+  }
+
+  const EngineOptions& options_;
+  std::vector<BoundGate> rho_run_, lambda_run_;
+  std::vector<BoundGate> gates_;  // in the order they apply
+  std::vector<char> measure_, sides_;
+  std::vector<std::pair<Segmented, std::size_t>> stretches_;  // with the end of their steps
+};
 
 }  // namespace
 
@@ -473,17 +534,42 @@ AdjointResult pull_back(const Circuit& c, std::span<const double> theta,
   };
 
   // Backward: lambda = vec(H_w) pulled back through stretches and dual
-  // channels. A stretch without trainable gates is not swept: its inverse
-  // joins the queues (rho's only when rho is undone rather than restored).
+  // channels; rho undone (one sweep: BackwardSweep) or restored. Restored, a
+  // stretch without trainable gates is not swept: its inverse joins lambda's
+  // queue.
   auto lambda = new_state<R>(n, options);
   set_lambda(*lambda);
   result.gradient.assign(theta.size(), 0.0);
-  std::vector<BoundGate> rho_queue, lambda_queue;
+  if (uncompute) {
+    BackwardSweep<R> sweep(options);
+    for (std::size_t j = m + 1; j-- > 0;) {
+      const bool trainable = std::any_of(tapes[j].begin(), tapes[j].end(),
+                                         [](const TapeStep& t) { return !t.derivatives.empty(); });
+      if (trainable) {
+        sweep.measure(tapes[j]);
+      } else {
+        for (std::size_t i = tapes[j].size(); i-- > 0;) sweep.undo_both(adjoint(tapes[j][i].gate));
+      }
+      if (j == 0) break;
+      // Back through channel group j - 1: rho before each channel, lambda after it.
+      const GroupMaps& g = groups[j - 1];
+      for (std::size_t i = g.ops.size(); i-- > 0;) {
+        sweep.undo_rho(g.inverse[i]);
+        if (has_trainable_params(*g.ops[i])) {
+          sweep.run(*rho, *lambda, /*undo_all=*/true, result.gradient);
+          add_channel_gradient(*g.ops[i], theta, n, *lambda, *rho, result.gradient);
+        }
+        sweep.pull_back_lambda(g.dual[i]);
+      }
+    }
+    sweep.run(*rho, *lambda, /*undo_all=*/false, result.gradient);
+    return result;
+  }
+  std::vector<BoundGate> lambda_queue;
   for (std::size_t j = m + 1; j-- > 0;) {
     const bool trainable = std::any_of(tapes[j].begin(), tapes[j].end(),
                                        [](const TapeStep& t) { return !t.derivatives.empty(); });
     if (trainable) {  // segmented (cost-aware fusion) only when swept
-      flush(*rho, rho_queue, options);
       flush(*lambda, lambda_queue, options);
       const Segmented seg = segment(tapes[j], options.fusion);
       std::vector<BoundGate> inverse;
@@ -493,18 +579,11 @@ AdjointResult pull_back(const Circuit& c, std::span<const double> theta,
       rho->adjoint_sweep(*lambda, inverse, measure, cross, /*undo_all=*/j > 0);
       accumulate(seg, cross, result.gradient);
     } else if (j > 0) {
-      for (std::size_t i = tapes[j].size(); i-- > 0;) {
-        const BoundGate undo = adjoint(tapes[j][i].gate);
-        if (uncompute) rho_queue.push_back(undo);
-        lambda_queue.push_back(undo);
-      }
+      for (std::size_t i = tapes[j].size(); i-- > 0;)
+        lambda_queue.push_back(adjoint(tapes[j][i].gate));
     }
     if (j == 0) break;
     const GroupMaps& g = groups[j - 1];
-    if (uncompute) {
-      undo_group(g, theta, n, options, *rho, *lambda, rho_queue, lambda_queue, result.gradient);
-      continue;
-    }
     pool.give_back(std::exchange(rho, before_channel(j - 1)));
     for (const Operation* op : g.ops)  // a trainable one is alone in its group
       if (has_trainable_params(*op)) {

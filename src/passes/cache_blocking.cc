@@ -1,13 +1,15 @@
 #include "passes/cache_blocking.h"
 
 #include <bit>
+#include <cassert>
 
 #include "core/bits.h"
 
 namespace qmlsim {
 
 SegmentPlan plan_segments(const std::vector<BoundGate>& gates, int n, int chunk_qubits,
-                          int run_qubits, int diagonal_wires) {
+                          int run_qubits, int diagonal_wires, const std::vector<char>& order) {
+  assert(order.empty() || order.size() == gates.size());
   const index_t runs = bit(run_qubits) - 1;
   const index_t all = n >= 64 ? ~index_t{0} : bit(n) - 1;
   std::vector<index_t> mask(gates.size());
@@ -22,6 +24,7 @@ SegmentPlan plan_segments(const std::vector<BoundGate>& gates, int n, int chunk_
   while (!pending.empty()) {
     std::vector<int> taken, rest;
     index_t used = runs, blocked = 0;
+    bool skipped[3] = {};  // a gate of each order was skipped
     for (std::size_t k = 0; k < pending.size(); ++k) {
       const int i = pending[k];
       if ((blocked & all) == all) {  // nothing further can move past the skipped gates
@@ -29,11 +32,13 @@ SegmentPlan plan_segments(const std::vector<BoundGate>& gates, int n, int chunk_
         break;
       }
       const bool fits = anywhere[i] || std::popcount(used | mask[i]) <= chunk_qubits;
-      if ((mask[i] & blocked) == 0 && fits) {
+      const int o = order.empty() ? 0 : order[static_cast<std::size_t>(i)];
+      if ((mask[i] & blocked) == 0 && fits && (o == 0 || !skipped[3 - o])) {
         if (!anywhere[i]) used |= mask[i];
         taken.push_back(i);
       } else {
         blocked |= mask[i];
+        skipped[o] = true;
         rest.push_back(i);
       }
     }

@@ -32,8 +32,12 @@ struct SegmentPlan {
 // need not be in W (the bits outside W are fixed within a chunk, where the gate
 // is the diagonal restricted to them), so a layer of ZZ or CZ gates adds no
 // segment. 0: every gate's wires are in W.
+// `order` (empty, or one per gate): a gate of order 1 never moves past one of
+// order 2 or the reverse, whatever their qubits (the adjoint sweep's steps on
+// one state and its measured gates); 0: only qubits keep gates in order.
 // REQUIRES run_qubits < chunk_qubits < n.
 SegmentPlan plan_segments(const std::vector<BoundGate>& gates, int n, int chunk_qubits,
-                          int run_qubits, int diagonal_wires = 0);
+                          int run_qubits, int diagonal_wires = 0,
+                          const std::vector<char>& order = {});
 
 }  // namespace qmlsim

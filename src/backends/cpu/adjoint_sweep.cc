@@ -157,8 +157,8 @@ bool diagonal_run(const std::vector<DiagonalStep<R>>& run, index_t base, R* bra,
 template <class R>
 void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
                                    const std::vector<char>& measure, std::vector<Matrix>& out,
-                                   bool undo_all) {
-  sweep(lambda, inverse, measure, out, undo_all, nullptr);
+                                   bool undo_all, const std::vector<char>& sides) {
+  sweep(lambda, inverse, measure, out, undo_all, nullptr, sides);
 }
 
 template <class R>
@@ -216,7 +216,8 @@ struct SegmentSchedule {
   std::vector<std::unique_ptr<PreparedGates<R>>> prepared;
   std::vector<int> orig;    // step j's index in the caller's gate list
   std::vector<int> slot;    // index into the partial sums, -1: not measured
-  std::vector<char> write;  // undone on both states
+  std::vector<char> write;  // undone (on the states its side names)
+  std::vector<char> side;   // kBothStates, kThisOnly or kLambdaOnly
   std::vector<char> real_part;
   int nmeasure = 0;
   // false: the chunks need not go back (only peeks; or the sweep's last
@@ -224,6 +225,9 @@ struct SegmentSchedule {
   bool writes = false;
   bool forms = false;        // lambda = H phi formed in this segment's chunks
   bool lambda_back = false;  // lambda goes back to memory
+  // Whether some step acts on phi (this) and on lambda; a segment of steps on
+  // one state alone neither gathers nor scatters the other's chunks.
+  bool uses_this = false, uses_lambda = false;
   std::optional<ChunkObservable> observable;
   // Runs of two or more measured diagonal steps without controls, alike in
   // writing back, from step j: one pass each (diagonal_run).
@@ -234,12 +238,13 @@ struct SegmentSchedule {
 
   SegmentSchedule(const std::vector<BoundGate>& reversed, const std::vector<int>& orig_index,
                   const std::vector<char>& measure, const std::vector<char>& needed,
-                  const Segment& s, const KernelSet& kernels, bool last, bool undo_all,
-                  const PauliSum* form_h)
+                  const std::vector<char>& sides, const Segment& s, const KernelSet& kernels,
+                  bool last, bool undo_all, const PauliSum* form_h)
       : rev(reversed), begin(s.begin), len(s.end - s.begin), layout(s.qubits), b(layout.b) {
     outside = localize<R>(rev, s.begin, s.end, layout, kernels, local, kg);
     slot.assign(static_cast<std::size_t>(len), -1);
     write.assign(static_cast<std::size_t>(len), 0);
+    side.assign(static_cast<std::size_t>(len), kBothStates);
     real_part.assign(static_cast<std::size_t>(len), 0);
     for (int j = 0; j < len; ++j) {
       const int i = orig_index[static_cast<std::size_t>(begin + j)];
@@ -248,11 +253,15 @@ struct SegmentSchedule {
                                     : std::make_unique<PreparedGates<R>>(kernels, &kg[j], 1, b));
       if (measure[i]) slot[j] = nmeasure++;
       write[j] = needed[i];
+      if (!sides.empty()) side[j] = sides[i];
       real_part[j] = measure[i] == kMeasureRealPart;
       writes = writes || write[j];
+      uses_this = uses_this || side[j] != kLambdaOnly;
+      uses_lambda = uses_lambda || side[j] != kThisOnly;
     }
     if (last && !undo_all) writes = false;
     forms = form_h != nullptr;
+    uses_lambda = uses_lambda || forms;
     lambda_back = writes || (forms && !last);
     if (forms) observable.emplace(*form_h, layout);
     diagonal_runs.resize(static_cast<std::size_t>(len));
@@ -267,10 +276,11 @@ struct SegmentSchedule {
         diagonal_runs[static_cast<std::size_t>(j)].push_back(
             {prepared[i].get(), outside[i].get(), slot[i], rev[begin + i].dim()});
     }
-    runs.emplace(local, b, [&](int j) {
-      return slot[j] < 0 && !outside[j];  // unmeasured, the same in every chunk
+    runs.emplace(local, b, [&](int j) {  // unmeasured, the same in every chunk, on both states
+      return slot[j] < 0 && !outside[j] && side[j] == kBothStates;
     });
-    signs.emplace(rev, begin, len, [&](int j) { return slot[j] < 0 && write[j]; });
+    signs.emplace(rev, begin, len,
+                  [&](int j) { return slot[j] < 0 && write[j] && side[j] == kBothStates; });
     // A permutation P opening the segment that forms lambda acts on phi alone:
     // lambda after it is (P H P^dagger)(P phi), one permutation pass fewer.
     first = forms && runs->end[0] > 0 && (writes || last) ? runs->end[0] : 0;
@@ -309,6 +319,14 @@ double run_chunk(const SegmentSchedule<R>& sc, const KernelSet& kernels, index_t
       continue;
     }
     const int slot = sc.slot[j];
+    const char side = sc.side[j];
+    if (side != kBothStates) {  // never measured
+      if (!sc.write[j]) continue;
+      const PreparedGates<R>& p =
+          sc.outside[j] ? *sc.outside[j]->prepared[sc.outside[j]->variant(base)] : *sc.prepared[j];
+      p.run(side == kThisOnly ? ph : la, 1);
+      continue;
+    }
     if (sc.outside[j]) {
       outside_step(*sc.outside[j], base, b, la, ph, slot < 0 ? nullptr : &partial[slot],
                    sc.rev[sc.begin + j].dim(), sc.write[j]);
@@ -361,14 +379,14 @@ double run_segment(const SegmentSchedule<R>& sc, const KernelSet& kernels, R* ph
       ChunkBuffers<R> lc{copy ? lb.data() : lam_amps + 2 * base, ls.data(), nullptr};
       pc.cur = pc.home;
       lc.cur = lc.home;
-      if (copy) sc.layout.gather(pc.cur, phi_amps, base);
-      if (copy && !sc.forms) sc.layout.gather(lc.cur, lam_amps, base);
+      if (copy && sc.uses_this) sc.layout.gather(pc.cur, phi_amps, base);
+      if (copy && sc.uses_lambda && !sc.forms) sc.layout.gather(lc.cur, lam_amps, base);
       const double e = run_chunk(sc, kernels, base, pc, lc,
                                  partial.data() + static_cast<std::size_t>(c) * nmeasure, sums);
       if (sc.forms) chunk_expval[static_cast<std::size_t>(c)] = e;
       if (copy) {
-        if (sc.writes) sc.layout.scatter(pc.cur, phi_amps, base, streaming);
-        if (sc.lambda_back) sc.layout.scatter(lc.cur, lam_amps, base, streaming);
+        if (sc.writes && sc.uses_this) sc.layout.scatter(pc.cur, phi_amps, base, streaming);
+        if (sc.lambda_back && sc.uses_lambda) sc.layout.scatter(lc.cur, lam_amps, base, streaming);
       } else if (sc.writes) {  // in place (lambda too when formed; untouched if !writes)
         pc.settle(b);
         lc.settle(b);
@@ -397,14 +415,30 @@ double run_segment(const SegmentSchedule<R>& sc, const KernelSet& kernels, R* ph
 template <class R>
 double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
                              const std::vector<char>& measure, std::vector<Matrix>& out,
-                             bool undo_all, const PauliSum* h) {
+                             bool undo_all, const PauliSum* h, const std::vector<char>& sides) {
   assert(lambda.n_ == n_ && inverse.size() == measure.size() && &lambda != this);
+  assert(sides.empty() || sides.size() == inverse.size());
   const int count = static_cast<int>(inverse.size());
   out.assign(inverse.size(), Matrix{});
+  const bool one_sided =
+      std::any_of(sides.begin(), sides.end(), [](char c) { return c != kBothStates; });
+  auto side = [&](int i) { return sides.empty() ? kBothStates : sides[i]; };
   // Gates outside every measured gate's light cone (passes/light_cone.h) are not
   // undone: unmeasured ones are dropped, measured ones only have their sums formed.
-  const std::vector<char> needed =
-      undo_all ? std::vector<char>(inverse.size(), 1) : undo_needed(inverse, measure);
+  // A step on one state changes every later sum, whatever its wires: with
+  // such steps, every step before the last measured one is taken.
+  std::vector<char> needed;
+  if (undo_all) {
+    needed.assign(inverse.size(), 1);
+  } else if (one_sided) {
+    const auto last_measured =
+        std::find_if(measure.begin(), measure.end(), [](char m) { return m; });
+    needed.assign(inverse.size(), 0);
+    for (int i = static_cast<int>(last_measured - measure.begin()) + 1; i < count; ++i)
+      needed[i] = 1;
+  } else {
+    needed = undo_needed(inverse, measure);
+  }
   // Process in reverse: rev[j] is inverse[orig(j)]. With blocking, the plan may
   // move a gate past gates on other qubits; a cross matrix over a gate's targets
   // does not change under unitaries on other qubits applied to both vectors.
@@ -424,6 +458,11 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
       const KernelGate k = to_kernel_gate(rev[j]);
       const PreparedGates<R> gate(*kernels_, &k, 1, n_);  // once for both states
       const int i = orig(j);
+      if (side(i) != kBothStates) {  // never measured
+        if (needed[i])
+          gate.run(side(i) == kThisOnly ? amps_.data() : lambda.amps_.data(), threads_);
+        continue;
+      }
       if (measure[i] && serial &&
           fused_step(gate, lambda.amps_.data(), amps_.data(), rev[j], out[i], needed[i],
                      measure[i] == kMeasureRealPart))
@@ -436,8 +475,13 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
       gate.run(lambda.amps_.data(), threads_);
     }
   };
-  SegmentPlan plan =
-      blocking_pays(active, chunk_qubits_) ? plan_blocks(rev, n_, chunk_qubits_) : SegmentPlan{};
+  std::vector<char> order;  // one-sided steps and measured gates keep their order
+  if (one_sided)
+    for (int j = 0; j < active; ++j)
+      order.push_back(side(orig(j)) != kBothStates ? 1 : measure[orig(j)] ? 2 : 0);
+  SegmentPlan plan = blocking_pays(active, chunk_qubits_)
+                         ? plan_blocks(rev, n_, chunk_qubits_, order)
+                         : SegmentPlan{};
   // A serial sweep that is not blocked (the state fits one chunk) takes the
   // whole state as its one chunk where that pays (sweep_in_segments): the
   // segment's fused pairs, diagonal runs, sign and permutation runs then
@@ -481,7 +525,7 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
     }
     const bool last = &s == &plan.segments.back();
     const bool forms = form && &s == &plan.segments.front();
-    const SegmentSchedule<R> schedule(rev, orig_index, measure, needed, s, *kernels_, last,
+    const SegmentSchedule<R> schedule(rev, orig_index, measure, needed, sides, s, *kernels_, last,
                                       undo_all, forms ? h : nullptr);
     expval +=
         run_segment(schedule, *kernels_, amps_.data(), lambda.amps_.data(), n_, threads_,
@@ -493,13 +537,13 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
 #define QMLSIM_INSTANTIATE(R)                                                                 \
   template void StateVector<R>::adjoint_sweep(StateVector&, const std::vector<BoundGate>&,    \
                                               const std::vector<char>&, std::vector<Matrix>&, \
-                                              bool);                                          \
+                                              bool, const std::vector<char>&);                \
   template double StateVector<R>::adjoint_sweep_from(                                         \
       const PauliSum&, StateVector&, const std::vector<BoundGate>&, const std::vector<char>&, \
       std::vector<Matrix>&);                                                                  \
   template double StateVector<R>::sweep(StateVector&, const std::vector<BoundGate>&,          \
                                         const std::vector<char>&, std::vector<Matrix>&, bool, \
-                                        const PauliSum*);
+                                        const PauliSum*, const std::vector<char>&);
 QMLSIM_INSTANTIATE(float)
 QMLSIM_INSTANTIATE(double)
 #undef QMLSIM_INSTANTIATE

@@ -44,10 +44,13 @@ constexpr int kOutsideDiagonalWires = 6;
 // minimum runs of 2^8, 2^6 and 2^5 amplitudes; longer runs (cheaper gathers)
 // on ties. Shorter runs leave more of a chunk's qubits free for the gates:
 // which wins depends on the circuit (docs/performance.md).
-inline SegmentPlan plan_blocks(const std::vector<BoundGate>& gates, int n, int chunk_qubits) {
-  SegmentPlan best = plan_segments(gates, n, chunk_qubits, kRunQubits, kOutsideDiagonalWires);
+// `order`: as plan_segments takes it.
+inline SegmentPlan plan_blocks(const std::vector<BoundGate>& gates, int n, int chunk_qubits,
+                               const std::vector<char>& order = {}) {
+  SegmentPlan best =
+      plan_segments(gates, n, chunk_qubits, kRunQubits, kOutsideDiagonalWires, order);
   for (int run : {6, 5}) {
-    SegmentPlan p = plan_segments(gates, n, chunk_qubits, run, kOutsideDiagonalWires);
+    SegmentPlan p = plan_segments(gates, n, chunk_qubits, run, kOutsideDiagonalWires, order);
     if (p.segments.size() < best.segments.size()) best = std::move(p);
   }
   return best;

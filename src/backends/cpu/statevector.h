@@ -71,10 +71,14 @@ class StateVector {
   // Gates that no measured gate needs undone (passes/light_cone.h) are skipped,
   // so on return both states are unspecified; only `out` is the result. With
   // `undo_all`, every gate is undone (a sweep in parts: distributed/state.h).
+  // `sides` (empty: every step kBothStates): a step of kThisOnly or kLambdaOnly
+  // is applied to that state alone and never measured (a density matrix's
+  // channel: its inverse undoes rho, its dual pulls lambda back); no measured
+  // gate moves past one, and every step before the last measured one is taken.
   // Cache-blocked like apply(); the sums do not depend on the thread count.
   void adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
                      const std::vector<char>& measure, std::vector<Matrix>& out,
-                     bool undo_all = false);
+                     bool undo_all = false, const std::vector<char>& sides = {});
 
   // lambda = H this (overwritten whole), then adjoint_sweep(lambda, inverse,
   // measure, out); returns Re <this|H|this> as assign_applied does (summed per
@@ -153,7 +157,7 @@ class StateVector {
   // adjoint_sweep, after lambda = H this when h is given (returns <this|H|this>; 0 without h).
   double sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
                const std::vector<char>& measure, std::vector<Matrix>& out, bool undo_all,
-               const PauliSum* h);
+               const PauliSum* h, const std::vector<char>& sides = {});
   // from_zero: the chunks start as |0...0>'s, not read.
   void apply_segment(const std::vector<BoundGate>& gates, int begin, int end,
                      const std::vector<int>& qubits, bool from_zero = false);

@@ -481,6 +481,110 @@ TEST(StateVector, ForwardChunkIsTheSetOneOrTheDefaultInCache) {
 TEST(StateVector, AdjointSweepEqualsGateByGateUndoC128) { check_adjoint_sweep<double>(1e-11); }
 TEST(StateVector, AdjointSweepEqualsGateByGateUndoC64) { check_adjoint_sweep<float>(2e-4); }
 
+// Steps on one state (a density matrix's channel inverses on rho, duals on
+// lambda) among the gates: the sweep against the same plain reference, each
+// one-sided step applied to its state alone. Their matrices are not unitary;
+// among them diagonal steps (which a chunk may take with wires outside it) and
+// permutations (which must not join the composed runs both states take).
+// Without undo_all the states are compared only through the sums.
+template <class R>
+void check_one_sided_sweep(double tol) {
+  std::mt19937_64 rng(83);
+  const int n = 11;
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::uniform_int_distribution<int> wire(0, n - 1);
+  for (int trial = 0; trial < 6; ++trial) {
+    const std::vector<BoundGate> circuit =
+        bind_params(testing::random_circuit(n, 40, rng, trial % 2 == 1), {});
+    std::vector<BoundGate> inverse;
+    std::vector<char> measure, sides;
+    for (const BoundGate& g : circuit) {
+      inverse.push_back(adjoint(g));
+      measure.push_back(rng() % 2 == 0 && g.num_targets() <= 3);
+      sides.push_back(kBothStates);
+      for (int k = static_cast<int>(rng() % 3); k-- > 0;) {  // one-sided steps after it
+        BoundGate m;
+        const int kind = static_cast<int>(rng() % 4);
+        int a = wire(rng), b = wire(rng);
+        while (b == a) b = wire(rng);
+        if (kind == 3) {  // a CNOT: a permutation
+          m.targets = {b};
+          m.controls = {a};
+          m.matrix = {0, 1, 1, 0};
+        } else {
+          // Norm at most 1, so values stay of order 1: the mean of two
+          // unitaries, or a diagonal of moduli 0.5-1.
+          m.targets =
+              kind == 0 ? std::vector<int>{a} : std::vector<int>{std::min(a, b), std::max(a, b)};
+          m.diagonal = kind == 2;
+          const int k = static_cast<int>(m.targets.size());
+          if (m.diagonal) {
+            for (std::size_t e = 0; e < m.dim(); ++e)
+              m.matrix.push_back(std::polar(0.75 + 0.25 * u(rng), 3 * u(rng)));
+          } else {
+            const Matrix u1 = testing::random_unitary(k, rng), u2 = testing::random_unitary(k, rng);
+            for (std::size_t e = 0; e < u1.size(); ++e) m.matrix.push_back(0.5 * (u1[e] + u2[e]));
+          }
+        }
+        inverse.push_back(m);
+        measure.push_back(0);
+        sides.push_back(rng() % 2 == 0 ? kThisOnly : kLambdaOnly);
+      }
+    }
+    const State phi0 = testing::random_state(n, rng), lam0 = testing::random_state(n, rng);
+    StateVector<R> phi(n), lam(n);
+    phi.set_chunk_qubits(0);
+    lam.set_chunk_qubits(0);
+    phi.set_amplitudes(phi0);
+    lam.set_amplitudes(lam0);
+    std::vector<Matrix> want(inverse.size());
+    for (std::size_t i = inverse.size(); i-- > 0;) {
+      if (measure[i])
+        want[i] = antihermitian_part(
+            testing::cross_matrix_sum(inverse[i], lam.to_vector(), phi.to_vector()));
+      if (sides[i] != kLambdaOnly) phi.apply(inverse[i]);
+      if (sides[i] != kThisOnly) lam.apply(inverse[i]);
+    }
+    for (bool undo_all : {false, true})
+      for (int threads : {1, 2})
+        for (int chunk : {0, 7, 9}) {
+          StateVector<R> p(n, threads), l(n, threads);
+          p.set_chunk_qubits(chunk);
+          p.set_amplitudes(phi0);
+          l.set_amplitudes(lam0);
+          std::vector<Matrix> got;
+          p.adjoint_sweep(l, inverse, measure, got, undo_all, sides);
+          ASSERT_EQ(got.size(), inverse.size());
+          const std::string where = "trial " + std::to_string(trial) + " threads " +
+                                    std::to_string(threads) + " chunk " + std::to_string(chunk) +
+                                    " undo_all " + std::to_string(undo_all);
+          for (std::size_t i = 0; i < inverse.size(); ++i) {
+            const std::size_t dim = inverse[i].dim();
+            ASSERT_EQ(got[i].size(), !measure[i] ? 0 : inverse[i].diagonal ? dim : dim * dim);
+            for (std::size_t e = 0; e < want[i].size(); ++e) {
+              if (inverse[i].diagonal && e % (dim + 1) != 0) continue;
+              const cplx g = inverse[i].diagonal ? got[i][e / (dim + 1)] : got[i][e];
+              ASSERT_LT(std::abs(g - want[i][e]), tol) << where << " gate " << i << " entry " << e;
+            }
+          }
+          if (!undo_all) continue;
+          const State ps = p.to_vector(), ls = l.to_vector(), pw = phi.to_vector(),
+                      lw = lam.to_vector();
+          for (std::size_t a = 0; a < ps.size(); ++a) {
+            ASSERT_LT(std::abs(ps[a] - pw[a]), tol) << where << " this, amplitude " << a;
+            ASSERT_LT(std::abs(ls[a] - lw[a]), tol) << where << " lambda, amplitude " << a;
+          }
+        }
+  }
+}
+
+TEST(StateVector, AdjointSweepWithOneSidedStepsEqualsStepByStepC128) {
+  check_one_sided_sweep<double>(1e-10);
+}
+TEST(StateVector, AdjointSweepWithOneSidedStepsEqualsStepByStepC64) {
+  check_one_sided_sweep<float>(5e-4);
+}
+
 // adjoint_sweep_from: lambda = H phi formed inside the first cache-blocked
 // segment (H flips qubits the chunk holds; Z factors outside it are the
 // chunk's sign) or in a pass of its own, then the sweep: the same expectation
