@@ -361,6 +361,13 @@ class BackwardSweep {
   // Applies every step added since the last run and adds the measured
   // stretches' gradients; with undo_all the states are read afterwards.
   void run(State<R>& rho, State<R>& lambda, bool undo_all, std::vector<double>& gradient) {
+    if (stretches_.empty()) {  // nothing measured: each state's run by apply (larger chunks)
+      if (undo_all && !rho_run_.empty()) rho.apply(fused(rho_run_, options_));
+      if (undo_all && !lambda_run_.empty()) lambda.apply(fused(lambda_run_, options_));
+      rho_run_.clear();
+      lambda_run_.clear();
+      return;
+    }
     close_run();
     const std::size_t count = gates_.size();
     if (count > 0) {
