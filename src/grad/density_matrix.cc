@@ -457,14 +457,22 @@ SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double>
 
 namespace {
 
-// <H_k> of the final rho, and d/dtheta <lambda0|vec(rho)> for the adjoint
-// state lambda0 = vec(L) that set_lambda writes (L Hermitian): the backward
-// pass of density_matrix_vjp and density_matrix_state_vjp.
+// pull_back's result: <H_k> of the final rho, and a gradient per start.
+struct PullBack {
+  std::vector<double> expvals;
+  std::vector<std::vector<double>> gradients;
+};
+
+// <H_k> of the final rho, and d/dtheta <lambda0|vec(rho)> for each adjoint
+// state lambda0 = vec(L) that one of `starts` writes (L Hermitian): one
+// forward pass, then a backward pass per start from a copy of the final rho
+// (the kept states copied too, but for the last). The backward pass of
+// density_matrix_vjp, density_matrix_jacobian and density_matrix_state_vjp.
 template <class R>
-AdjointResult pull_back(const Circuit& c, std::span<const double> theta,
-                        const std::vector<PauliSum>& observables,
-                        const std::function<void(State<R>&)>& set_lambda,
-                        const EngineOptions& options) {
+PullBack pull_back(const Circuit& c, std::span<const double> theta,
+                   const std::vector<PauliSum>& observables,
+                   const std::vector<std::function<void(State<R>&)>>& starts,
+                   const EngineOptions& options) {
   require_cpu(options);
   const int n = c.num_qubits();
   // The backward pass needs rho before each channel group. The forward pass
@@ -520,12 +528,16 @@ AdjointResult pull_back(const Circuit& c, std::span<const double> theta,
     rho->apply(legs[j]);
     if (j < m && j % stride == 0) kept[j] = pool.copy_of(*rho);
   }
-  AdjointResult result;
+  PullBack result;
   for (const PauliSum& h : observables) result.expvals.push_back(trace_with(*rho, n, h));
+  std::unique_ptr<State<R>> final_rho = starts.size() > 1 ? pool.copy_of(*rho) : nullptr;
 
-  // The state before channel group k, taken out (each is read once): kept, or
-  // recomputed with the rest of its block when the pass enters the block.
+  // The state before channel group k, taken out (each is read once per
+  // backward pass): kept (a copy while another pass follows), or recomputed
+  // with the rest of its block when the pass enters the block.
+  bool last_pass = true;
   auto before_channel = [&](std::size_t k) {
+    if (k % stride == 0 && !last_pass) return pool.copy_of(*kept.at(k));
     if (k % stride != 0 && !block.count(k)) {
       const std::size_t first = k - k % stride;
       auto s = pool.copy_of(*kept.at(first));
@@ -544,60 +556,73 @@ AdjointResult pull_back(const Circuit& c, std::span<const double> theta,
   // channels; rho undone (one sweep: BackwardSweep) or restored. Restored, a
   // stretch without trainable gates is not swept: its inverse joins lambda's
   // queue.
-  auto lambda = new_state<R>(n, options);
-  set_lambda(*lambda);
-  result.gradient.assign(theta.size(), 0.0);
-  if (uncompute) {
-    BackwardSweep<R> sweep(options);
+  // One backward pass from lambda as set: the gradient.
+  auto backward = [&](State<R>& lambda) {
+    std::vector<double> gradient(theta.size(), 0.0);
+    if (uncompute) {
+      BackwardSweep<R> sweep(options);
+      for (std::size_t j = m + 1; j-- > 0;) {
+        const bool trainable = std::any_of(tapes[j].begin(), tapes[j].end(), [](const TapeStep& t) {
+          return !t.derivatives.empty();
+        });
+        if (trainable) {
+          sweep.measure(tapes[j]);
+        } else {
+          for (std::size_t i = tapes[j].size(); i-- > 0;)
+            sweep.undo_both(adjoint(tapes[j][i].gate));
+        }
+        if (j == 0) break;
+        // Back through channel group j - 1: rho before each channel, lambda after it.
+        const GroupMaps& g = groups[j - 1];
+        for (std::size_t i = g.ops.size(); i-- > 0;) {
+          sweep.undo_rho(g.inverse[i]);
+          if (has_trainable_params(*g.ops[i])) {
+            sweep.run(*rho, lambda, /*undo_all=*/true, gradient);
+            add_channel_gradient(*g.ops[i], theta, n, lambda, *rho, gradient);
+          }
+          sweep.pull_back_lambda(g.dual[i]);
+        }
+      }
+      sweep.run(*rho, lambda, /*undo_all=*/false, gradient);
+      return gradient;
+    }
+    std::vector<BoundGate> lambda_queue;
     for (std::size_t j = m + 1; j-- > 0;) {
       const bool trainable = std::any_of(tapes[j].begin(), tapes[j].end(),
                                          [](const TapeStep& t) { return !t.derivatives.empty(); });
-      if (trainable) {
-        sweep.measure(tapes[j]);
-      } else {
-        for (std::size_t i = tapes[j].size(); i-- > 0;) sweep.undo_both(adjoint(tapes[j][i].gate));
+      if (trainable) {  // segmented (cost-aware fusion) only when swept
+        flush(lambda, lambda_queue, options);
+        const Segmented seg = segment(tapes[j], options.fusion);
+        std::vector<BoundGate> inverse;
+        std::vector<char> measure;
+        inverse_gates(seg, inverse, measure);
+        std::vector<Matrix> cross;
+        rho->adjoint_sweep(lambda, inverse, measure, cross, /*undo_all=*/j > 0);
+        accumulate(seg, cross, gradient);
+      } else if (j > 0) {
+        for (std::size_t i = tapes[j].size(); i-- > 0;)
+          lambda_queue.push_back(adjoint(tapes[j][i].gate));
       }
       if (j == 0) break;
-      // Back through channel group j - 1: rho before each channel, lambda after it.
       const GroupMaps& g = groups[j - 1];
-      for (std::size_t i = g.ops.size(); i-- > 0;) {
-        sweep.undo_rho(g.inverse[i]);
-        if (has_trainable_params(*g.ops[i])) {
-          sweep.run(*rho, *lambda, /*undo_all=*/true, result.gradient);
-          add_channel_gradient(*g.ops[i], theta, n, *lambda, *rho, result.gradient);
+      pool.give_back(std::exchange(rho, before_channel(j - 1)));
+      for (const Operation* op : g.ops)  // a trainable one is alone in its group
+        if (has_trainable_params(*op)) {
+          flush(lambda, lambda_queue, options);
+          add_channel_gradient(*op, theta, n, lambda, *rho, gradient);
         }
-        sweep.pull_back_lambda(g.dual[i]);
-      }
+      lambda_queue.insert(lambda_queue.end(), g.dual.rbegin(), g.dual.rend());
     }
-    sweep.run(*rho, *lambda, /*undo_all=*/false, result.gradient);
-    return result;
-  }
-  std::vector<BoundGate> lambda_queue;
-  for (std::size_t j = m + 1; j-- > 0;) {
-    const bool trainable = std::any_of(tapes[j].begin(), tapes[j].end(),
-                                       [](const TapeStep& t) { return !t.derivatives.empty(); });
-    if (trainable) {  // segmented (cost-aware fusion) only when swept
-      flush(*lambda, lambda_queue, options);
-      const Segmented seg = segment(tapes[j], options.fusion);
-      std::vector<BoundGate> inverse;
-      std::vector<char> measure;
-      inverse_gates(seg, inverse, measure);
-      std::vector<Matrix> cross;
-      rho->adjoint_sweep(*lambda, inverse, measure, cross, /*undo_all=*/j > 0);
-      accumulate(seg, cross, result.gradient);
-    } else if (j > 0) {
-      for (std::size_t i = tapes[j].size(); i-- > 0;)
-        lambda_queue.push_back(adjoint(tapes[j][i].gate));
-    }
-    if (j == 0) break;
-    const GroupMaps& g = groups[j - 1];
-    pool.give_back(std::exchange(rho, before_channel(j - 1)));
-    for (const Operation* op : g.ops)  // a trainable one is alone in its group
-      if (has_trainable_params(*op)) {
-        flush(*lambda, lambda_queue, options);
-        add_channel_gradient(*op, theta, n, *lambda, *rho, result.gradient);
-      }
-    lambda_queue.insert(lambda_queue.end(), g.dual.rbegin(), g.dual.rend());
+    return gradient;
+  };
+  auto lambda = new_state<R>(n, options);
+  for (std::size_t pass = 0; pass < starts.size(); ++pass) {
+    last_pass = pass + 1 == starts.size();
+    if (pass > 0)
+      pool.give_back(
+          std::exchange(rho, last_pass ? std::move(final_rho) : pool.copy_of(*final_rho)));
+    starts[pass](*lambda);
+    result.gradients.push_back(backward(*lambda));
   }
   return result;
 }
@@ -610,8 +635,24 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
                                  std::span<const double> weights, const EngineOptions& options) {
   const PauliSum h = weighted_sum(observables, weights);
   const int n = c.num_qubits();
-  return pull_back<R>(
-      c, theta, observables, [&](State<R>& lambda) { set_observable(lambda, n, h); }, options);
+  PullBack p = pull_back<R>(c, theta, observables,
+                            {[&](State<R>& lambda) { set_observable(lambda, n, h); }}, options);
+  return {std::move(p.expvals), std::move(p.gradients[0])};
+}
+
+template <class R>
+std::vector<std::vector<double>> density_matrix_jacobian(const Circuit& c,
+                                                         std::span<const double> theta,
+                                                         const std::vector<PauliSum>& observables,
+                                                         const EngineOptions& options,
+                                                         std::vector<double>* expvals) {
+  const int n = c.num_qubits();
+  std::vector<std::function<void(State<R>&)>> starts;
+  for (const PauliSum& h : observables)
+    starts.push_back([&h, n](State<R>& lambda) { set_observable(lambda, n, h); });
+  PullBack p = pull_back<R>(c, theta, observables, starts, options);
+  if (expvals) *expvals = std::move(p.expvals);
+  return std::move(p.gradients);
 }
 
 template <class R>
@@ -631,7 +672,7 @@ std::vector<double> density_matrix_state_vjp(const Circuit& c, std::span<const d
       start[r + dim * k] =
           std::conj(0.5 * (cotangent[r * dim + k] + std::conj(cotangent[k * dim + r])));
   const auto set = [&](State<R>& lambda) { lambda.set_amplitudes(start); };
-  return pull_back<R>(c, theta, {}, set, options).gradient;
+  return std::move(pull_back<R>(c, theta, {}, {set}, options).gradients[0]);
 }
 
 std::vector<BoundGate> density_matrix_gates(const Circuit& c, std::span<const double> theta,
@@ -678,13 +719,16 @@ void read_out_density_matrix(const State<R>& rho, int n, const SimulateRequest& 
   read_out(rho, n, req, out);
 }
 
-#define QMLSIM_INSTANTIATE(R)                                                                  \
-  template SimulateResult simulate_density_matrix<R>(                                          \
-      const Circuit&, std::span<const double>, const SimulateRequest&, const EngineOptions&);  \
-  template AdjointResult density_matrix_vjp<R>(const Circuit&, std::span<const double>,        \
-                                               const std::vector<PauliSum>&,                   \
-                                               std::span<const double>, const EngineOptions&); \
-  template std::vector<double> density_matrix_state_vjp<R>(                                    \
+#define QMLSIM_INSTANTIATE(R)                                                                      \
+  template SimulateResult simulate_density_matrix<R>(                                              \
+      const Circuit&, std::span<const double>, const SimulateRequest&, const EngineOptions&);      \
+  template AdjointResult density_matrix_vjp<R>(const Circuit&, std::span<const double>,            \
+                                               const std::vector<PauliSum>&,                       \
+                                               std::span<const double>, const EngineOptions&);     \
+  template std::vector<std::vector<double>> density_matrix_jacobian<R>(                            \
+      const Circuit&, std::span<const double>, const std::vector<PauliSum>&, const EngineOptions&, \
+      std::vector<double>*);                                                                       \
+  template std::vector<double> density_matrix_state_vjp<R>(                                        \
       const Circuit&, std::span<const double>, std::span<const cplx>, const EngineOptions&);
 QMLSIM_INSTANTIATE(float)
 QMLSIM_INSTANTIATE(double)

@@ -72,6 +72,15 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
                                  const std::vector<PauliSum>& observables,
                                  std::span<const double> weights, const EngineOptions& options);
 
+// d Tr(H_k rho)/dtheta for every observable (rows) after one forward pass,
+// a backward pass each; <H_k> into expvals when given.
+template <class R>
+std::vector<std::vector<double>> density_matrix_jacobian(const Circuit& c,
+                                                         std::span<const double> theta,
+                                                         const std::vector<PauliSum>& observables,
+                                                         const EngineOptions& options,
+                                                         std::vector<double>* expvals);
+
 // The VJP of the final density matrix (simulate_density_matrix's `state`,
 // row-major) with a complex cotangent G of 4^n entries: d/dtheta
 // Re sum G[r][c] rho[r][c], one backward pass from vec of the Hermitian part.

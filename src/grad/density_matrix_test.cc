@@ -161,6 +161,26 @@ std::vector<double> finite_differences(const Circuit& c, std::vector<double> the
   return g;
 }
 
+// adjoint_jacobian's rows and expectation values against a VJP per
+// observable, under a checkpoint budget.
+void expect_jacobian_rows_are_vjps(const Circuit& c, const std::vector<double>& theta,
+                                   const std::vector<PauliSum>& obs, std::uint64_t budget) {
+  EngineOptions o;
+  o.checkpoint_bytes = budget;
+  std::vector<double> expvals;
+  const auto jac = adjoint_jacobian<double>(c, theta, obs, o, &expvals);
+  ASSERT_EQ(jac.size(), obs.size());
+  ASSERT_EQ(expvals.size(), obs.size());
+  for (std::size_t k = 0; k < obs.size(); ++k) {
+    std::vector<double> w(obs.size(), 0.0);
+    w[k] = 1;
+    const AdjointResult row = adjoint_vjp<double>(c, theta, obs, w, o);
+    EXPECT_NEAR(expvals[k], row.expvals[k], 1e-12);
+    for (std::size_t s = 0; s < theta.size(); ++s)
+      EXPECT_NEAR(jac[k][s], row.gradient[s], 1e-12) << "budget " << budget << " row " << k;
+  }
+}
+
 TEST(DensityMatrix, GradientsEqualFiniteDifferences) {
   std::mt19937_64 rng(50);
   for (int trial = 0; trial < 16; ++trial) {
@@ -185,11 +205,10 @@ TEST(DensityMatrix, GradientsEqualFiniteDifferences) {
       const AdjointResult f = adjoint_vjp<float>(c, theta, obs, w, o);
       for (std::size_t s = 0; s < theta.size(); ++s) EXPECT_NEAR(f.gradient[s], want[s], 2e-3);
     }
-    // The Jacobian's rows are the observables' gradients.
-    const auto jac = adjoint_jacobian<double>(c, theta, obs, {});
-    const double e0[] = {1.0, 0.0};
-    const AdjointResult first = adjoint_vjp<double>(c, theta, obs, e0, {});
-    for (std::size_t s = 0; s < theta.size(); ++s) EXPECT_NEAR(jac[0][s], first.gradient[s], 1e-12);
+    // The Jacobian's rows are the observables' gradients (one forward pass,
+    // a backward pass per row from copies), with states kept or channels undone.
+    for (std::uint64_t budget : {std::uint64_t{1}, EngineOptions{}.checkpoint_bytes})
+      expect_jacobian_rows_are_vjps(c, theta, obs, budget);
   }
 }
 
@@ -227,6 +246,9 @@ TEST(DensityMatrix, GradientsUndoInvertibleChannelsAndKeepStatesForOthers) {
         EXPECT_NEAR(d.gradient[s], want[s], 1e-7) << "gamma " << gamma << " slot " << s;
         EXPECT_NEAR(f.gradient[s], want[s], 2e-4) << "gamma " << gamma << " slot " << s;
       }
+      // Three rows: the kept (or recomputed) states serve every backward pass.
+      expect_jacobian_rows_are_vjps(
+          c, theta, {obs[0], random_observable(n, rng), random_observable(n, rng)}, budget);
     }
   }
 }
