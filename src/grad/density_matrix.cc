@@ -457,23 +457,21 @@ SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double>
 
 namespace {
 
-// pull_back's result: <H_k> of the final rho, and a gradient per start.
-struct PullBack {
-  std::vector<double> expvals;
-  std::vector<std::vector<double>> gradients;
+// How the backward pass gets rho before each channel group, and the pieces
+// both passes run: the cut at channel groups, each group's maps, each
+// stretch's tape, and the forward legs.
+struct BackwardPlan {
+  bool uncompute = false;  // channels undone by their inverses (else states kept)
+  std::vector<GroupMaps> groups;
+  std::vector<std::vector<TapeStep>> tapes;  // per stretch
+  // Leg j: channel group j - 1 (j > 0) and stretch j, fused as one run: after
+  // leg j, rho is the state before group j.
+  std::vector<std::vector<BoundGate>> legs;
 };
 
-// <H_k> of the final rho, and d/dtheta <lambda0|vec(rho)> for each adjoint
-// state lambda0 = vec(L) that one of `starts` writes (L Hermitian): one
-// forward pass, then a backward pass per start from a copy of the final rho
-// (the kept states copied too, but for the last). The backward pass of
-// density_matrix_vjp, density_matrix_jacobian and density_matrix_state_vjp.
 template <class R>
-PullBack pull_back(const Circuit& c, std::span<const double> theta,
-                   const std::vector<PauliSum>& observables,
-                   const std::vector<std::function<void(State<R>&)>>& starts,
-                   const EngineOptions& options) {
-  require_cpu(options);
+BackwardPlan plan_backward(const Circuit& c, std::span<const double> theta,
+                           const EngineOptions& options) {
   const int n = c.num_qubits();
   // The backward pass needs rho before each channel group. The forward pass
   // keeps them all when they fit options.checkpoint_bytes and the groups are
@@ -493,10 +491,13 @@ PullBack pull_back(const Circuit& c, std::span<const double> theta,
   std::vector<BoundGate> inverses;
   if (!layers || bytes * cut.groups.size() > options.checkpoint_bytes)
     inverses = channel_inverses(c, theta, n, sizeof(R) == 8 ? 1e6 : 10.0);
-  const bool uncompute = !inverses.empty();
+  BackwardPlan plan;
+  plan.uncompute = !inverses.empty();
+  const bool uncompute = plan.uncompute;
   if (uncompute) cut = cut_at_channels(c, false);
   const std::size_t m = cut.groups.size();
-  std::vector<GroupMaps> groups(m);
+  std::vector<GroupMaps>& groups = plan.groups;
+  groups.resize(m);
   for (std::size_t j = 0, k = 0; j < m; ++j) {
     groups[j].ops = cut.groups[j];
     for (const Operation* op : cut.groups[j]) {
@@ -505,16 +506,44 @@ PullBack pull_back(const Circuit& c, std::span<const double> theta,
       if (uncompute) groups[j].inverse.push_back(inverses[k++]);
     }
   }
-  std::vector<std::vector<TapeStep>> tapes;
+  std::vector<std::vector<TapeStep>>& tapes = plan.tapes;
   for (const Circuit& s : cut.stretches) tapes.push_back(density_tape(s, theta, n));
-  // Leg j: channel group j - 1 (j > 0) and stretch j, fused as one run: after
-  // leg j, rho is the state before group j.
-  std::vector<std::vector<BoundGate>> legs(m + 1);
+  std::vector<std::vector<BoundGate>>& legs = plan.legs;
+  legs.resize(m + 1);
   for (std::size_t j = 0; j <= m; ++j) {
     std::vector<BoundGate> run = j > 0 ? groups[j - 1].forward : std::vector<BoundGate>{};
     for (const TapeStep& t : tapes[j]) run.push_back(t.gate);
     legs[j] = fused(run, options);
   }
+  return plan;
+}
+
+// pull_back's result: <H_k> of the final rho, and a gradient per start.
+struct PullBack {
+  std::vector<double> expvals;
+  std::vector<std::vector<double>> gradients;
+};
+
+// <H_k> of the final rho, and d/dtheta <lambda0|vec(rho)> for each adjoint
+// state lambda0 = vec(L) that one of `starts` writes (L Hermitian): one
+// forward pass, then a backward pass per start from a copy of the final rho
+// (the kept states copied too, but for the last). The backward pass of
+// density_matrix_vjp, density_matrix_jacobian and density_matrix_state_vjp.
+template <class R>
+PullBack pull_back(const Circuit& c, std::span<const double> theta,
+                   const std::vector<PauliSum>& observables,
+                   const std::vector<std::function<void(State<R>&)>>& starts,
+                   const EngineOptions& options) {
+  require_cpu(options);
+  const int n = c.num_qubits();
+  const Precision precision = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
+  const std::uint64_t bytes = density_matrix_bytes(n, precision);
+  BackwardPlan plan = plan_backward<R>(c, theta, options);
+  const bool uncompute = plan.uncompute;
+  const std::vector<GroupMaps>& groups = plan.groups;
+  const std::vector<std::vector<TapeStep>>& tapes = plan.tapes;
+  const std::vector<std::vector<BoundGate>>& legs = plan.legs;
+  const std::size_t m = groups.size();
 
   std::size_t stride = 1;  // unused when channels are undone
   if (!uncompute && m > 0 && bytes * m > options.checkpoint_bytes)

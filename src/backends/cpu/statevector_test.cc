@@ -334,6 +334,38 @@ TEST(StateVector, ComposedPermutationsInBlockedSegmentsC64) {
   check_composed_permutations<float>(1e-5);
 }
 
+// The plain reference sweep: for i from last to first, step i's sums taken
+// where measure[i] (their anti-Hermitian part), then the step applied to the
+// states its side names (sides empty: both). The sums and the final states.
+struct ReferenceSweep {
+  std::vector<Matrix> sums;
+  State phi, lambda;
+};
+template <class R>
+ReferenceSweep reference_sweep(int n, const State& phi0, const State& lam0,
+                               const std::vector<BoundGate>& inverse,
+                               const std::vector<char>& measure,
+                               const std::vector<char>& sides = {}) {
+  StateVector<R> phi(n), lam(n);
+  phi.set_chunk_qubits(0);
+  lam.set_chunk_qubits(0);
+  phi.set_amplitudes(phi0);
+  lam.set_amplitudes(lam0);
+  ReferenceSweep out;
+  out.sums.resize(inverse.size());
+  for (std::size_t i = inverse.size(); i-- > 0;) {
+    if (measure[i])
+      out.sums[i] = antihermitian_part(
+          testing::cross_matrix_sum(inverse[i], lam.to_vector(), phi.to_vector()));
+    const char side = sides.empty() ? kBothStates : sides[i];
+    if (side != kLambdaOnly) phi.apply(inverse[i]);
+    if (side != kThisOnly) lam.apply(inverse[i]);
+  }
+  out.phi = phi.to_vector();
+  out.lambda = lam.to_vector();
+  return out;
+}
+
 // The adjoint sweep against a plain reference: every inverse gate undone on both
 // states one by one, and each measured gate's cross matrix summed in the test
 // before its undo (then its anti-Hermitian part taken).
@@ -424,20 +456,7 @@ void check_adjoint_sweep(double tol) {
                         (!sign_gate[i] && rng() % 2 == 0 && gates[i].num_targets() <= 3));
     }
     const State phi0 = testing::random_state(n, rng), lam0 = testing::random_state(n, rng);
-    StateVector<R> phi(n), lam(n);
-    phi.set_chunk_qubits(0);
-    lam.set_chunk_qubits(0);
-    phi.set_amplitudes(phi0);
-    lam.set_amplitudes(lam0);
-    std::vector<Matrix> want(gates.size());
-    for (std::size_t i = gates.size(); i-- > 0;) {
-      if (measure[i]) {
-        want[i] = testing::cross_matrix_sum(inverse[i], lam.to_vector(), phi.to_vector());
-        want[i] = antihermitian_part(want[i]);
-      }
-      phi.apply(inverse[i]);
-      lam.apply(inverse[i]);
-    }
+    const std::vector<Matrix> want = reference_sweep<R>(n, phi0, lam0, inverse, measure).sums;
     for (int threads : {1, 2})
       for (int chunk : {0, 9, -9}) {  // -9: chunks of 9, scattered with non-temporal stores
         StateVector<R> p(n, threads), l(n, threads);
@@ -532,19 +551,8 @@ void check_one_sided_sweep(double tol) {
       }
     }
     const State phi0 = testing::random_state(n, rng), lam0 = testing::random_state(n, rng);
-    StateVector<R> phi(n), lam(n);
-    phi.set_chunk_qubits(0);
-    lam.set_chunk_qubits(0);
-    phi.set_amplitudes(phi0);
-    lam.set_amplitudes(lam0);
-    std::vector<Matrix> want(inverse.size());
-    for (std::size_t i = inverse.size(); i-- > 0;) {
-      if (measure[i])
-        want[i] = antihermitian_part(
-            testing::cross_matrix_sum(inverse[i], lam.to_vector(), phi.to_vector()));
-      if (sides[i] != kLambdaOnly) phi.apply(inverse[i]);
-      if (sides[i] != kThisOnly) lam.apply(inverse[i]);
-    }
+    const ReferenceSweep ref = reference_sweep<R>(n, phi0, lam0, inverse, measure, sides);
+    const std::vector<Matrix>& want = ref.sums;
     for (bool undo_all : {false, true})
       for (int threads : {1, 2})
         for (int chunk : {0, 7, 9}) {
@@ -568,8 +576,7 @@ void check_one_sided_sweep(double tol) {
             }
           }
           if (!undo_all) continue;
-          const State ps = p.to_vector(), ls = l.to_vector(), pw = phi.to_vector(),
-                      lw = lam.to_vector();
+          const State ps = p.to_vector(), ls = l.to_vector(), &pw = ref.phi, &lw = ref.lambda;
           for (std::size_t a = 0; a < ps.size(); ++a) {
             ASSERT_LT(std::abs(ps[a] - pw[a]), tol) << where << " this, amplitude " << a;
             ASSERT_LT(std::abs(ls[a] - lw[a]), tol) << where << " lambda, amplitude " << a;
