@@ -581,11 +581,10 @@ PullBack pull_back(const Circuit& c, std::span<const double> theta,
     return out;
   };
 
-  // Backward: lambda = vec(H_w) pulled back through stretches and dual
-  // channels; rho undone (one sweep: BackwardSweep) or restored. Restored, a
-  // stretch without trainable gates is not swept: its inverse joins lambda's
-  // queue.
-  // One backward pass from lambda as set: the gradient.
+  // One backward pass from lambda as set (vec(H_w)), its gradient: lambda
+  // pulled back through stretches and dual channels, rho undone (one sweep:
+  // BackwardSweep) or restored. Restored, a stretch without trainable gates
+  // is not swept: its inverse joins lambda's queue.
   auto backward = [&](State<R>& lambda) {
     std::vector<double> gradient(theta.size(), 0.0);
     if (uncompute) {
