@@ -708,9 +708,10 @@ std::vector<std::vector<double>> adjoint_jacobian(const Circuit& c, std::span<co
                                                   const std::vector<PauliSum>& observables,
                                                   const EngineOptions& options,
                                                   std::vector<double>* expvals) {
-  if (runs_on_density_matrix(c, options) && !runs_on_trajectories(c, options))
-    return density_matrix_jacobian<R>(c, theta, observables, options, expvals);
-  if (runs_noisy(c, options)) {  // trajectories: a run per observable
+  if (runs_noisy(c, options)) {
+    if (!runs_on_trajectories(c, options))  // the density matrix: one forward pass
+      return density_matrix_jacobian<R>(c, theta, observables, options, expvals);
+    // trajectories: a run per observable
     std::vector<std::vector<double>> rows;
     std::vector<double> w(observables.size(), 0.0);
     for (std::size_t k = 0; k < observables.size(); ++k) {

@@ -362,8 +362,10 @@ class BackwardSweep {
   // stretches' gradients; with undo_all the states are read afterwards.
   void run(State<R>& rho, State<R>& lambda, bool undo_all, std::vector<double>& gradient) {
     if (stretches_.empty()) {  // nothing measured: each state's run by apply (larger chunks)
-      if (undo_all && !rho_run_.empty()) rho.apply(fused(rho_run_, options_));
-      if (undo_all && !lambda_run_.empty()) lambda.apply(fused(lambda_run_, options_));
+      if (undo_all) {
+        flush(rho, rho_run_, options_);
+        flush(lambda, lambda_run_, options_);
+      }
       rho_run_.clear();
       lambda_run_.clear();
       return;

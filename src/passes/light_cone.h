@@ -15,8 +15,11 @@
 namespace qmlsim {
 
 // needed[i] for gates[i] in program order; measured[i] says whether gate i's
-// cross matrix is wanted. REQUIRES measured.size() == gates.size().
+// cross matrix is wanted. one_sided: some steps act on one state alone (a
+// density matrix's channels), which changes every later cross matrix whatever
+// its wires: then every gate after the first measured one is needed.
+// REQUIRES measured.size() == gates.size().
 std::vector<char> undo_needed(const std::vector<BoundGate>& gates,
-                              const std::vector<char>& measured);
+                              const std::vector<char>& measured, bool one_sided = false);
 
 }  // namespace qmlsim

@@ -425,20 +425,8 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
   auto side = [&](int i) { return sides.empty() ? kBothStates : sides[i]; };
   // Gates outside every measured gate's light cone (passes/light_cone.h) are not
   // undone: unmeasured ones are dropped, measured ones only have their sums formed.
-  // A step on one state changes every later sum, whatever its wires: with
-  // such steps, every step before the last measured one is taken.
-  std::vector<char> needed;
-  if (undo_all) {
-    needed.assign(inverse.size(), 1);
-  } else if (one_sided) {
-    const auto last_measured =
-        std::find_if(measure.begin(), measure.end(), [](char m) { return m; });
-    needed.assign(inverse.size(), 0);
-    for (int i = static_cast<int>(last_measured - measure.begin()) + 1; i < count; ++i)
-      needed[i] = 1;
-  } else {
-    needed = undo_needed(inverse, measure);
-  }
+  const std::vector<char> needed =
+      undo_all ? std::vector<char>(inverse.size(), 1) : undo_needed(inverse, measure, one_sided);
   // Process in reverse: rev[j] is inverse[orig(j)]. With blocking, the plan may
   // move a gate past gates on other qubits; a cross matrix over a gate's targets
   // does not change under unitaries on other qubits applied to both vectors.
