@@ -5,8 +5,10 @@
 Writes a layered circuit (RY on every qubit, a CZ brick; a channel of
 strength 0.01 on every qubit after each layer) with depolarizing(0) as the
 noiseless reference (its trajectories apply only identities, so both pay the
-same allocations), depolarizing(0.01) and amplitude_damping(0.01), runs each
-by trajectories and prints the time per trajectory and its ratio.
+same allocations; run alone, QMLSIM_SHARED_PREFIXES=0, each is one noiseless
+run: shared, they would all be one), depolarizing(0.01) and
+amplitude_damping(0.01), runs each by trajectories, with shared prefixes (the
+default) and alone, and prints the time per trajectory and its ratio.
 """
 import argparse
 import json
@@ -38,14 +40,20 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for channel in ("depolarizing(0)", "depolarizing(0.01)", "amplitude_damping(0.01)"):
+        runs = [("depolarizing(0)", "0")] + [
+            (c, shared) for c in ("depolarizing(0.01)", "amplitude_damping(0.01)")
+            for shared in ("1", "0")]
+        for channel, shared in runs:
             path = os.path.join(tmp, "c.qasm")
             with open(path, "w") as f:
                 f.write(circuit(args.qubits, args.layers, channel))
             out = subprocess.run([args.qmlsim, "run", path, "--observable", "Z0", "--method",
                                   "trajectories", "--trajectories", str(args.trajectories),
-                                  "--json"], check=True, capture_output=True, text=True)
-            rows.append((channel, json.loads(out.stdout)["time_s"]["simulate"] / args.trajectories))
+                                  "--json"], check=True, capture_output=True, text=True,
+                                 env=dict(os.environ, QMLSIM_SHARED_PREFIXES=shared))
+            label = channel + ("" if channel.endswith("(0)") else
+                               " shared" if shared == "1" else " alone")
+            rows.append((label, json.loads(out.stdout)["time_s"]["simulate"] / args.trajectories))
     print("| channel | per trajectory | x the noiseless reference |\n| --- | --- | --- |")
     for channel, t in rows:
         print(f"| {channel} | {t * 1e3:.1f} ms | {t / rows[0][1]:.2f} |")

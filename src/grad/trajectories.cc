@@ -2,13 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "backends/cpu/statevector.h"
+#include "core/env.h"
 #include "core/error.h"
+#include "core/memory.h"
+#include "core/parallel.h"
 #include "core/rng.h"
 #include "grad/density_matrix.h"
 #include "grad/engine.h"
@@ -44,15 +48,26 @@ Rng stream(std::uint64_t seed, std::uint64_t t) {
   return Rng(seed * 0x9e3779b97f4a7c15ULL ^ (t + 1) * 0xbf58476d1ce4e5b9ULL);
 }
 
-// The branch of `b` that the uniform r picks; probability(i) measures p_i.
-template <class Probability>
-std::size_t pick(const Branches& b, double r, Probability&& probability) {
+inline constexpr std::size_t kUndecided = ~std::size_t{0};
+
+// The branch of `b` that the uniform r picks by the lower bounds alone
+// (whatever the state), or kUndecided.
+std::size_t decided(const Branches& b, double r) {
   double sum = 0;
   for (std::size_t i = 0; i < b.kraus.size(); ++i) {
     sum += b.lower[i];
     if (r < sum) return i;
   }
-  double rest = r - sum, acc = 0;
+  return kUndecided;
+}
+
+// The branch of `b` that the uniform r picks; probability(i) measures p_i.
+template <class Probability>
+std::size_t pick(const Branches& b, double r, Probability&& probability) {
+  if (const std::size_t i = decided(b, r); i != kUndecided) return i;
+  double sum = 0, acc = 0;
+  for (double lb : b.lower) sum += lb;
+  const double rest = r - sum;
   std::size_t last = 0;
   for (std::size_t i = 0; i < b.kraus.size(); ++i) {
     const double p = b.unitary[i] ? b.lower[i] : probability(i);
@@ -68,52 +83,45 @@ struct TrajectoryOut {
   std::map<index_t, std::int64_t> counts;
 };
 
-// The state is kept unnormalised: a Kraus operator drawn by its lower bound
-// is applied as it is (no pass), and the norm is measured only where a
-// branch's probability is (rarely: with probability 1 - sum lb) or a readout
-// needs it; a measured branch renormalises the state.
+// A trajectory's state on its way through the plan, with the gates queued
+// for it (fused when it is next read). The state is kept unnormalised: a
+// Kraus operator drawn by its lower bound is applied as it is (no pass), and
+// the norm is measured only where a branch's probability is (rarely: with
+// probability 1 - sum lb) or a readout needs it; a measured branch
+// renormalises the state.
 template <class R>
-TrajectoryOut run_one(const Plan& plan, std::uint64_t t, const SimulateRequest& req,
-                      std::int64_t shots, const EngineOptions& o) {
-  Rng rng = stream(o.seed, t);
-  cpu::StateVector<R> sv = detail::make_state<cpu::StateVector<R>>(plan.n, o);
-  sv.set_basis_state(0);
-  detail::set_initial_state(sv, o);
+struct Walk {
+  explicit Walk(cpu::StateVector<R> state, bool is_normalised = true)
+      : sv(std::move(state)), normalised(is_normalised) {}
+
+  cpu::StateVector<R> sv;
+  bool normalised = true;
   std::vector<BoundGate> queue;
-  auto flush = [&] {
+
+  void flush(const EngineOptions& o) {
     if (queue.empty()) return;
     sv.apply(o.fusion > 0 ? fuse(queue, {o.fusion, std::max(10, o.fusion)}) : queue);
     queue.clear();
-  };
-  auto push_scaled = [&](BoundGate g, double scale) {
-    if (scale != 1)
-      for (cplx& a : g.matrix) a *= scale;
-    queue.push_back(std::move(g));
-  };
-  bool normalised = true;
-  std::size_t next_channel = 0;
-  for (const std::optional<BoundGate>& g : plan.gates) {
-    if (g) {
-      queue.push_back(*g);
-      continue;
-    }
-    const Branches& b = plan.channels[next_channel++];
+  }
+  // Branch i of b, drawn by its lower bound.
+  void take_decided(const Branches& b, std::size_t i) {
+    if (!b.identity[i]) queue.push_back(b.gate[i]);
+    normalised = normalised && b.unitary[i];
+  }
+  // The branch of b that the uniform r picks, measuring the state if needed.
+  void take(const Branches& b, double r, const EngineOptions& o) {
     double norm2 = -1;                               // ||psi||^2, once measured
     std::vector<double> weight(b.kraus.size(), -1);  // ||K_i psi||^2, once measured
     auto probability = [&](std::size_t i) {
       if (norm2 < 0) {
-        flush();
+        flush(o);
         norm2 = normalised ? 1.0 : sv.norm_squared();
       }
       if (weight[i] < 0) weight[i] = sv.expval(b.weight[i]);
       return weight[i] / norm2;
     };
-    const std::size_t i = pick(b, rng.uniform(), probability);
-    if (norm2 < 0) {  // drawn by its lower bound: no pass
-      if (!b.identity[i]) queue.push_back(b.gate[i]);
-      normalised = normalised && b.unitary[i];
-      continue;
-    }
+    const std::size_t i = pick(b, r, probability);
+    if (norm2 < 0) return take_decided(b, i);
     if (b.unitary[i]) {
       if (!b.identity[i] || norm2 != 1) push_scaled(b.gate[i], 1 / std::sqrt(norm2));
     } else {
@@ -123,23 +131,201 @@ TrajectoryOut run_one(const Plan& plan, std::uint64_t t, const SimulateRequest& 
     }
     normalised = true;
   }
-  flush();
-  const double norm2 = normalised ? 1.0 : sv.norm_squared();
-  if (norm2 != 1 && shots > 0) {  // the sampler draws from a normalised state
-    BoundGate scale;
-    scale.targets = {0};
-    scale.diagonal = true;
-    scale.matrix = {1 / std::sqrt(norm2), 1 / std::sqrt(norm2)};
-    sv.apply(scale);
+  // The plan's operations from `op` on (`channel` the index of the next
+  // channel), one draw from rng per channel.
+  void run(const Plan& plan, std::size_t op, std::size_t channel, Rng& rng,
+           const EngineOptions& o) {
+    for (; op < plan.gates.size(); ++op) {
+      if (plan.gates[op])
+        queue.push_back(*plan.gates[op]);
+      else
+        take(plan.channels[channel++], rng.uniform(), o);
+    }
+    flush(o);
   }
-  const double unscale = shots > 0 ? 1.0 : 1 / norm2;
+  // Each readout but the samples, of the normalised state.
+  void values(const SimulateRequest& req, TrajectoryOut& out) {
+    const double unscale = normalised ? 1.0 : 1 / sv.norm_squared();
+    for (const PauliSum& h : req.observables) out.expvals.push_back(sv.expval(h) * unscale);
+    if (req.probabilities) {
+      out.probabilities = sv.probabilities();
+      for (double& p : out.probabilities) p *= unscale;
+    }
+  }
+  // `shots` samples, from rng's next number (the state normalised first).
+  void sample(std::int64_t shots, Rng& rng, TrajectoryOut& out) {
+    if (shots == 0) return;
+    if (!normalised) {  // the sampler draws from a normalised state
+      const double scale = 1 / std::sqrt(sv.norm_squared());
+      BoundGate g;
+      g.targets = {0};
+      g.diagonal = true;
+      g.matrix = {scale, scale};
+      sv.apply(g);
+      normalised = true;
+    }
+    out.counts = sv.sample(shots, rng.next());
+  }
+
+ private:
+  void push_scaled(BoundGate g, double scale) {
+    if (scale != 1)
+      for (cplx& a : g.matrix) a *= scale;
+    queue.push_back(std::move(g));
+  }
+};
+
+template <class R>
+Walk<R> start(const Plan& plan, const EngineOptions& o) {
+  Walk<R> w(detail::make_state<cpu::StateVector<R>>(plan.n, o));
+  w.sv.set_basis_state(0);
+  detail::set_initial_state(w.sv, o);
+  return w;
+}
+
+// Where the trajectories of a group leave the prefix they share, the spine:
+// at each channel the spine takes the branch that most of the trajectories
+// still on it draw by its lower bound (no state needed: every branch of a
+// Pauli channel, the no-jump branch of damping mostly), and a trajectory
+// leaves it at the first channel where its draw picks another branch or
+// needs the state. With noise p per channel, a trajectory's expected shared
+// part is (1 - (1-p)^C) / (p C) of its C channels (27% for p = 0.01 and C =
+// 360).
+struct Spine {
+  std::vector<std::size_t> branch;              // per channel, while any trajectory is on it
+  std::vector<std::vector<std::size_t>> leave;  // per channel: the members leaving there
+  std::vector<double> draw;                     // per member: its draw where it leaves
+  std::vector<Rng> rng;  // per member: its stream after that draw (after every one, staying)
+};
+
+Spine spine_of(const Plan& plan, std::uint64_t seed, std::uint64_t first, std::size_t count) {
+  Spine s;
+  s.leave.resize(plan.channels.size());
+  s.draw.assign(count, 0);
+  std::vector<std::size_t> on(count);
+  for (std::size_t m = 0; m < count; ++m) {
+    on[m] = m;
+    s.rng.push_back(stream(seed, first + m));
+  }
+  std::vector<std::size_t> picks(count);
+  for (std::size_t c = 0; c < plan.channels.size() && !on.empty(); ++c) {
+    const Branches& b = plan.channels[c];
+    std::vector<std::size_t> votes(b.kraus.size(), 0);
+    for (std::size_t m : on) {
+      s.draw[m] = s.rng[m].uniform();
+      picks[m] = decided(b, s.draw[m]);
+      if (picks[m] != kUndecided) ++votes[picks[m]];
+    }
+    const std::size_t branch =
+        static_cast<std::size_t>(std::max_element(votes.begin(), votes.end()) - votes.begin());
+    s.branch.push_back(branch);
+    std::erase_if(on, [&](std::size_t m) {
+      if (picks[m] == branch) return false;
+      s.leave[c].push_back(m);
+      return true;
+    });
+  }
+  return s;
+}
+
+// Whether trajectories of n qubits share their prefixes: unless
+// QMLSIM_SHARED_PREFIXES=0, where the spine and one trajectory fit in memory
+// at once (a small state's spine also keeps a copy per channel where
+// trajectories leave, for them to run in parallel).
+template <class R>
+bool share_prefixes(int n) {
+  if (env_switch("QMLSIM_SHARED_PREFIXES") == 0) return false;
+  const std::uint64_t have = usable_memory().bytes;
+  const std::uint64_t bytes =
+      cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128);
+  return have == 0 || 2 * bytes <= have / 10 * 9;
+}
+
+// Trajectories [first, first + outs.size()) of a group, each as run alone
+// would run it (to rounding: the spine's fused runs end where trajectories
+// leave), the prefix they share run once: the spine runs until the
+// last trajectory leaves it, each leaving trajectory going on from a copy
+// of the spine's state (flushed there). Large states run one trajectory at a
+// time with the threads inside, small ones a trajectory per thread from
+// copies the spine keeps. The group and its spine do not depend on the
+// thread count, so neither do the results.
+template <class R>
+void run_group(const Plan& plan, std::uint64_t first, const SimulateRequest& req,
+               const std::function<std::int64_t(std::uint64_t)>& shots, const EngineOptions& o,
+               std::vector<TrajectoryOut>& outs) {
+  Spine s = spine_of(plan, o.seed, first, outs.size());
+  const bool small = (std::int64_t{1} << plan.n) < kMinParallelWork;
+  struct Leaving {
+    std::size_t member, op, channel;
+    const cpu::StateVector<R>* from;
+    bool normalised;
+  };
+  std::vector<Leaving> pending;
+  std::vector<std::unique_ptr<cpu::StateVector<R>>> copies;  // small states' spine states
+  auto run_pending = [&] {
+    detail::for_each_item(pending.size(), plan.n, o, [&](std::size_t i, const EngineOptions& in) {
+      const Leaving& l = pending[i];
+      Walk<R> w(detail::make_state<cpu::StateVector<R>>(plan.n, in), l.normalised);
+      w.sv.copy_from(*l.from);
+      Rng& rng = s.rng[l.member];
+      w.take(plan.channels[l.channel], s.draw[l.member], in);
+      w.run(plan, l.op + 1, l.channel + 1, rng, in);
+      w.values(req, outs[l.member]);
+      w.sample(shots(first + l.member), rng, outs[l.member]);
+    });
+    pending.clear();
+    copies.clear();
+  };
+  Walk<R> spine = start<R>(plan, o);
+  std::size_t on = outs.size(), channel = 0;
+  for (std::size_t op = 0; op < plan.gates.size() && on > 0; ++op) {
+    if (plan.gates[op]) {
+      spine.queue.push_back(*plan.gates[op]);
+      continue;
+    }
+    if (!s.leave[channel].empty()) {
+      spine.flush(o);
+      const cpu::StateVector<R>* from = &spine.sv;
+      if (small) {
+        copies.push_back(std::make_unique<cpu::StateVector<R>>(
+            detail::make_state<cpu::StateVector<R>>(plan.n, o)));
+        copies.back()->copy_from(spine.sv);
+        from = copies.back().get();
+      }
+      for (std::size_t m : s.leave[channel])
+        pending.push_back({m, op, channel, from, spine.normalised});
+      if (!small) run_pending();
+      on -= s.leave[channel].size();
+    }
+    if (on > 0) spine.take_decided(plan.channels[channel], s.branch[channel]);
+    ++channel;
+  }
+  run_pending();
+  if (on == 0) return;
+  spine.flush(o);
+  std::vector<char> stays(outs.size(), 1);
+  for (const std::vector<std::size_t>& members : s.leave)
+    for (std::size_t m : members) stays[m] = 0;
+  TrajectoryOut stayed;
+  spine.values(req, stayed);
+  for (std::size_t m = 0; m < outs.size(); ++m) {
+    if (!stays[m]) continue;
+    outs[m].expvals = stayed.expvals;
+    outs[m].probabilities = stayed.probabilities;
+    spine.sample(shots(first + m), s.rng[m], outs[m]);
+  }
+}
+
+// Trajectory t run alone.
+template <class R>
+TrajectoryOut run_one(const Plan& plan, std::uint64_t t, const SimulateRequest& req,
+                      std::int64_t shots, const EngineOptions& o) {
+  Rng rng = stream(o.seed, t);
+  Walk<R> w = start<R>(plan, o);
+  w.run(plan, 0, 0, rng, o);
   TrajectoryOut out;
-  for (const PauliSum& h : req.observables) out.expvals.push_back(sv.expval(h) * unscale);
-  if (req.probabilities) {
-    out.probabilities = sv.probabilities();
-    for (double& p : out.probabilities) p *= unscale;
-  }
-  if (shots > 0) out.counts = sv.sample(shots, rng.next());
+  w.values(req, out);
+  w.sample(shots, rng, out);
   return out;
 }
 
@@ -212,22 +398,35 @@ TrajectoryShare trajectory_share(const Circuit& c, std::span<const double> theta
   const std::int64_t count = options.trajectories;
   const std::size_t dim = std::size_t{1} << plan.n;
   TrajectoryShare out;
-  for_each_trajectory<TrajectoryOut>(
-      last - first, plan.n, options,
-      [&](std::uint64_t i, const EngineOptions& o) {
-        const std::int64_t t = first + static_cast<std::int64_t>(i);
-        const std::int64_t shots = req.shots / count + (t < req.shots % count);
-        return run_one<R>(plan, static_cast<std::uint64_t>(t), req, shots, o);
-      },
-      [&](std::uint64_t i, const TrajectoryOut& r) {
-        out.expvals.insert(out.expvals.end(), r.expvals.begin(), r.expvals.end());
-        if (req.probabilities) {
-          if (i % kTrajectoryBlock == 0) out.probabilities.resize(out.probabilities.size() + dim);
-          double* block = out.probabilities.data() + out.probabilities.size() - dim;
-          for (std::size_t k = 0; k < dim; ++k) block[k] += r.probabilities[k];
-        }
-        for (const auto& [outcome, hits] : r.counts) out.counts[outcome] += hits;
-      });
+  auto shots = [&](std::uint64_t t) {
+    return req.shots / count + (static_cast<std::int64_t>(t) < req.shots % count);
+  };
+  auto add = [&](std::uint64_t i, const TrajectoryOut& r) {  // i from first, in order
+    out.expvals.insert(out.expvals.end(), r.expvals.begin(), r.expvals.end());
+    if (req.probabilities) {
+      if (i % kTrajectoryBlock == 0) out.probabilities.resize(out.probabilities.size() + dim);
+      double* block = out.probabilities.data() + out.probabilities.size() - dim;
+      for (std::size_t k = 0; k < dim; ++k) block[k] += r.probabilities[k];
+    }
+    for (const auto& [outcome, hits] : r.counts) out.counts[outcome] += hits;
+  };
+  if (!share_prefixes<R>(plan.n)) {
+    for_each_trajectory<TrajectoryOut>(
+        last - first, plan.n, options,
+        [&](std::uint64_t i, const EngineOptions& o) {
+          const std::uint64_t t = static_cast<std::uint64_t>(first) + i;
+          return run_one<R>(plan, t, req, shots(t), o);
+        },
+        add);
+    return out;
+  }
+  for (std::int64_t group = first; group < last; group += kTrajectoryBlock) {
+    std::vector<TrajectoryOut> outs(
+        static_cast<std::size_t>(std::min(kTrajectoryBlock, last - group)));
+    run_group<R>(plan, static_cast<std::uint64_t>(group), req, shots, options, outs);
+    for (std::size_t m = 0; m < outs.size(); ++m)
+      add(static_cast<std::uint64_t>(group - first) + m, outs[m]);
+  }
   return out;
 }
 

@@ -141,6 +141,49 @@ TEST(Trajectories, SharesCombineToTheWholeRunBitForBit) {
   }
 }
 
+// Trajectories that share their prefixes (the default) equal the same
+// trajectories run alone (QMLSIM_SHARED_PREFIXES=0), each one: its values to
+// rounding and its samples, for small states (a trajectory per thread) and
+// large ones (threads inside), light noise (long shared prefixes, damping
+// drawn by its lower bound) and heavy (trajectories leave at once).
+TEST(Trajectories, SharedPrefixesEqualEachTrajectoryRunAlone) {
+  std::mt19937_64 rng(53);
+  for (const int n : {3, 14}) {
+    for (const double p : {0.02, 0.4}) {
+      Circuit c(n);
+      const Circuit gates = testing::random_parametric_circuit(n, 3 * n, 2, rng);
+      const ChannelId ids[] = {ChannelId::depolarizing, ChannelId::amplitude_damping,
+                               ChannelId::phase_flip};
+      int k = 0;
+      for (const Operation& op : gates.ops()) {
+        c.add(op);
+        Operation ch;
+        ch.channel = ids[k++ % 3];
+        ch.wires = {op.wires[0]};
+        ch.params = {ParamExpr::literal(p)};
+        c.add(std::move(ch));
+      }
+      const std::vector<double> theta = random_theta(2, rng);
+      SimulateRequest req;
+      req.observables = {testing::random_observable(n, rng)};
+      req.shots = 101;
+      req.probabilities = n < 10;
+      const EngineOptions o = trajectories(70, 2);  // a full group and part of one
+      const TrajectoryShare shared = trajectory_share<double>(c, theta, req, o, 0, 70);
+      ASSERT_EQ(setenv("QMLSIM_SHARED_PREFIXES", "0", 1), 0);
+      const TrajectoryShare alone = trajectory_share<double>(c, theta, req, o, 0, 70);
+      unsetenv("QMLSIM_SHARED_PREFIXES");
+      ASSERT_EQ(shared.expvals.size(), alone.expvals.size());
+      for (std::size_t t = 0; t < alone.expvals.size(); ++t)
+        EXPECT_NEAR(shared.expvals[t], alone.expvals[t], 1e-12) << n << " qubits, trajectory " << t;
+      ASSERT_EQ(shared.probabilities.size(), alone.probabilities.size());
+      for (std::size_t i = 0; i < alone.probabilities.size(); ++i)
+        EXPECT_NEAR(shared.probabilities[i], alone.probabilities[i], 1e-12);
+      EXPECT_EQ(shared.counts, alone.counts) << n << " qubits, p " << p;
+    }
+  }
+}
+
 TEST(Trajectories, MixtureGradientsEqualFiniteDifferencesOfTheSameTrajectories) {
   std::mt19937_64 rng(52);
   for (int n : {2, 3}) {
