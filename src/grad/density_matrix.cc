@@ -459,6 +459,11 @@ SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double>
 
 namespace {
 
+bool has_trainable_gates(const std::vector<TapeStep>& tape) {
+  return std::any_of(tape.begin(), tape.end(),
+                     [](const TapeStep& t) { return !t.derivatives.empty(); });
+}
+
 // How the backward pass gets rho before each channel group, and the pieces
 // both passes run: the cut at channel groups, each group's maps, each
 // stretch's tape, and the forward legs.
@@ -466,8 +471,12 @@ struct BackwardPlan {
   bool uncompute = false;  // channels undone by their inverses (else states kept)
   std::vector<GroupMaps> groups;
   std::vector<std::vector<TapeStep>> tapes;  // per stretch
-  // Leg j: channel group j - 1 (j > 0) and stretch j, fused as one run: after
-  // leg j, rho is the state before group j.
+  // Where states are kept: the groups before which the backward pass reads
+  // rho (stretch j has trainable gates or group j a trainable channel), in
+  // order. Leg u: every group and stretch after cut u - 1 (the start for u =
+  // 0) up to cut u (the end for the last leg), fused as one run: after leg u,
+  // rho is the state before group cuts[u].
+  std::vector<std::size_t> cuts;
   std::vector<std::vector<BoundGate>> legs;
 };
 
@@ -510,12 +519,18 @@ BackwardPlan plan_backward(const Circuit& c, std::span<const double> theta,
   }
   std::vector<std::vector<TapeStep>>& tapes = plan.tapes;
   for (const Circuit& s : cut.stretches) tapes.push_back(density_tape(s, theta, n));
-  std::vector<std::vector<BoundGate>>& legs = plan.legs;
-  legs.resize(m + 1);
+  if (uncompute) return plan;
+  std::vector<BoundGate> run;
   for (std::size_t j = 0; j <= m; ++j) {
-    std::vector<BoundGate> run = j > 0 ? groups[j - 1].forward : std::vector<BoundGate>{};
+    if (j > 0) run.insert(run.end(), groups[j - 1].forward.begin(), groups[j - 1].forward.end());
     for (const TapeStep& t : tapes[j]) run.push_back(t.gate);
-    legs[j] = fused(run, options);
+    const bool read = j == m || has_trainable_gates(tapes[j]) ||
+                      std::any_of(groups[j].ops.begin(), groups[j].ops.end(),
+                                  [](const Operation* op) { return has_trainable_params(*op); });
+    if (!read) continue;
+    if (j < m) plan.cuts.push_back(j);
+    plan.legs.push_back(fused(run, options));
+    run.clear();
   }
   return plan;
 }
@@ -544,30 +559,31 @@ PullBack pull_back(const Circuit& c, std::span<const double> theta,
   const bool uncompute = plan.uncompute;
   const std::vector<GroupMaps>& groups = plan.groups;
   const std::vector<std::vector<TapeStep>>& tapes = plan.tapes;
+  const std::vector<std::size_t>& cuts = plan.cuts;
   const std::vector<std::vector<BoundGate>>& legs = plan.legs;
-  const std::size_t m = groups.size();
+  const std::size_t m = groups.size(), kept_count = cuts.size();
 
   std::size_t stride = 1;  // unused when channels are undone
-  if (!uncompute && m > 0 && bytes * m > options.checkpoint_bytes)
-    stride = static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(m))));
+  if (!uncompute && kept_count > 0 && bytes * kept_count > options.checkpoint_bytes)
+    stride = static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(kept_count))));
   StatePool<R> pool(n, options);
-  std::map<std::size_t, std::unique_ptr<State<R>>> kept, block;
+  std::map<std::size_t, std::unique_ptr<State<R>>> kept, block;  // by cut
   auto rho = new_state<R>(n, options);
   set_initial(*rho, n, options);
   if (uncompute) rho->apply(density_gates(c, theta, options));  // fused across groups
-  for (std::size_t j = 0; !uncompute && j <= m; ++j) {
-    rho->apply(legs[j]);
-    if (j < m && j % stride == 0) kept[j] = pool.copy_of(*rho);
+  for (std::size_t u = 0; !uncompute && u < legs.size(); ++u) {
+    rho->apply(legs[u]);
+    if (u < kept_count && u % stride == 0) kept[u] = pool.copy_of(*rho);
   }
   PullBack result;
   for (const PauliSum& h : observables) result.expvals.push_back(trace_with(*rho, n, h));
   std::unique_ptr<State<R>> final_rho = starts.size() > 1 ? pool.copy_of(*rho) : nullptr;
 
-  // The state before channel group k, taken out (each is read once per
-  // backward pass): kept (a copy while another pass follows), or recomputed
-  // with the rest of its block when the pass enters the block.
+  // The state at cut k (before channel group cuts[k]), taken out (each is
+  // read once per backward pass): kept (a copy while another pass follows),
+  // or recomputed with the rest of its block when the pass enters the block.
   bool last_pass = true;
-  auto before_channel = [&](std::size_t k) {
+  auto at_cut = [&](std::size_t k) {
     if (k % stride == 0 && !last_pass) return pool.copy_of(*kept.at(k));
     if (k % stride != 0 && !block.count(k)) {
       const std::size_t first = k - k % stride;
@@ -592,10 +608,7 @@ PullBack pull_back(const Circuit& c, std::span<const double> theta,
     if (uncompute) {
       BackwardSweep<R> sweep(options);
       for (std::size_t j = m + 1; j-- > 0;) {
-        const bool trainable = std::any_of(tapes[j].begin(), tapes[j].end(), [](const TapeStep& t) {
-          return !t.derivatives.empty();
-        });
-        if (trainable) {
+        if (has_trainable_gates(tapes[j])) {
           sweep.measure(tapes[j]);
         } else {
           for (std::size_t i = tapes[j].size(); i-- > 0;)
@@ -617,10 +630,9 @@ PullBack pull_back(const Circuit& c, std::span<const double> theta,
       return gradient;
     }
     std::vector<BoundGate> lambda_queue;
+    std::size_t cut = kept_count;  // rho is the state at cut `cut` (the end: kept_count)
     for (std::size_t j = m + 1; j-- > 0;) {
-      const bool trainable = std::any_of(tapes[j].begin(), tapes[j].end(),
-                                         [](const TapeStep& t) { return !t.derivatives.empty(); });
-      if (trainable) {  // segmented (cost-aware fusion) only when swept
+      if (has_trainable_gates(tapes[j])) {  // segmented (cost-aware fusion) only when swept
         flush(lambda, lambda_queue, options);
         const Segmented seg = segment(tapes[j], options.fusion);
         std::vector<BoundGate> inverse;
@@ -635,7 +647,7 @@ PullBack pull_back(const Circuit& c, std::span<const double> theta,
       }
       if (j == 0) break;
       const GroupMaps& g = groups[j - 1];
-      pool.give_back(std::exchange(rho, before_channel(j - 1)));
+      if (cut > 0 && cuts[cut - 1] == j - 1) pool.give_back(std::exchange(rho, at_cut(--cut)));
       for (const Operation* op : g.ops)  // a trainable one is alone in its group
         if (has_trainable_params(*op)) {
           flush(lambda, lambda_queue, options);

@@ -215,7 +215,9 @@ TEST(DensityMatrix, GradientsEqualFiniteDifferences) {
 // States before channels beyond the checkpoint budget: invertible channels
 // are undone by their inverses (no states kept); a singular one (amplitude
 // damping with gamma = 1: a reset) makes the pass keep every k-th state and
-// recompute the rest. Within the budget every state is kept. All against
+// recompute the rest. Within the budget every state the backward pass reads
+// is kept: not the one before the dephasing group that follows a stretch of
+// CNOTs (nothing trainable), whose leg runs on into the next. All against
 // finite differences, in both precisions.
 TEST(DensityMatrix, GradientsUndoInvertibleChannelsAndKeepStatesForOthers) {
   std::mt19937_64 rng(51);
@@ -230,6 +232,14 @@ TEST(DensityMatrix, GradientsUndoInvertibleChannelsAndKeepStatesForOthers) {
         noise.channel = q == rep ? ChannelId::amplitude_damping : ChannelId::depolarizing;
         noise.wires = {q};
         noise.params = {ParamExpr::literal(q == rep ? gamma : 0.01)};
+        c.add(noise);
+      }
+      for (int q = 0; q + 1 < n; ++q) c.add(GateId::CNOT, {q, q + 1});
+      for (int q = 0; q < n; ++q) {
+        Operation noise;
+        noise.channel = ChannelId::phase_flip;
+        noise.wires = {q};
+        noise.params = {ParamExpr::literal(0.03)};
         c.add(noise);
       }
     }
