@@ -194,6 +194,57 @@ def run_default_mixed(n, ops, obs, threads):
     return lambda: float(circuit())
 
 
+def mindquantum_circuit(n, ops, obs):
+    """The circuit in MindQuantum (its qubit w is wire w, the least
+    significant first), every angle a parameter a<k>, and <H> as a
+    Hamiltonian. Depolarizing as the Pauli channel (p/3, p/3, p/3): the same
+    map; MindQuantum 0.11-0.12's DepolarizingChannel hangs in mqmatrix."""
+    from mindquantum.core import gates as G
+    from mindquantum.core.circuit import Circuit
+    from mindquantum.core.operators import Hamiltonian, QubitOperator
+    c, values = Circuit(), []
+    for name, wires, x in ops:
+        if name == "depolarizing":
+            c += G.PauliChannel(x / 3, x / 3, x / 3).on(wires[0])
+        elif name == "amplitude_damping":
+            c += G.AmplitudeDampingChannel(x).on(wires[0])
+        elif name == "h":
+            c += G.H.on(wires[0])
+        elif name == "cx":
+            c += G.X.on(wires[1], wires[0])
+        else:
+            gate = {"rx": G.RX, "ry": G.RY, "rz": G.RZ, "crz": G.RZ}[name](f"a{len(values)}")
+            c += gate.on(wires[1], wires[0]) if name == "crz" else gate.on(wires[0])
+            values.append(float(x))
+    h = QubitOperator()
+    for term in obs:
+        h += QubitOperator(" ".join(f"Z{q}" for q in term))
+    return c, Hamiltonian(h), np.array(values)
+
+
+def run_mindquantum(n, ops, obs, threads):
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    from mindquantum.simulator import Simulator
+    c, h, values = mindquantum_circuit(n, ops, obs)
+    sim = Simulator("mqmatrix", n)
+    bound = c.apply_value(dict(zip(c.params_name, values)))
+    return lambda: float(sim.get_expectation(h, bound).real)
+
+
+def mindquantum_gradient(n, ops, obs, threads):
+    """MindQuantum's density-matrix gradient of every angle (and the value)."""
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    from mindquantum.simulator import Simulator
+    c, h, values = mindquantum_circuit(n, ops, obs)
+    assert c.params_name == [f"a{k}" for k in range(len(values))]
+    grad_ops = Simulator("mqmatrix", n).get_expectation_with_grad(h, c)
+
+    def f():
+        value, grad = grad_ops(values)
+        return float(value.real[0, 0]), grad.real[0, 0]
+    return f
+
+
 def qmlsim_circuit(n, ops):
     """The circuit built with qmlsim's Python API, every angle a parameter."""
     import qmlsim
@@ -225,6 +276,23 @@ def gradient_ratio(n, ops, obs, threads, reps, want):
     return statistics.median(g) / statistics.median(f), statistics.median(g), c.num_params
 
 
+def peer_gradient(n, ops, obs, threads, reps):
+    """MindQuantum's gradient, checked against qmlsim.jacobian (1e-9), then
+    timed alternating with it: the median seconds."""
+    import qmlsim
+    c, h = qmlsim_circuit(n, ops), observable_text(obs)
+    ours = lambda: qmlsim.jacobian(c, h, threads=threads)  # noqa: E731
+    theirs = mindquantum_gradient(n, ops, obs, threads)
+    want, got = np.ravel(ours()), theirs()[1]
+    if np.max(np.abs(want - got)) > 1e-9:
+        sys.exit(f"mindquantum's gradient at {n} qubits differs by {np.max(np.abs(want - got))}")
+    times = []
+    for _ in range(reps):
+        ours()
+        times.append(timed(theirs))
+    return statistics.median(times)
+
+
 def timed(fn):
     t = time.perf_counter()
     fn()
@@ -239,13 +307,15 @@ def main():
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--peers", default="aer,qulacs,cirq,mixed",
-                   help="which peers (cirq and default.mixed take minutes from 12 qubits)")
+                   help="which peers (cirq and default.mixed take minutes from 12 qubits; "
+                   "mindquantum, in an environment of its own: bench/peers/run_mindquantum.sh)")
     args = p.parse_args()
     unknown = set(args.circuits.split(",")) - set(CIRCUITS)
     if unknown:
         p.error(f"--circuits: unknown {', '.join(sorted(unknown))} (one of {', '.join(CIRCUITS)})")
     peers = {"aer density_matrix": run_aer, "qulacs DensityMatrix": run_qulacs,
-             "cirq DensityMatrixSimulator": run_cirq, "default.mixed": run_default_mixed}
+             "cirq DensityMatrixSimulator": run_cirq, "default.mixed": run_default_mixed,
+             "mindquantum mqmatrix": run_mindquantum}
     print("| circuit | qubits | simulator | median s | peer / qmlsim |\n"
           "| --- | --- | --- | --- | --- |")
     for circuit in args.circuits.split(","):
@@ -282,6 +352,9 @@ def main():
             ratio, seconds, angles = gradient_ratio(n, ops, obs, args.threads, args.reps, want)
             print(f"{row} qmlsim expval + gradient ({angles} angles) | {seconds:.4f} | "
                   f"{ratio:.2f}x its forward |")
+            if "mindquantum mqmatrix" in fns:
+                m = peer_gradient(n, ops, obs, args.threads, args.reps)
+                print(f"{row} mindquantum expval + gradient | {m:.4f} | {m / seconds:.1f} |")
             sys.stdout.flush()
 
 
