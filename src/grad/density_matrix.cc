@@ -16,6 +16,7 @@
 #include "grad/engine.h"
 #include "grad/tape.h"
 #include "passes/fusion.h"
+#include "passes/light_cone.h"
 
 namespace qmlsim {
 
@@ -638,9 +639,17 @@ PullBack pull_back(const Circuit& c, std::span<const double> theta,
         std::vector<BoundGate> inverse;
         std::vector<char> measure;
         inverse_gates(seg, inverse, measure);
+        // rho is not read after this stretch (the next one swept, or channel
+        // measured, restores it from a cut). Where no gate needs undoing for
+        // another's sums (a layer on distinct wires), the sweep forms them in
+        // place, changing neither state, and lambda's undo joins its queue.
+        const std::vector<char> needed = undo_needed(inverse, measure, false);
+        const bool in_place = std::none_of(needed.begin(), needed.end(), [](char c) { return c; });
         std::vector<Matrix> cross;
-        rho->adjoint_sweep(lambda, inverse, measure, cross, /*undo_all=*/j > 0);
+        rho->adjoint_sweep(lambda, inverse, measure, cross, /*undo_all=*/j > 0 && !in_place);
         accumulate(seg, cross, gradient);
+        if (in_place && j > 0)
+          lambda_queue.insert(lambda_queue.end(), inverse.rbegin(), inverse.rend());
       } else if (j > 0) {
         for (std::size_t i = tapes[j].size(); i-- > 0;)
           lambda_queue.push_back(adjoint(tapes[j][i].gate));
