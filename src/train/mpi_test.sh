@@ -27,15 +27,19 @@ same_weights() {  # HDF5 files without timestamps: identical weights, identical 
 case "$case_name" in
 identical)
   qcnn=(--set data.qubits=6 --set data.rounds=12 --set train.epochs=2 --set train.batch_size=16)
+  # The QCNN under noise after every gate: density matrices, exact gradients.
+  qcnn_noisy=(--set data.qubits=4 --set data.rounds=12 --set train.epochs=1
+    --set train.batch_size=8 --set noise.depolarizing=0.02 --set noise.amplitude_damping=0.01)
   sonar=(--set model.wires=5 --set data.rows=48 --set data.test_fraction=0.25
     --set train.batch_size=12 --set train.epochs=2)
   hybrid=(--set train.epochs=2 --set train.batch_size=24)
   classes=(--set train.epochs=2 --set train.batch_size=16)
   qcnn_file=(--set train.epochs=2)
   sonar_file=(--set train.epochs=1 --set train.batch_size=52)
-  for job in qcnn sonar hybrid classes qcnn_file sonar_file; do
+  for job in qcnn qcnn_noisy sonar hybrid classes qcnn_file sonar_file; do
     case $job in
     qcnn) cfg=$examples/qcnn.toml sets=("${qcnn[@]}") ;;
+    qcnn_noisy) cfg=$examples/qcnn.toml sets=("${qcnn_noisy[@]}") ;;
     sonar) cfg=$examples/sonar_dressed.toml sets=("${sonar[@]}") ;;
     hybrid) cfg=$examples/hybrid_breast_cancer.toml sets=("${hybrid[@]}") ;;
     classes) cfg=$examples/hybrid_wine.toml sets=("${classes[@]}") ;;
