@@ -256,6 +256,7 @@ TEST(Cli, BadEnvironmentSettingsAreErrors) {
        std::vector<std::pair<std::string, std::string>>{{"QMLSIM_HUGEPAGES", "yes"},
                                                         {"QMLSIM_BUFFER_CACHE", "2"},
                                                         {"QMLSIM_STREAMING_STORES", "on"},
+                                                        {"QMLSIM_SHARED_PREFIXES", "no"},
                                                         {"QMLSIM_PROGRESS", "fancy"},
                                                         {"QMLSIM_CHUNK_KIB", "1"},
                                                         {"QMLSIM_KERNEL_FORM", "zigzag"},

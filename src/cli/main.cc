@@ -84,7 +84,8 @@ char g_command[32] = "";
 // The environment's QMLSIM_* settings and OMP_NUM_THREADS, checked before any
 // work: a value qmlsim does not take is one line naming the variable (exit 2).
 void check_environment() {
-  for (const char* name : {"QMLSIM_HUGEPAGES", "QMLSIM_BUFFER_CACHE", "QMLSIM_STREAMING_STORES"})
+  for (const char* name : {"QMLSIM_HUGEPAGES", "QMLSIM_BUFFER_CACHE", "QMLSIM_STREAMING_STORES",
+                           "QMLSIM_SHARED_PREFIXES"})
     qmlsim::env_switch(name);
   qmlsim::check_omp_num_threads(4096);              // the default --threads; the flag's own cap
   qmlsim::train::stdout_is_terminal();              // QMLSIM_PROGRESS
