@@ -4,7 +4,7 @@ trajectories, its only noise method), trajectories per second on the same
 circuit, in one process.
 
     python bench/peers/trajectories.py [--qubits 16,20,24] [--layers 6]
-        [--trajectories 40] [--reps 3] [--threads 2]
+        [--trajectories 40] [--reps 3] [--threads 2] [--door engine|cirq]
 
 The circuit: `layers` layers of RX and RY on every qubit (random angles) and
 a brick of CZs, with Cirq's depolarize(0.01) on every qubit after every
@@ -12,7 +12,10 @@ moment (`circuit.with_noise`, as Cirq and qsimcirq apply a constant noise
 model); <Z0 Z1> + 0.5 <X_{n-1}>. qsimcirq runs it with
 QSimOptions(ev_noisy_repetitions=R, cpu_threads); qmlsim runs the same
 circuit built through qmlsim.Circuit (every channel a depolarizing row of the
-channel table) with method="trajectories", R trajectories. The two means
+channel table) with method="trajectories", R trajectories; with --door cirq,
+qmlsim.cirq.Simulator(method="trajectories", trajectories=R) takes the very
+Cirq circuit and observable qsimcirq takes (the translation cached after the
+first call). The two means
 agree within their statistical error first (checked against each side's
 spread over the repetitions); then alternating timed runs, medians, and
 trajectories per second, with the ratio qmlsim / qsimcirq.
@@ -26,6 +29,7 @@ import numpy as np
 import qsimcirq
 
 import qmlsim
+import qmlsim.cirq as qmlsim_cirq
 
 P = 0.01
 
@@ -76,6 +80,9 @@ def main():
     ap.add_argument("--trajectories", type=int, default=40)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--door", choices=("engine", "cirq"), default="engine",
+                    help="qmlsim's side: the engine's Python API (qmlsim.Circuit), or "
+                    "qmlsim.cirq.Simulator on the same Cirq circuit as qsimcirq")
     args = ap.parse_args()
     r = args.trajectories
     print(f"{'qubits':>6} {'qmlsim traj/s':>14} {'qsimcirq traj/s':>16} {'ratio':>6}")
@@ -88,8 +95,12 @@ def main():
         qsim = qsimcirq.QSimSimulator(qsimcirq.QSimOptions(cpu_threads=args.threads,
                                                            ev_noisy_repetitions=r))
         seeds = iter(range(1, 10 ** 6))
+        door = qmlsim_cirq.Simulator(method="trajectories", trajectories=r, precision="c64",
+                                     threads=args.threads, seed=1)
 
         def run_ours():
+            if args.door == "cirq":
+                return float(np.real(door.simulate_expectation_values(noisy, obs)[0]))
             return float(qmlsim.expval(ours_c, ours_obs, method="trajectories", trajectories=r,
                                        seed=next(seeds), threads=args.threads,
                                        precision="c64")[0])

@@ -18,11 +18,13 @@
 // are summed in trajectory order, so results are the same for any thread
 // count. The trajectories of each block of kTrajectoryBlock run the prefix
 // where their draws agree once (trajectories.cc, Spine); the blocks fix it,
-// so it does not change results across thread or process counts. Gradients: where every channel is a mixture of unitaries, each
-// trajectory is a fixed unitary circuit whose branches do not depend on the
-// parameters, and the mean of their adjoint gradients is an unbiased
-// estimate; other channels (damping, thermal relaxation, general Kraus sets)
-// are refused, pointing to the density matrix.
+// so it does not change results across thread or process counts.
+//
+// Gradients: where every channel is a mixture of unitaries, each trajectory
+// is a fixed unitary circuit whose branches do not depend on the parameters,
+// and the mean of their adjoint gradients is an unbiased estimate; other
+// channels (damping, thermal relaxation, general Kraus sets) are refused,
+// pointing to the density matrix.
 #pragma once
 
 #include <cstdint>
