@@ -56,6 +56,15 @@ AlignedBuffer<R> allocate_state(int n) {
                       format_gib((std::uint64_t{2} << n) * sizeof(R)));
   }
 }
+
+// fn(lo, len) for each block of 2^kBlockBits amplitudes (the whole state if
+// smaller), the blocks split over the threads.
+template <class Fn>
+void for_each_block(int n, int threads, Fn&& fn) {
+  const int bits = std::min(n, kBlockBits);
+  parallel_for(std::int64_t{1} << (n - bits), threads, std::int64_t{1} << n,
+               [&](std::int64_t b) { fn(static_cast<index_t>(b) << bits, index_t{1} << bits); });
+}
 }  // namespace
 
 template <class R>
@@ -76,12 +85,9 @@ template <class R>
 void StateVector<R>::set_basis_state(index_t i) {
   assert(i < size());
   R* a = amps_.data();
-  parallel_for(std::int64_t{1} << std::max(0, n_ - kBlockBits), threads_, std::int64_t{1} << n_,
-               [&](std::int64_t b) {
-                 const index_t lo = static_cast<index_t>(b) << std::min(n_, kBlockBits);
-                 const index_t len = index_t{1} << std::min(n_, kBlockBits);
-                 std::memset(static_cast<void*>(a + 2 * lo), 0, 2 * len * sizeof(R));
-               });
+  for_each_block(n_, threads_, [&](index_t lo, index_t len) {
+    std::memset(static_cast<void*>(a + 2 * lo), 0, 2 * len * sizeof(R));
+  });
   a[2 * i] = 1;
 }
 
@@ -108,12 +114,9 @@ void StateVector<R>::copy_from(const StateVector& other) {
   // the bandwidth of two (docs/performance.md).
   R* to = amps_.data();
   const R* from = other.amps_.data();
-  parallel_for(std::int64_t{1} << std::max(0, n_ - kBlockBits), threads_, std::int64_t{1} << n_,
-               [&](std::int64_t b) {
-                 const index_t lo = static_cast<index_t>(b) << std::min(n_, kBlockBits);
-                 const index_t len = index_t{1} << std::min(n_, kBlockBits);
-                 std::memcpy(static_cast<void*>(to + 2 * lo), from + 2 * lo, 2 * len * sizeof(R));
-               });
+  for_each_block(n_, threads_, [&](index_t lo, index_t len) {
+    std::memcpy(static_cast<void*>(to + 2 * lo), from + 2 * lo, 2 * len * sizeof(R));
+  });
 }
 
 template <class R>
