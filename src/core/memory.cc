@@ -116,9 +116,14 @@ MemoryLimit usable_memory() {
   return limit;
 }
 
+bool fits_in_memory(std::uint64_t bytes) {
+  const std::uint64_t have = usable_memory().bytes;
+  return have == 0 || bytes <= have / 10 * 9;
+}
+
 void check_fits_in_memory(std::uint64_t bytes, const std::string& what) {
-  const MemoryLimit have = usable_memory();
-  if (have.bytes != 0 && bytes > have.bytes / 10 * 9) {
+  if (!fits_in_memory(bytes)) {
+    const MemoryLimit have = usable_memory();
     throw OutOfMemory(what + ": needs " + format_gib(bytes) + " of memory; " + have.source + " " +
                       format_gib(have.bytes));
   }

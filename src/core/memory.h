@@ -25,6 +25,9 @@ struct MemoryLimit {
 };
 MemoryLimit usable_memory();  // read once per process
 
+// Whether `bytes` fit in 90% of usable_memory() (true where it is unknown).
+bool fits_in_memory(std::uint64_t bytes);
+
 // Throws OutOfMemory("<what>: needs X GiB of memory; this machine has Y GiB")
 // if `bytes` exceeds 90% of usable_memory().
 void check_fits_in_memory(std::uint64_t bytes, const std::string& what);

@@ -162,8 +162,7 @@ class Walker {
       spare_.pop_back();
       return s;
     }
-    const std::uint64_t have = usable_memory().bytes;
-    if (have > 0 && (live_states_ + 1) * state_bytes_ > have / 10 * 9)
+    if (!fits_in_memory((live_states_ + 1) * state_bytes_))
       throw Error("dynamic circuit: its branches need " + std::to_string(live_states_ + 1) +
                   " states of " + std::to_string(state_bytes_ >> 20) +
                   " MiB at once, more than this machine's memory");

@@ -235,10 +235,7 @@ Spine spine_of(const Plan& plan, std::uint64_t seed, std::uint64_t first, std::s
 template <class R>
 bool share_prefixes(int n) {
   if (env_switch("QMLSIM_SHARED_PREFIXES") == 0) return false;
-  const std::uint64_t have = usable_memory().bytes;
-  const std::uint64_t bytes =
-      cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128);
-  return have == 0 || 2 * bytes <= have / 10 * 9;
+  return fits_in_memory(2 * cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128));
 }
 
 // Trajectories [first, first + outs.size()) of a group, each as run alone
