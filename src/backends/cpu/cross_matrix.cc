@@ -151,24 +151,50 @@ Matrix pair_sums(const R* bra, const R* ket, int n, const BoundGate& g,
   const index_t run = rl.run;
   const std::int64_t nblocks = rl.nblocks;
   const std::size_t np = pairs.size();
+  index_t holes = 0;  // the gate's wires: zero in a run's start before `ones`
+  for (int p : pos) holes |= bit(p);
   std::vector<double> partial(static_cast<std::size_t>(nblocks) * 2 * np, 0.0);
-  parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t blk) {
+  // RUN > 0: runs of RUN amplitudes (short runs, where a reduction loop costs
+  // more than its work); 0: `run` of them.
+  auto sum_block = [&]<index_t RUN>(std::int64_t blk) {
+    const index_t len = RUN > 0 ? RUN : run;
     double* acc = partial.data() + static_cast<std::size_t>(blk) * 2 * np;
-    for (index_t o = static_cast<index_t>(blk) << bb; o < (static_cast<index_t>(blk) + 1) << bb;
-         ++o) {
-      const index_t base = insert_zero_bits(o << run_bits, pos.data(), npos) | ones;
+    const index_t first = static_cast<index_t>(blk) << bb;
+    index_t start = insert_zero_bits(first << run_bits, pos.data(), npos);
+    for (index_t o = first; o < first + (index_t{1} << bb); ++o) {
+      const index_t base = start | ones;
       for (std::size_t e = 0; e < np; ++e) {
         const R* x = bra + 2 * (base | off[pairs[e].first]);
         const R* y = ket + 2 * (base | off[pairs[e].second]);
         R sr = 0, si = 0;  // sum conj(x) y
+        if constexpr (RUN > 0) {
+          for (index_t t = 0; t < RUN; ++t) {
+            sr += x[2 * t] * y[2 * t] + x[2 * t + 1] * y[2 * t + 1];
+            si += x[2 * t] * y[2 * t + 1] - x[2 * t + 1] * y[2 * t];
+          }
+        } else {
 #pragma omp simd reduction(+ : sr, si)
-        for (index_t t = 0; t < run; ++t) {
-          sr += x[2 * t] * y[2 * t] + x[2 * t + 1] * y[2 * t + 1];
-          si += x[2 * t] * y[2 * t + 1] - x[2 * t + 1] * y[2 * t];
+          for (index_t t = 0; t < len; ++t) {
+            sr += x[2 * t] * y[2 * t] + x[2 * t + 1] * y[2 * t + 1];
+            si += x[2 * t] * y[2 * t + 1] - x[2 * t + 1] * y[2 * t];
+          }
         }
         acc[2 * e] += sr;
         acc[2 * e + 1] += si;
       }
+      start = ((start | holes) + len) & ~holes;  // the next run's start
+    }
+  };
+  parallel_for(nblocks, threads, std::int64_t{1} << n, [&](std::int64_t blk) {
+    switch (run) {
+      case 1:
+        return sum_block.template operator()<1>(blk);
+      case 2:
+        return sum_block.template operator()<2>(blk);
+      case 4:
+        return sum_block.template operator()<4>(blk);
+      default:
+        return sum_block.template operator()<0>(blk);
     }
   });
   Matrix sum(np, 0.0);
