@@ -359,6 +359,7 @@ def _value(p) -> float:
 
 
 _Controlled = qml.ops.op_math.Controlled
+_Adjoint = qml.ops.op_math.Adjoint
 
 
 def _labels(op):
@@ -499,8 +500,9 @@ def _replacement_kraus(op) -> list:
 
 
 def _add_gate(b, op, values) -> bool:
-    """A table gate (or Adjoint(S), Adjoint(T)) appended to b, its tape
-    parameters to values; False for any other operation."""
+    """A table gate, qml.adjoint of one (its inverse rule), or Adjoint(S),
+    Adjoint(T), appended to b, its tape parameters to values; False for any
+    other operation."""
     kind = _table_kind(op)
     if kind is not None:
         name, controlled = kind
@@ -511,6 +513,9 @@ def _add_gate(b, op, values) -> bool:
             params.append(Param(len(values)))
             values.append(_value(p))
         b.ops.append(Op(name, b.qubits(wires), params))
+        return True
+    if isinstance(op, _Adjoint) and _table_kind(op.base) is not None:  # kernels, ansatze
+        _inverse(op.base, b, values)
         return True
     name = _GATES.get(op.name)
     if name is not None and name != "QubitUnitary":

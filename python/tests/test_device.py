@@ -426,6 +426,7 @@ def lightning_gates(x):
     qml.adjoint(qml.Rot(x[0], x[1], x[2], wires=1))
     qml.adjoint(qml.DoubleExcitation(x[1], wires=[4, 3, 2, 1]))
     qml.adjoint(qml.IsingXY(x[2], wires=[0, 2]))
+    qml.adjoint(qml.CRZ(x[1], wires=[3, 0]))  # a controlled table gate (the kernels demo's)
     qml.adjoint(qml.SX(wires=2))
     qml.adjoint(qml.ECR(wires=[4, 1]))
     qml.adjoint(qml.Hadamard(wires=0))
