@@ -359,7 +359,6 @@ def _value(p) -> float:
 
 
 _Controlled = qml.ops.op_math.Controlled
-_Adjoint = qml.ops.op_math.Adjoint
 
 
 def _labels(op):
@@ -500,9 +499,9 @@ def _replacement_kraus(op) -> list:
 
 
 def _add_gate(b, op, values) -> bool:
-    """A table gate, qml.adjoint of one (its inverse rule), or Adjoint(S),
-    Adjoint(T), appended to b, its tape parameters to values; False for any
-    other operation."""
+    """A table gate, qml.adjoint of one or of a fixed gate (see _adjoint_base),
+    or Adjoint(S), Adjoint(T), appended to b, its tape parameters to values;
+    False for any other operation."""
     kind = _table_kind(op)
     if kind is not None:
         name, controlled = kind
@@ -514,8 +513,9 @@ def _add_gate(b, op, values) -> bool:
             values.append(_value(p))
         b.ops.append(Op(name, b.qubits(wires), params))
         return True
-    if isinstance(op, _Adjoint) and _table_kind(op.base) is not None:  # kernels, ansatze
-        _inverse(op.base, b, values)
+    inverse = _adjoint_base(op)  # qml.adjoint of a table gate: common in kernels and ansatze
+    if inverse is not None:
+        _inverse(inverse, b, values)
         return True
     name = _GATES.get(op.name)
     if name is not None and name != "QubitUnitary":
@@ -610,10 +610,6 @@ def _add_operation(b, op, values, trainable=None):
     """The engine gates of any other native operation, appended to b; its tape
     parameters appended to values."""
     t = len(values)
-    inverse = _adjoint_base(op)  # qml.adjoint of a table gate: common in kernels and ansatze
-    if inverse is not None:
-        _inverse(inverse, b, values)
-        return
     if _is_channel(op):
         _add_channel(b, op, values, trainable)
         return

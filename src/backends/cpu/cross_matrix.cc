@@ -154,30 +154,23 @@ Matrix pair_sums(const R* bra, const R* ket, int n, const BoundGate& g,
   index_t holes = 0;  // the gate's wires: zero in a run's start before `ones`
   for (int p : pos) holes |= bit(p);
   std::vector<double> partial(static_cast<std::size_t>(nblocks) * 2 * np, 0.0);
-  // RUN > 0: runs of RUN amplitudes (short runs, where a reduction loop costs
-  // more than its work); 0: `run` of them.
+  // RUN > 0: runs of RUN amplitudes, a trip count the compiler sees (short
+  // runs, where a reduction loop's set-up costs more than its work); 0: `run`.
   auto sum_block = [&]<index_t RUN>(std::int64_t blk) {
     const index_t len = RUN > 0 ? RUN : run;
     double* acc = partial.data() + static_cast<std::size_t>(blk) * 2 * np;
-    const index_t first = static_cast<index_t>(blk) << bb;
-    index_t start = insert_zero_bits(first << run_bits, pos.data(), npos);
-    for (index_t o = first; o < first + (index_t{1} << bb); ++o) {
+    index_t start =
+        insert_zero_bits((static_cast<index_t>(blk) << bb) << run_bits, pos.data(), npos);
+    for (index_t k = 0; k < (index_t{1} << bb); ++k) {
       const index_t base = start | ones;
       for (std::size_t e = 0; e < np; ++e) {
         const R* x = bra + 2 * (base | off[pairs[e].first]);
         const R* y = ket + 2 * (base | off[pairs[e].second]);
         R sr = 0, si = 0;  // sum conj(x) y
-        if constexpr (RUN > 0) {
-          for (index_t t = 0; t < RUN; ++t) {
-            sr += x[2 * t] * y[2 * t] + x[2 * t + 1] * y[2 * t + 1];
-            si += x[2 * t] * y[2 * t + 1] - x[2 * t + 1] * y[2 * t];
-          }
-        } else {
 #pragma omp simd reduction(+ : sr, si)
-          for (index_t t = 0; t < len; ++t) {
-            sr += x[2 * t] * y[2 * t] + x[2 * t + 1] * y[2 * t + 1];
-            si += x[2 * t] * y[2 * t + 1] - x[2 * t + 1] * y[2 * t];
-          }
+        for (index_t t = 0; t < len; ++t) {
+          sr += x[2 * t] * y[2 * t] + x[2 * t + 1] * y[2 * t + 1];
+          si += x[2 * t] * y[2 * t + 1] - x[2 * t + 1] * y[2 * t];
         }
         acc[2 * e] += sr;
         acc[2 * e + 1] += si;
