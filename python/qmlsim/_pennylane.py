@@ -50,6 +50,9 @@ _PYTHON_OPS = {"GlobalPhase"}
 _COMPOSED_OPS = {"OrbitalRotation", "PCPhase", "FermionicSingleExcitation",
                  "FermionicDoubleExcitation"}
 _NATIVE = frozenset(_GATES) | _PYTHON_OPS | _MATRIX_OPS | _COMPOSED_OPS
+# The bases b whose "Adjoint(b)" is itself native (by name).
+_NATIVE_ADJOINTS = frozenset(n[len("Adjoint("):-1] for n in _NATIVE if n.startswith("Adjoint("))
+_Adjoint = qml.ops.op_math.Adjoint
 # Operations the adjoint differentiates as they are, whatever their parameters.
 _DIFFERENTIABLE = frozenset(_GATES) - {"QubitUnitary"}
 _MAX_CONTROLS = 40
@@ -107,9 +110,11 @@ def _adjoint_base(op):
     """For ``qml.adjoint(op)`` of a table gate: its base, when the engine runs the
     inverse directly (the gate table's inverse rule, or a fixed gate's matrix).
     Else None."""
-    if op.name in _NATIVE or not isinstance(op, qml.ops.op_math.Adjoint):
+    if not isinstance(op, _Adjoint):
         return None
     base = op.base
+    if base.name in _NATIVE_ADJOINTS:  # Adjoint(S), Adjoint(T), ...: table gates of their own
+        return None
     if base.name in _GATES and _GATES[base.name] != "QubitUnitary":
         return base
     if base.num_params == 0 and base.name in _MATRIX_OPS:
