@@ -10,7 +10,7 @@ packages=(
   libhdf5-dev libtomlplusplus-dev libmimalloc-dev libcurl4-openssl-dev libssl-dev
   openmpi-bin libopenmpi-dev iproute2
   python3-h5py python3-venv python3-yaml
-  clang-format
+  clang-format ccache
   clang libclang-rt-14-dev libomp-dev
 )
 
