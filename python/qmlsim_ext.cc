@@ -233,10 +233,7 @@ std::vector<ValuesAndGradient> vjps(const std::vector<const Program*>& programs,
 // The observables, each checked to act on the program's qubits.
 std::vector<PauliSum> observables_on(int n, const std::vector<std::vector<TermSpec>>& obs) {
   std::vector<PauliSum> h = make_observables(obs);
-  for (const PauliSum& s : h)
-    if (s.min_qubits() > n)
-      throw Error("observable: names qubit " + std::to_string(s.min_qubits() - 1) +
-                  ", a qubit beyond the circuit's " + std::to_string(n));
+  for (const PauliSum& s : h) check_observable_fits(s, n, "observable");
   return h;
 }
 

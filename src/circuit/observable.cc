@@ -18,6 +18,13 @@ int PauliSum::min_qubits() const {
   return std::max(64 - std::countl_zero(all), named_qubits);
 }
 
+void check_observable_fits(const PauliSum& h, int num_qubits, const std::string& what,
+                           const std::string& circuit) {
+  if (h.min_qubits() <= num_qubits) return;
+  throw Error(what + ": names qubit " + std::to_string(h.min_qubits() - 1) + ", beyond the " +
+              std::to_string(num_qubits) + " qubit(s) of " + circuit);
+}
+
 std::string PauliSum::to_string() const {
   std::ostringstream s;
   for (std::size_t i = 0; i < terms.size(); ++i) {

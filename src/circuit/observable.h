@@ -33,6 +33,13 @@ struct PauliSum {
   std::string to_string() const;
 };
 
+// The one check of an observable against a circuit, used by every entry point
+// (the engine's batch calls, the CLI, the doors): an Error
+// "<what>: names qubit Q, beyond the N qubit(s) of <circuit>" when h acts on a
+// qubit the circuit does not have.
+void check_observable_fits(const PauliSum& h, int num_qubits, const std::string& what,
+                           const std::string& circuit = "the circuit");
+
 // Parses text such as "0.5*Z0*Z1 - X2 + 0.25", "Z0 Z1" or "-Y3". Grammar:
 //   sum    := [+|-] term { (+|-) term }
 //   term   := factor { [*] factor }

@@ -719,10 +719,7 @@ std::vector<PauliSum> read_observables(const Args& args, int n, const std::strin
   for (std::size_t i = 0; i < args.all("--observable").size(); ++i) {
     const std::string src = "--observable " + std::to_string(i + 1);
     PauliSum h = parse_pauli_sum(args.all("--observable")[i], src);
-    if (h.min_qubits() > n) {
-      throw Error(src + ": names qubit " + std::to_string(h.min_qubits() - 1) + " but " + path +
-                  " has " + std::to_string(n) + " qubit(s)");
-    }
+    check_observable_fits(h, n, src, path);
     observables.push_back(read_through(h, readout));
   }
   return observables;

@@ -26,6 +26,13 @@ const std::vector<PauliSum>& observables_of(const BatchItem& item,
   return item.observables ? *item.observables : batch;
 }
 
+// Every item's observables act on its circuit's qubits (an Error otherwise).
+void check_observables(const std::vector<BatchItem>& items, const std::vector<PauliSum>& batch) {
+  for (const BatchItem& it : items)
+    for (const PauliSum& h : observables_of(it, batch))
+      check_observable_fits(h, it.circuit->num_qubits(), "observable");
+}
+
 std::vector<const Circuit*> circuits_of(const std::vector<BatchItem>& items) {
   std::vector<const Circuit*> out;
   for (const BatchItem& it : items) out.push_back(it.circuit);
@@ -158,6 +165,7 @@ std::vector<SimulateResult> simulate_batch(const std::vector<BatchItem>& items,
                                            const SimulateRequest& request, Precision precision,
                                            const EngineOptions& options) {
   if (items.empty()) return {};
+  check_observables(items, request.observables);
   check_batch_fits(items, 1, precision, options);
   return precision == Precision::c64 ? simulate_items<float>(items, request, options)
                                      : simulate_items<double>(items, request, options);
@@ -177,6 +185,7 @@ std::vector<AdjointResult> vjp_batch(const std::vector<BatchItem>& items,
                   std::to_string(k) + " observable(s)");
   }
   if (items.empty()) return {};
+  check_observables(items, observables);
   check_batch_fits(items, 2, precision, options);
   return precision == Precision::c64 ? vjp_items<float>(items, observables, weights, options)
                                      : vjp_items<double>(items, observables, weights, options);
@@ -186,6 +195,7 @@ std::vector<JacobianResult> jacobian_batch(const std::vector<BatchItem>& items,
                                            const std::vector<PauliSum>& observables,
                                            Precision precision, const EngineOptions& options) {
   if (items.empty()) return {};
+  check_observables(items, observables);
   check_batch_fits(items, 2, precision, options);
   bool keep_forward = true;
   try {

@@ -248,7 +248,8 @@ TEST(QasmHybrid, InconsistentSpecificationsAreOneLineErrors) {
   EXPECT_NE(error_of(s).find("model.head: the model's output has 2 values"), std::string::npos);
   s = hybrid_spec();
   s.readouts.push_back(parse_pauli_sum("Z5", "r"));
-  EXPECT_EQ(error_of(s), "model.readouts: readout 3 (1*Z5) names a qubit beyond the 3 of h.qasm");
+  EXPECT_EQ(error_of(s),
+            "model.readouts: readout 3 (1*Z5): names qubit 5, beyond the 3 qubit(s) of h.qasm");
 }
 
 TEST(Dressed, CircuitEqualsTheOriginalsInlinedCRot) {

@@ -39,11 +39,10 @@ QasmHybrid::QasmHybrid(QasmHybridSpec spec) : spec_(std::move(spec)) {
     }
   }
   for (std::size_t k = 0; k < spec_.readouts.size(); ++k) {
-    if (spec_.readouts[k].min_qubits() > num_qubits_) {
-      throw Error("model.readouts: readout " + std::to_string(k + 1) + " (" +
-                  spec_.readouts[k].to_string() + ") names a qubit beyond the " +
-                  std::to_string(num_qubits_) + " of " + src);
-    }
+    check_observable_fits(spec_.readouts[k], num_qubits_,
+                          "model.readouts: readout " + std::to_string(k + 1) + " (" +
+                              spec_.readouts[k].to_string() + ")",
+                          src);
   }
   if (spec_.readouts.empty()) throw Error("model.readouts: needs at least one readout");
   // Parameters: the circuit weights first (one contiguous block), then the layers.
