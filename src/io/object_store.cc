@@ -133,6 +133,11 @@ S3Settings s3_settings_from_environment() {
     std::string e = env(name);
     if (e.empty()) continue;
     while (!e.empty() && e.back() == '/') e.pop_back();
+    // userinfo (http://KEY:SECRET@host) would be printed in errors: refused, unprinted.
+    if (e.find('@') != std::string::npos)
+      throw Error(std::string(name) +
+                  ": a user name or password in the endpoint URL is refused (the URL is not "
+                  "printed); give credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
     const std::size_t scheme = e.find("://");
     if (scheme == std::string::npos ||
         (e.substr(0, scheme) != "http" && e.substr(0, scheme) != "https") ||

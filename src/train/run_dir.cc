@@ -30,6 +30,47 @@ namespace {
 std::pair<std::uintmax_t, fs::file_time_type> stamp(const fs::path& p) {
   return {fs::file_size(p), fs::last_write_time(p)};
 }
+
+// An Error naming the first symbolic link among the run's entries (the folder
+// itself, named by the user, may be one): a link planted in a shared run
+// directory would make the trainer write or read wherever it points.
+void refuse_links(const std::string& run) {
+  std::error_code ec;
+  for (const fs::path& dir : {fs::path(run), fs::path(run) / "checkpoints"})
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_symlink(ec))  // checkpoints/ itself is checked in the first pass
+        throw Error(it->path().string() +
+                    ": a symbolic link in the run directory; refusing to follow it (remove it)");
+}
+
+// The path inside the run of an object key under the run's prefix, or "" for
+// a folder marker (a key ending in '/'). A key that would leave the mirror (an
+// empty, '.' or '..' segment, which an absolute remainder has; a backslash; a
+// control byte) is an Error naming it: nothing is written outside the mirror.
+std::string run_file_of_key(const std::string& url, const std::string& key,
+                            const std::string& prefix) {
+  if (key.size() <= prefix.size() || key.compare(0, prefix.size(), prefix) != 0)
+    throw Error(url + ": the bucket listed object key '" + key + "', which is not inside the run");
+  std::string rel = key.substr(prefix.size());
+  const bool folder = !rel.empty() && rel.back() == '/';
+  if (folder) rel.pop_back();
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = std::min(rel.find('/', start), rel.size());
+    const std::string segment = rel.substr(start, end - start);
+    const bool bad = segment.empty() || segment == "." || segment == ".." ||
+                     std::any_of(segment.begin(), segment.end(), [](char ch) {
+                       return ch == '\\' || static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+                     });
+    if (bad)
+      throw Error(url + ": object key '" + key +
+                  "' is not a file inside the run (an empty, '.' or '..' segment, a backslash or "
+                  "a control byte); remove it from the bucket");
+    if (end == rel.size()) break;
+    start = end + 1;
+  }
+  return folder ? "" : rel;
+}
 }  // namespace
 
 RunDir::RunDir(std::string path) {
@@ -45,8 +86,9 @@ RunDir::RunDir(std::string path) {
     try {
       const io::ObjectStore& store = io::object_store();
       for (const std::string& key : store.list(mirror_->prefix)) {
-        const std::string rel = key.substr(mirror_->prefix.key.size());
-        if (rel.empty() || rel.back() == '/' || rel.find("..") != std::string::npos) continue;
+        if (key == mirror_->prefix.key) continue;  // the prefix's own folder marker
+        const std::string rel = run_file_of_key(url_, key, mirror_->prefix.key);
+        if (rel.empty()) continue;
         const fs::path local = fs::path(path_) / rel;
         if (!store.get_to_file({mirror_->prefix.bucket, key}, local.string()))
           continue;  // deleted since the listing
@@ -60,6 +102,7 @@ RunDir::RunDir(std::string path) {
   } else {
     path_ = std::move(path);
   }
+  refuse_links(path_);
   std::error_code ec;
   fs::create_directories(fs::path(path_) / "checkpoints", ec);
   if (ec && fs::is_symlink(fs::symlink_status(path_)) && !fs::exists(path_))
@@ -166,7 +209,9 @@ std::int64_t field(const std::string& line, const std::string& key) {
 RunLock::RunLock(const RunDir& dir) {
   if (dir.in_bucket()) return;
   const std::string path = dir.file(".lock");
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0 && errno == ELOOP)
+    throw Error(path + ": a symbolic link in the run directory; refusing to follow it");
   if (fd_ < 0) throw Error(path + ": cannot open the run's lock file: " + std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
@@ -216,15 +261,23 @@ MetricsLog::MetricsLog(const std::string& path, bool resume, std::int64_t step,
     rewrite.close();
     if (!rewrite) throw Error(tmp + ": cannot write: " + last_system_error());
   });
-  out_.open(path, std::ios::app);
-  if (!out_) throw Error(path + ": cannot open for appending: " + last_system_error());
+  fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd_ < 0) throw Error(path + ": cannot open for appending: " + std::strerror(errno));
   path_ = path;
 }
 
+MetricsLog::~MetricsLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
 void MetricsLog::write(const std::string& json) {
-  out_ << json << '\n';
-  out_.flush();
-  if (!out_) throw Error(path_ + ": cannot write: " + last_system_error());
+  const std::string line = json + '\n';
+  for (std::size_t done = 0; done < line.size();) {
+    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(path_ + ": cannot write: " + std::strerror(n < 0 ? errno : ENOSPC));
+    done += static_cast<std::size_t>(n);
+  }
 }
 
 }  // namespace qmlsim::train

@@ -80,11 +80,14 @@ class RunLock {
 class MetricsLog {
  public:
   MetricsLog(const std::string& path, bool resume, std::int64_t step, std::int64_t epochs_done);
-  // Appends one record; an Error when it cannot be written.
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+  // Appends one record (one write, not buffered); an Error when it cannot be written.
   void write(const std::string& json);
 
  private:
-  std::ofstream out_;
+  int fd_ = -1;  // opened without following links
   std::string path_;
 };
 

@@ -3,7 +3,7 @@
 standalone server on localhost, behind a proxy that injects faults (HTTP 500
 and 503, dropped connections, latency, a bucket that denies access).
 
-  s3_test.py QMLSIM EXAMPLES CASE    (CASE: kill_resume, mpi, inputs, errors)
+  s3_test.py QMLSIM EXAMPLES CASE    (CASE: kill_resume, mpi, inputs, errors, hostile_keys)
 
 kill_resume: QCNN-8 trained to s3://, SIGKILLed after its first checkpoint,
   resumed from the bucket through the faulty proxy (multipart uploads on):
@@ -16,7 +16,11 @@ inputs: a QAOA graph, a hybrid job's data table and circuit read from the
   bucket: the weights of the same jobs on local files; a malformed object's
   error names its URL and line.
 errors: a missing bucket, denied access, a server that stays down, missing
-  credentials: exit status 2 and one line naming the URL, never the secret.
+  credentials, credentials in the endpoint URL: exit status 2 and one line
+  naming the URL, never the secret.
+hostile_keys: a run prefix holding keys with an absolute remainder ('//'),
+  '.', '..', empty or backslash segments: exit status 2 and one line naming
+  the key, and nothing written outside the run's local mirror.
 """
 import http.client
 import http.server
@@ -346,6 +350,31 @@ def case_errors(e):
                    "no credentials")
     one_line_error(e.run(["infer", f"s3://{BUCKET}/nothing-here"], expect=2),
                    f"s3://{BUCKET}/nothing-here/config.toml", "no such object")
+    userinfo = e.env(AWS_ENDPOINT_URL_S3=e.endpoint.replace("http://", f"http://AKIATEST:{SECRET}@"))
+    one_line_error(e.run(args + ["--run-dir", f"s3://{BUCKET}/x"], expect=2, env=userinfo),
+                   "AWS_ENDPOINT_URL_S3", "user name or password")
+
+
+def case_hostile_keys(e):
+    outside = os.path.join(e.work, "outside")
+    os.makedirs(outside)
+    args = ["train"] + qcnn_args(e.examples, 1)
+    bad = {"abs": f"/{outside.lstrip('/')}/planted", "dot": "checkpoints/./x",
+           "dotdot": "checkpoints/../../x", "empty": "checkpoints//x", "backslash": "a\\b"}
+    for name, rest in bad.items():
+        key = f"hostile/{name}/{rest}"
+        e.s3.put_object(Bucket=BUCKET, Key=key, Body=b"planted")
+        assert key in e.keys(f"hostile/{name}/"), (key, e.keys(f"hostile/{name}/"))
+        r = e.run(args + ["--run-dir", f"s3://{BUCKET}/hostile/{name}"], expect=2)
+        lines = r.stderr.splitlines()
+        assert len(lines) == 1 and "object key" in lines[0] and "not a file inside the run" in \
+            lines[0], r.stderr
+        assert not os.listdir(outside), os.listdir(outside)
+    # A folder marker and ordinary keys are mirrored as before.
+    e.s3.put_object(Bucket=BUCKET, Key="hostile/fine/", Body=b"")
+    e.s3.put_object(Bucket=BUCKET, Key="hostile/fine/notes/", Body=b"")
+    e.run(args + ["--run-dir", f"s3://{BUCKET}/hostile/fine"])
+    assert f"hostile/fine/weights.h5" in e.keys("hostile/fine/")
 
 
 def main():
@@ -353,7 +382,7 @@ def main():
     e = Env(examples, qmlsim)
     try:
         {"kill_resume": case_kill_resume, "mpi": case_mpi, "inputs": case_inputs,
-         "errors": case_errors}[case](e)
+         "errors": case_errors, "hostile_keys": case_hostile_keys}[case](e)
         for text in e.outputs:
             assert SECRET not in text, "the secret key was printed"
     finally:
