@@ -1,6 +1,7 @@
 #include "io/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -45,6 +46,21 @@ std::vector<double> read_params(const H5Reader& r, const std::string& path,
 }
 
 }  // namespace
+
+void create_temporary(const std::string& tmp) {
+  struct stat st {};
+  if (::lstat(tmp.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode))
+      throw Error(tmp +
+                  ": a symbolic link where a temporary file is written; refusing to write "
+                  "through it (remove the link)");
+    if (::unlink(tmp.c_str()) != 0)
+      throw Error(tmp + ": cannot remove a stale temporary file: " + std::strerror(errno));
+  }
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(tmp + ": cannot create: " + std::strerror(errno));
+  ::close(fd);
+}
 
 void commit_file(const std::string& tmp, const std::string& path) {
   fsync_path(tmp, false);

@@ -61,10 +61,15 @@ std::vector<double> load_weights(const std::string& path, const ml::ParamLayout&
 template <class Fn>
 void write_atomically(const std::string& path, Fn&& write);
 void commit_file(const std::string& tmp, const std::string& path);
+// Creates `tmp` afresh as this process's own empty file (O_EXCL, O_NOFOLLOW):
+// a stale temporary of a killed run is removed first; a symbolic link there
+// (one planted to redirect the write) is an Error naming it, left as it is.
+void create_temporary(const std::string& tmp);
 
 template <class Fn>
 void write_atomically(const std::string& path, Fn&& write) {
   const std::string tmp = path + ".tmp";
+  create_temporary(tmp);
   try {
     write(tmp);
   } catch (...) {

@@ -545,6 +545,37 @@ TEST_F(Training, SecondTrainerOnARunDirectoryIsRefused) {
   EXPECT_EQ(run(c, d), 0);  // released with its holder
 }
 
+// A symbolic link planted in a run directory (a shared scratch folder) is
+// refused by name, and the file it points to is never written.
+TEST_F(Training, PlantedSymbolicLinksInARunDirectoryAreRefused) {
+  const io::Config c = config("qcnn.toml", {"data.qubits=4", "data.rounds=4", "train.epochs=1"});
+  const std::string victim = dir("victim.txt");
+  for (const std::string name : {".lock", "config.toml.tmp", "metrics.jsonl.tmp", "weights.h5.tmp",
+                                 "checkpoints", "metrics.jsonl", "checkpoints/ckpt-00000001.h5"}) {
+    std::ofstream(victim) << "precious";
+    const std::string d = dir("links-" + std::to_string(std::hash<std::string>{}(name)));
+    fs::create_directories(d);
+    if (name.rfind("checkpoints/", 0) == 0) fs::create_directories(d + "/checkpoints");
+    fs::create_symlink(victim, d + "/" + name);
+    try {
+      run(c, d);
+      FAIL() << name << ": a planted link must be refused";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(d + "/" + name + ": a symbolic link"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(read(victim), "precious") << name;
+  }
+  // A temporary planted while the run goes on is refused too, not written through.
+  const std::string d = dir("late-link");
+  fs::create_directories(d);
+  fs::create_symlink(victim, d + "/result.json.tmp");
+  RunDir(d + "/sub").write_text("x", "y");  // a folder below is unaffected
+  EXPECT_THROW(io::write_atomically(d + "/result.json", [](const std::string&) {}), Error);
+  EXPECT_EQ(read(victim), "precious");
+  EXPECT_TRUE(fs::is_symlink(d + "/result.json.tmp"));
+}
+
 // --resume of a finished run has nothing to train and leaves its results as
 // they were (it rewrote result.json without the final metrics).
 TEST_F(Training, ResumingAFinishedRunKeepsItsResults) {
