@@ -139,7 +139,7 @@ class Walker {
       s->set_basis_state(0);
       detail::set_initial_state(*s, options_);
     }
-    walk(0, *s, 1.0, count, 0);
+    walk(*s, count);
   }
 
   SimulateResult out;
@@ -255,43 +255,111 @@ class Walker {
     return i ? record | bit : record & ~bit;
   }
 
-  void walk(std::size_t k, State<R>& s, double weight, std::int64_t shots, std::uint64_t record) {
-    for (; k < plan_.steps.size(); ++k) {
-      const Step& st = plan_.steps[k];
-      if (st.condition.active() && !st.condition.holds(record)) continue;
+  // One path of the walk: a state (owned, or the walk's first) at step k.
+  struct Path {
+    std::unique_ptr<State<R>> owned;
+    State<R>* s = nullptr;
+    std::size_t k = 0;
+    double weight = 1;
+    std::int64_t shots = 0;
+    std::uint64_t record = 0;
+  };
+  // A branch point with several outcomes to walk: its path waits, unchanged,
+  // until every outcome but the last has been walked from a copy.
+  struct Fork {
+    Path at;
+    std::vector<double> p;
+    std::vector<std::int64_t> shares;
+    std::vector<std::size_t> next;  // the outcomes walked on
+    std::size_t taken = 0;          // outcomes of `next` walked so far
+  };
+
+  // Follows `path` until its end (true: a leaf, unless nothing is left to
+  // walk) or a branch point with several outcomes (false, `fork` filled in);
+  // a branch point with one outcome is entered in place.
+  bool follow(Path& path, Fork& fork, bool& is_leaf) {
+    for (; path.k < plan_.steps.size(); ++path.k) {
+      const Step& st = plan_.steps[path.k];
+      if (st.condition.active() && !st.condition.holds(path.record)) continue;
       if (st.kind == Step::Kind::gates) {
-        s.apply(st.gates);
+        path.s->apply(st.gates);
         continue;
       }
-      const std::vector<double> p = outcome_probabilities(st, s);
-      const std::vector<std::int64_t> shares =
-          sampling_ ? split(shots, p) : std::vector<std::int64_t>(p.size(), 0);
-      std::vector<std::size_t> next;  // the outcomes walked on
-      for (std::size_t i = 0; i < p.size(); ++i)
-        if (sampling_ ? shares[i] > 0 : p[i] > kPrune) next.push_back(i);
-      if (next.empty())  // no shots (or, by rounding, no outcome): nothing to walk
-        return;
-      for (std::size_t j = 0; j + 1 < next.size(); ++j) {
-        const std::size_t i = next[j];
-        if (++leaves_ > options_.max_branches)
-          throw Error("dynamic circuit: more than " + std::to_string(options_.max_branches) +
-                      " branches of mid-circuit outcomes to walk exactly; raise the limit "
-                      "(--max-branches, Options.max_branches) or sample it with shots "
-                      "(one-shot)");
-        std::unique_ptr<State<R>> child = new_state();
-        child->copy_from(s);
-        enter(st, i, p[i], *child);
-        walk(k + 1, *child, weight * p[i], shares[i], record_after(st, i, record));
-        spare_.push_back(std::move(child));
-      }
-      const std::size_t i = next.back();
-      enter(st, i, p[i], s);
-      weight *= p[i];
-      shots = shares[i];
-      record = record_after(st, i, record);
+      fork.p = outcome_probabilities(st, *path.s);
+      fork.shares =
+          sampling_ ? split(path.shots, fork.p) : std::vector<std::int64_t>(fork.p.size(), 0);
+      fork.next.clear();
+      for (std::size_t i = 0; i < fork.p.size(); ++i)
+        if (sampling_ ? fork.shares[i] > 0 : fork.p[i] > kPrune) fork.next.push_back(i);
+      is_leaf = false;
+      if (fork.next.empty()) return true;  // no shots (or, by rounding, no outcome)
+      if (fork.next.size() > 1) return false;
+      take(fork, fork.next[0], path);
     }
-    leaf(s, sampling_ ? static_cast<double>(shots) / static_cast<double>(total_) : weight, shots,
-         record);
+    is_leaf = true;
+    return true;
+  }
+
+  // Enters outcome i of the fork's branch point in `path` (at the fork's step).
+  void take(const Fork& fork, std::size_t i, Path& path) {
+    const Step& st = plan_.steps[path.k];
+    enter(st, i, fork.p[i], *path.s);
+    path.weight *= fork.p[i];
+    path.shots = fork.shares[i];
+    path.record = record_after(st, i, path.record);
+  }
+
+  // The next path to walk from the innermost fork: a copy for each outcome
+  // but the last, which goes on in the fork's own state (the fork is done).
+  Path resume(std::vector<Fork>& forks) {
+    Fork& f = forks.back();
+    const std::size_t i = f.next[f.taken++];
+    Path path;
+    if (f.taken < f.next.size()) {
+      if (++leaves_ > options_.max_branches)
+        throw Error("dynamic circuit: more than " + std::to_string(options_.max_branches) +
+                    " branches of mid-circuit outcomes to walk exactly; raise the limit "
+                    "(--max-branches, Options.max_branches) or sample it with shots "
+                    "(one-shot)");
+      path.owned = new_state();
+      path.owned->copy_from(*f.at.s);
+      path.s = path.owned.get();
+      path.k = f.at.k;
+      path.weight = f.at.weight;
+      path.record = f.at.record;
+    } else {
+      path = std::move(f.at);
+    }
+    take(f, i, path);
+    ++path.k;
+    if (f.taken == f.next.size()) forks.pop_back();
+    return path;
+  }
+
+  // Depth first over the outcomes, in order, without recursion (a chain of
+  // branch points as long as the circuit keeps its forks on the heap).
+  void walk(State<R>& start, std::int64_t shots) {
+    std::vector<Fork> forks;
+    Path path;
+    path.s = &start;
+    path.shots = shots;
+    for (;;) {
+      Fork fork;
+      bool is_leaf = false;
+      if (!follow(path, fork, is_leaf)) {
+        fork.at = std::move(path);
+        forks.push_back(std::move(fork));
+      } else {
+        if (is_leaf)
+          leaf(*path.s,
+               sampling_ ? static_cast<double>(path.shots) / static_cast<double>(total_)
+                         : path.weight,
+               path.shots, path.record);
+        if (path.owned) spare_.push_back(std::move(path.owned));
+        if (forks.empty()) return;
+      }
+      path = resume(forks);
+    }
   }
 
   void leaf(const State<R>& s, double weight, std::int64_t shots, std::uint64_t record) {

@@ -8,6 +8,7 @@
 #include "grad/dynamic.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <cmath>
 #include <map>
@@ -400,6 +401,61 @@ TEST(Dynamic, RefusesWhatItCannotDo) {
   cond.wires = {0};
   cond.condition = {{0}, 2, false};  // 2 does not fit in one bit
   EXPECT_THROW(c.add(cond), Error);
+}
+
+// A chain of "measure, then H if the bit is 0" steps nests a branch point
+// per step. The walk once recursed per branch point and overflowed the stack
+// (about 10,000 steps on an 8 MiB stack); walked on a thread with a 128 KiB
+// stack, 3,000 steps give the exact result, and past max_branches one Error.
+// Outcome 1 at step k stays |1>, weight 2^-k: <Z> = -(1 - 2^-N), <X> = 2^-N.
+TEST(Dynamic, LongMeasureAndBranchChainsAreWalkedWithoutRecursion) {
+  constexpr int kSteps = 3000;
+  Circuit c(1, 1);
+  c.add(GateId::H, {0});
+  for (int k = 0; k < kSteps; ++k) {
+    Operation m;
+    m.instruction = Instruction::measure;
+    m.wires = {0};
+    m.clbit = 0;
+    c.add(std::move(m));
+    Operation h;
+    h.gate = GateId::H;
+    h.wires = {0};
+    h.condition.bits = {0};
+    h.condition.value = 0;
+    c.add(std::move(h));
+  }
+  struct Run {
+    const Circuit* c;
+    SimulateResult r;
+    std::string error;
+  } run{&c, {}, ""};
+  const auto walk = [](void* arg) -> void* {
+    Run& run = *static_cast<Run*>(arg);
+    SimulateRequest req;
+    req.observables = {parse_pauli_sum("Z0", "test"), parse_pauli_sum("X0", "test")};
+    try {
+      run.r = simulate_dynamic<double>(*run.c, {}, req, options());
+      EngineOptions few = options();
+      few.max_branches = 1000;
+      simulate_dynamic<double>(*run.c, {}, req, few);
+    } catch (const Error& e) {
+      run.error = e.what();
+    }
+    return nullptr;
+  };
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, std::size_t{128} << 10);
+  pthread_t thread;
+  ASSERT_EQ(pthread_create(&thread, &attr, walk, &run), 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  ASSERT_EQ(run.r.expvals.size(), 2u);
+  EXPECT_NEAR(run.r.expvals[0], -1.0, 1e-9);
+  EXPECT_NEAR(run.r.expvals[1], 0.0, 1e-9);
+  EXPECT_NEAR(run.r.record_probabilities.at(1), 1.0, 1e-9);  // record 0's 2^-N is 0 in double
+  EXPECT_NE(run.error.find("more than 1000 branches"), std::string::npos) << run.error;
 }
 
 }  // namespace
