@@ -3,8 +3,13 @@
 // control), inputs and the chain rule against finite differences, and the
 // constructs it rejects. States come from the dense oracle.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <numbers>
 
 #include "circuit/qasm.h"
@@ -550,6 +555,44 @@ TEST(Qasm3, LoopsAndCallsAreCappedBeforeTheyExpand) {
   EXPECT_EQ(
       parse_qasm(h + "for i in [1:50] { x q[0]; y q[1]; }", "t.qasm", limits).circuit.ops().size(),
       100u);
+}
+
+// Nested blocks share the file's tokens: 3,000 nested one-iteration loops
+// (each level once kept a copy of everything inside it: gigabytes) parse
+// within 10x the file's size plus a constant, measured as the growth of a
+// forked child's peak resident memory.
+TEST(Qasm3, NestedBlocksCostMemoryInProportionToTheFile) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer keeps freed memory in quarantine; measured in release";
+#else
+  constexpr int kDepth = 3000;
+  std::string text = kHead;
+  for (int k = 0; k < kDepth; ++k) text += "for int i" + std::to_string(k) + " in [0:0] {\n";
+  text += "x q[0];\n" + std::string(kDepth, '}') + "\n";
+  const auto rss_kib = [] {
+    std::ifstream statm("/proc/self/statm");
+    long pages = 0, resident = 0;
+    statm >> pages >> resident;
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+  };
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const long before = rss_kib();
+    const bool one_gate = parse_qasm(text, "nest.qasm").circuit.ops().size() == 1;
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    const long grown_kib = usage.ru_maxrss - before;
+    const long bound_kib = 10 * static_cast<long>(text.size()) / 1024 + 64 * 1024;
+    std::fprintf(stderr, "peak growth %ld KiB for a %zu-byte file (bound %ld KiB)\n", grown_kib,
+                 text.size(), bound_kib);
+    _exit(one_gate && grown_kib < bound_kib ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "over the memory bound (see the child's line above)";
+#endif
 }
 
 }  // namespace

@@ -14,11 +14,6 @@ namespace {
 
 constexpr std::size_t kMaxBlockTokens = std::size_t{1} << 21;  // about 128 MiB of tokens
 
-bool declaration_word(std::string_view w) {
-  return w == "const" || w == "int" || w == "uint" || w == "float" || w == "angle" || w == "bool" ||
-         w == "array";
-}
-
 }  // namespace
 
 void QasmParser::replay_budget_exceeded() const {
@@ -30,13 +25,20 @@ void QasmParser::replay_budget_exceeded() const {
 std::shared_ptr<const QasmParser::Block> QasmParser::capture_block(const char* what) {
   auto b = std::make_shared<Block>();
   const Token open = cur_;
+  // Inside a running block, cur_ is tokens[pos - 1] of the innermost replay.
+  Replay* const outer = replay_.empty() ? nullptr : &replay_.back();
+  b->tokens = outer ? outer->block->tokens : std::make_shared<std::vector<Token>>();
+  bool empty = true;
   auto take = [&] {
-    if (b->tokens.size() >= kMaxBlockTokens) {
+    if (b->last - b->first >= kMaxBlockTokens) {
       fail_at(open, std::string("a ") + what + " longer than " + std::to_string(kMaxBlockTokens) +
                         " tokens is not supported");
     }
-    if (at(Tok::Id) && declaration_word(cur_.text)) b->declares = true;
-    b->tokens.push_back(cur_);
+    if (!outer) b->tokens->push_back(cur_);
+    const std::size_t at_index = outer ? outer->pos - 1 : b->tokens->size() - 1;
+    if (empty) b->first = at_index;
+    b->last = at_index + 1;
+    empty = false;
     advance();
   };
   if (at_sym("{")) {
@@ -67,22 +69,18 @@ std::shared_ptr<const QasmParser::Block> QasmParser::capture_block(const char* w
 
 void QasmParser::run_block(const Block& b) {
   const Token after = cur_;
-  std::map<std::string, double> consts;
-  std::map<std::string, std::vector<double>> arrays;
-  if (b.declares) {  // constants declared in the block end with it
-    consts = consts_;
-    arrays = const_arrays_;
-  }
+  const std::size_t scope = block_names_.size();
   ++block_depth_;
-  replay_.push_back({&b, 0});
+  replay_.push_back({&b, b.first});
   advance();
   while (!at(Tok::End) && !returning_) statement();
   replay_.pop_back();
   --block_depth_;
-  if (b.declares) {
-    consts_ = std::move(consts);
-    const_arrays_ = std::move(arrays);
+  for (std::size_t k = scope; k < block_names_.size(); ++k) {  // its constants end with it
+    consts_.erase(block_names_[k]);
+    const_arrays_.erase(block_names_[k]);
   }
+  block_names_.resize(scope);
   cur_ = after;
 }
 

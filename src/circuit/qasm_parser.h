@@ -43,7 +43,7 @@ class QasmParser {
     }
     if (++replayed_ > replay_budget()) replay_budget_exceeded();
     Replay& r = replay_.back();
-    cur_ = r.pos < r.block->tokens.size() ? r.block->tokens[r.pos++] : r.block->end;
+    cur_ = r.pos < r.block->last ? (*r.block->tokens)[r.pos++] : r.block->end;
   }
   // Tokens that loops and calls may read again, in all: 16 per gate of
   // `max_gates` (a nest of loops that emits nothing still ends).
@@ -157,14 +157,17 @@ class QasmParser {
 
   // -- static control flow (OpenQASM 3), unrolled as it is read (qasm_control.cc).
   // A block's tokens are read once and parsed again for every iteration or call.
+  // A block read from the file owns its tokens; a block nested in it, captured
+  // while the outer one runs, is a range of the same tokens, so a nest of
+  // blocks costs memory in proportion to the file, not to its depth.
   struct Block {
-    std::vector<Token> tokens;
-    Token end;              // reported as "the end of the block"
-    bool declares = false;  // declares constants, which are scoped to one run of the block
+    std::shared_ptr<std::vector<Token>> tokens;  // shared with the blocks nested in it
+    std::size_t first = 0, last = 0;             // this block's: tokens[first, last)
+    Token end;                                   // reported as "the end of the block"
   };
   struct Replay {
     const Block* block;
-    std::size_t pos = 0;
+    std::size_t pos = 0;  // into block->tokens
   };
   // `{ statements }`, or one statement, read into a Block.
   std::shared_ptr<const Block> capture_block(const char* what);
@@ -381,7 +384,10 @@ class QasmParser {
   std::map<std::string, std::shared_ptr<const Subroutine>> subs_;
   std::vector<Replay> replay_;
   int block_depth_ = 0;  // loop bodies and subroutine calls being run
-  int call_depth_ = 0;   // subroutine calls being run
+  // Constants declared in the blocks being run, innermost last: each block's
+  // end with it (declared names are new, so ending one is erasing it).
+  std::vector<std::string> block_names_;
+  int call_depth_ = 0;  // subroutine calls being run
   bool returning_ = false;
   std::int64_t loop_iterations_ = 0;
   std::int64_t replayed_ = 0;       // tokens read from loop and subroutine bodies

@@ -282,6 +282,7 @@ void QasmParser::const_decl(bool is_const) {
     const double v = value();
     expect_sym(";");
     consts_[name] = v;
+    if (block_depth_ > 0) block_names_.push_back(name);
     return;
   }
   const Token open = cur_;
@@ -302,6 +303,7 @@ void QasmParser::const_decl(bool is_const) {
                       std::to_string(values.size()) + " values");
   }
   const_arrays_[name] = std::move(values);
+  if (block_depth_ > 0) block_names_.push_back(name);
 }
 
 std::vector<std::string> QasmParser::id_list(const char* what, std::vector<Token>* toks) {
