@@ -123,10 +123,48 @@ def test_openqasm_programs_run_in_process():
     for precision, tol in (("c128", 1e-12), ("c64", 1e-6)):
         v = qmlsim.expval_qasm(bell, ["Z0 Z1", "X0 X1", "Z2", "Z0"], precision=precision)
         assert np.allclose(v, [1, 1, np.cos(0.4), 0], atol=tol)
-    with pytest.raises(ValueError, match="a qubit beyond"):
+    with pytest.raises(ValueError, match="names qubit 3, beyond the 3 qubit"):
         qmlsim.expval_qasm(bell, "Z3")
     with pytest.raises(ValueError, match="<qasm>:2"):
         qmlsim.expval_qasm("OPENQASM 2.0;\nqreg q[1]; foo q[0];", "Z0")
     with pytest.raises(ValueError, match="inputs"):
         qmlsim.expval_qasm('OPENQASM 3.0;\ninclude "stdgates.inc";\ninput float[64] x;\n'
                            "qubit q;\nrx(x) q;", "Z0")
+
+
+def test_every_entry_point_refuses_an_observable_beyond_the_circuit():
+    # One check in the engine: no segfault (X20), no garbage (X7), no silent 1.0 (Z7).
+    c = qmlsim.Circuit(2).add("H", [0]).add("RY", [1], [0.3])
+    noisy = qmlsim.Circuit(2).add("H", [0]).channel("depolarizing", [1], [0.1])
+    calls = [
+        lambda obs: qmlsim.expval(c, obs),
+        lambda obs: qmlsim.var(c, obs),
+        lambda obs: qmlsim.jacobian(c, obs),
+        lambda obs: qmlsim.vjp(c, obs, [1.0]),
+        lambda obs: qmlsim.expval_batch([c, c], obs),
+        lambda obs: qmlsim.expval(noisy, obs),
+        lambda obs: qmlsim.expval(noisy, obs, method="trajectories"),
+    ]
+    for call in calls:
+        for obs in ("X20", "X7", "Z7", "Z0 + Y2"):
+            with pytest.raises(ValueError, match="beyond the 2 qubit"):
+                call(obs)
+    assert np.allclose(qmlsim.expval_batch([c, c], "Z1"), qmlsim.expval(c, "Z1"))
+
+
+def _sixteen_qubit_expvals():
+    c = qmlsim.Circuit(16)
+    for q in range(16):
+        c.add("RY", [q], [0.1 * q + 0.2])
+    for q in range(15):
+        c.add("CNOT", [q, q + 1])
+    return qmlsim.expval(c, ["Z0", "Z15 X3"], threads=2)
+
+
+def test_a_forked_child_computes_what_its_parent_did():
+    # GNU OpenMP's pool does not survive fork(): the child must not hang.
+    import multiprocessing
+    parent = _sixteen_qubit_expvals()
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        child = pool.apply_async(_sixteen_qubit_expvals)
+        assert np.allclose(child.get(timeout=300), parent, atol=1e-12)

@@ -20,6 +20,15 @@ inline constexpr std::int64_t kMinParallelWork = std::int64_t{1} << 14;
 // Threads to use by default: OpenMP's choice (OMP_NUM_THREADS or the core count).
 inline int default_threads() { return omp_get_max_threads(); }
 
+// GNU OpenMP's thread pool does not survive fork(): a child (a multiprocessing
+// pool, torch DataLoader workers) that starts a parallel region on more than
+// one thread waits forever for threads that exist only in its parent. Once
+// this has been called (by every state's constructor, so before any pool
+// exists), a forked child runs every parallel region on one thread: its
+// OpenMP max-active-levels is set to 0, which no num_threads clause overrides.
+// Idempotent and thread-safe.
+void guard_threads_across_fork();
+
 // Runs fn(i) for i in [0, n), split statically over `threads` threads when
 // `work` (amplitudes touched) is large enough.
 template <class Fn>

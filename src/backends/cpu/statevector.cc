@@ -76,7 +76,7 @@ StateVector<R>::StateVector(int n, int threads, const KernelSet* kernels)
 template <class R>
 StateVector<R>::StateVector(int n, int threads, Unset, const KernelSet* kernels)
     : n_(n),
-      threads_(threads < 1 ? 1 : threads),
+      threads_((guard_threads_across_fork(), threads < 1 ? 1 : threads)),
       kernels_(kernels ? kernels : &best_kernels()),
       chunk_qubits_(default_chunk_qubits()),
       amps_(allocate_state<R>(n)) {}
