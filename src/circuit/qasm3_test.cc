@@ -250,6 +250,23 @@ struct Bad {
   const char* message;  // part of the message
 };
 
+// A noise pragma in an `if` body is conditioned as the body's gates are (Aer
+// applies a noise model inside control flow); in a loop it repeats.
+TEST(Qasm3, NoisePragmasInBlocksFollowTheirBlocks) {
+  const QasmProgram p = parse_qasm(
+      "OPENQASM 3.0;\ninclude \"stdgates.inc\";\nqubit[2] q;\nbit c;\nh q[0];\n"
+      "c = measure q[0];\nif (c) {\n  x q[1];\n  #pragma braket noise depolarizing(0.6) q[1]\n}\n"
+      "for int i in [0:1] {\n  #pragma braket noise bit_flip(0.1) q[0]\n}\n",
+      "noise.qasm");
+  const std::vector<Operation>& ops = p.circuit.ops();
+  ASSERT_EQ(ops.size(), 6u);
+  EXPECT_EQ(ops[3].channel, ChannelId::depolarizing);
+  EXPECT_EQ(ops[3].condition.bits, std::vector<int>{0});
+  EXPECT_EQ(ops[3].condition.value, 1u);
+  EXPECT_EQ(ops[4].channel, ChannelId::bit_flip);
+  EXPECT_FALSE(ops[5].condition.active());
+}
+
 TEST(Qasm3, BraketNoisePragmasBecomeChannels) {
   const QasmProgram p = parse_qasm(
       "OPENQASM 3.0;\ninclude \"stdgates.inc\";\nqubit[2] q;\nh q[0];\n"
@@ -326,8 +343,7 @@ TEST(Qasm3, UnsupportedConstructsGiveLocatedErrors) {
       {"#pragma braket noise depolarizing(0.1) q[0] q[1]", "4:45", "end of the pragma's line"},
       {"#pragma braket verbatim", "4:1", "'noise' alone"},
       {"#pragma qiskit something", "4:1", "unsupported pragma"},
-      {"for i in [0:1] {\n#pragma braket noise bit_flip(0.1) q[0]\n}", "5:1",
-       "only at the top level"},
+      {"for i in [0:1] {\n#pragma braket noise bit_flip(1.5) q[0]\n}", "5:1", "bit_flip"},
       {"delay[10ns] q[0];", "4:1", "timing"},
       {"box { x q[0]; }", "4:1", "timing"},
       {"int[32] k;", "4:10", "'k' has no value"},

@@ -190,9 +190,10 @@ class QasmParser {
   void call_subroutine(const Subroutine& s);
   void return_statement();
   // Statements that declare global things may not appear in a loop or subroutine.
+  // (Noise pragmas may: in an `if` body a channel is conditioned as a gate is.)
   static bool top_level_only(std::string_view w) {
     return w == "include" || w == "qreg" || w == "creg" || w == "gate" || w == "opaque" ||
-           w == "qubit" || w == "bit" || w == "input" || w == "def" || w == "#pragma";
+           w == "qubit" || w == "bit" || w == "input" || w == "def";
   }
 
   const QasmInput* input_index(const std::string& name) const {
