@@ -2,8 +2,11 @@
 
 An Aer ``NoiseModel`` is applied as Aer applies it: its delay passes (the
 thermal relaxation ``NoiseModel.from_backend`` adds) on circuits with delays,
-then ``qiskit_aer.utils.insert_noise``: after each instruction, the error for
-its name and qubits (a local error wins over the all-qubit one). Every error,
+then as ``qiskit_aer.utils.insert_noise`` inserts errors: after each
+instruction, the error for its name and qubits (a local error wins over the
+all-qubit one), inside control-flow blocks too (``if_test``, ``if_else``,
+``for_loop`` bodies, on their qubits in the outer circuit), as Aer's simulator
+applies the model there and ``insert_noise`` does not. Every error,
 and every ``QuantumError`` a circuit holds itself, crosses into the engine as
 its Kraus set, a Braket noise pragma in the exported program, and runs exactly
 on the density matrix (or by trajectories).
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 from qiskit import QuantumCircuit
+from qiskit.circuit import ControlFlowOp
 
 from . import _qmlsim
 
@@ -28,17 +32,39 @@ _CHANNELS = ("quantum_channel",)  # Aer's QuantumError instructions
 def _aer_noise():
     try:
         from qiskit_aer.noise import NoiseModel
-        from qiskit_aer.utils import insert_noise
     except ImportError as e:  # a noise model needs Aer, which made it
         raise ValueError("a noise model needs qiskit-aer (pip install qiskit-aer)") from e
-    return NoiseModel, insert_noise
+    return NoiseModel
+
+
+def _insert_errors(circuit: QuantumCircuit, noise_model, index_of: dict) -> QuantumCircuit:
+    """`circuit` with each instruction followed by its error; control-flow
+    blocks get theirs on the outer circuit's qubits (`index_of`: this
+    circuit's qubits -> the outer circuit's indices)."""
+    local = noise_model._local_quantum_errors
+    default = noise_model._default_quantum_errors
+    out = circuit.copy_empty_like()
+    for inst in circuit.data:
+        op = inst.operation
+        if isinstance(op, ControlFlowOp):
+            outer = [index_of[q] for q in inst.qubits]
+            blocks = [_insert_errors(b, noise_model, dict(zip(b.qubits, outer))) for b in op.blocks]
+            out.append(op.replace_blocks(blocks), inst.qubits, inst.clbits)
+            continue
+        out.append(inst)
+        qubits = tuple(index_of[q] for q in inst.qubits)
+        if op.name in local and qubits in local[op.name]:
+            out.append(local[op.name][qubits].to_instruction(), inst.qubits)
+        elif op.name in default:
+            out.append(default[op.name].to_instruction(), inst.qubits)
+    return out
 
 
 def check_noise_model(noise_model, who: str):
     """The noise model, or a ValueError naming what qmlsim cannot run."""
     if noise_model is None:
         return None
-    NoiseModel, _ = _aer_noise()
+    NoiseModel = _aer_noise()
     if not isinstance(noise_model, NoiseModel):
         raise ValueError(f"{who}noise_model must be a qiskit_aer.noise.NoiseModel, got "
                          f"{type(noise_model).__name__}")
@@ -58,11 +84,10 @@ def with_noise(circuit: QuantumCircuit, noise_model, measured: tuple = ()) -> Qu
     were taken off the circuit) at its end, where they act before the reading."""
     if noise_model is None:
         return circuit
-    _, insert_noise = _aer_noise()
     passes = noise_model._pass_manager()
     if passes is not None and any(i.operation.name == "delay" for i in circuit.data):
         circuit = passes.run(circuit)
-    circuit = insert_noise(circuit, noise_model)
+    circuit = _insert_errors(circuit, noise_model, {q: i for i, q in enumerate(circuit.qubits)})
     local = noise_model._local_quantum_errors.get("measure", {})
     default = noise_model._default_quantum_errors.get("measure")
     for q in measured:
@@ -72,21 +97,25 @@ def with_noise(circuit: QuantumCircuit, noise_model, measured: tuple = ()) -> Qu
     return circuit
 
 
-def mark_channels(circuit: QuantumCircuit) -> tuple:
+def mark_channels(circuit: QuantumCircuit, kraus: list | None = None) -> tuple:
     """The circuit with each quantum channel replaced by a barrier on its
     qubits (the circuit's own barriers, identities here, are dropped), and the
-    channels' Kraus sets in order: the exported program's barriers are then
-    the places of the channels (``pragmas``)."""
+    channels' Kraus sets in program order, control-flow blocks included: the
+    exported program's barriers are then the places of the channels
+    (``pragmas``)."""
     from qiskit.quantum_info import Kraus
-    kraus = []
+    kraus = [] if kraus is None else kraus
     marked = circuit.copy_empty_like()
     for item in circuit.data:
-        name = item.operation.name
-        if name == "barrier":
+        op = item.operation
+        if op.name == "barrier":
             continue
-        if name in _CHANNELS:
-            kraus.append([np.asarray(k, dtype=complex) for k in Kraus(item.operation).data])
+        if op.name in _CHANNELS:
+            kraus.append([np.asarray(k, dtype=complex) for k in Kraus(op).data])
             marked.barrier(*item.qubits)
+        elif isinstance(op, ControlFlowOp):
+            blocks = [mark_channels(b, kraus)[0] for b in op.blocks]
+            marked.append(op.replace_blocks(blocks), item.qubits, item.clbits)
         else:
             marked.append(item)
     return marked, kraus

@@ -223,13 +223,57 @@ _CACHE: dict = {}  # id(circuit) -> (weak reference, fingerprint, noise model, t
 atexit.register(_CACHE.clear)  # engine objects go before the extension module does
 
 
+def _value_key(p):
+    """A hashable stand-in for an instruction parameter, equal exactly when the
+    values are (numbers, expressions, matrices, a control-flow block)."""
+    if isinstance(p, QuantumCircuit):
+        return _content_key(p)
+    if isinstance(p, np.ndarray):
+        return (p.dtype.str, p.shape, p.tobytes())
+    try:
+        hash(p)
+        return p
+    except TypeError:
+        return repr(p)
+
+
+def _content_key(circuit: QuantumCircuit) -> tuple:
+    """The circuit's content: each instruction's name, qubits, classical bits,
+    parameters and condition (control-flow blocks within), and the global
+    phase. A circuit edited in place (cleared and rebuilt, an instruction
+    replaced, a parameter changed) gets another key, whatever its length."""
+    qubit = {q: i for i, q in enumerate(circuit.qubits)}
+    clbit = {c: i for i, c in enumerate(circuit.clbits)}
+    ops = []
+    for item in circuit.data:
+        op = item.operation
+        condition = getattr(op, "condition", None)
+        ops.append((op.name, tuple(qubit[q] for q in item.qubits),
+                    tuple(clbit[c] for c in item.clbits),
+                    tuple(_value_key(p) for p in op.params),
+                    None if condition is None else repr(condition)))
+    return (circuit.num_qubits, circuit.num_clbits, _value_key(circuit.global_phase), tuple(ops))
+
+
+def _noise_key(noise_model) -> tuple | None:
+    """The noise model's errors by instruction and qubits (each error object by
+    identity: they are not edited in place), so an error added later counts."""
+    if noise_model is None:
+        return None
+    local = tuple(sorted((name, tuple(sorted((qs, id(e)) for qs, e in by_qubits.items())))
+                         for name, by_qubits in noise_model._local_quantum_errors.items()))
+    default = tuple(sorted((name, id(e))
+                           for name, e in noise_model._default_quantum_errors.items()))
+    readout = tuple(sorted((qs, id(e)) for qs, e in noise_model._local_readout_errors.items()))
+    return (id(noise_model), local, default, readout, id(noise_model._default_readout_error))
+
+
 def _translate(circuit: QuantumCircuit, noise_model=None, measured: tuple = ()) -> _Translation:
-    """The cached translation of `circuit` under `noise_model` (made again if
-    the circuit changed size or the noise model is another; circuits are not
-    hashable, so the cache is keyed by identity and an entry leaves with its
-    circuit)."""
-    key = (len(circuit.data), circuit.num_qubits, circuit.num_clbits, circuit.num_parameters,
-           id(noise_model), measured)
+    """The cached translation of `circuit` under `noise_model`, made again
+    whenever the circuit's content or the noise model's errors changed
+    (circuits are not hashable, so the cache is keyed by identity, checked
+    against the content, and an entry leaves with its circuit)."""
+    key = (_content_key(circuit), _noise_key(noise_model), measured)
     hit = _CACHE.get(id(circuit))
     if hit is not None and hit[0]() is circuit and hit[1] == key and hit[2] is noise_model:
         return hit[3]
