@@ -131,17 +131,23 @@ Terms dephasing(double h, double dh) {
 // decay as exp(-time/t2): generalized amplitude damping (whose coherences decay
 // as exp(-time/(2 t1))) followed by the dephasing that makes up the rest.
 // wrt: the parameter (t1, t2, time, excited) derivatives are taken for.
+// Extreme parameters (t1 or t2 near the smallest doubles) give the limits
+// exactly: no term overflows into inf - inf or 0 * inf.
 Terms thermal_relaxation(double t1, double t2, double time, double excited, int wrt) {
   const double decay = std::exp(-time / t1);
-  const double rest = std::exp(-time / t2 + time / (2 * t1));  // <= 1 as t2 <= 2 t1
-  // d(decay), d(exponent of rest), d(excited) for the parameter wrt
-  const double ddecay[] = {decay * time / (t1 * t1), 0, -decay / t1, 0};
-  const double dexponent[] = {-time / (2 * t1 * t1), time / (t2 * t2), -1 / t2 + 1 / (2 * t1), 0};
-  const std::size_t k = static_cast<std::size_t>(std::max(wrt, 0));
-  const double on = wrt >= 0 ? 1.0 : 0.0;
-  const Terms damp =
-      generalized_damping(1 - decay, -on * ddecay[k], 1 - excited, wrt == 3 ? -1.0 : 0.0);
-  const Terms dephase = dephasing(rest, on * rest * dexponent[k]);
+  // exp(-time/t2 + time/(2 t1)) <= 1 as t2 <= 2 t1, with (2 t1 - t2)/(2 t1) in [0, 1)
+  const double gap = 2 * t1 == t2 || time == 0 ? 0.0 : (2 * t1 - t2) / (2 * t1) / t2;
+  const double rest = std::exp(-time * gap);
+  double dgamma = 0, drest = 0;  // forward runs (wrt < 0) take no derivative
+  if (wrt >= 0) {
+    // d(decay), d(exponent of rest) for the parameter wrt
+    const double ddecay[] = {decay * time / (t1 * t1), 0, -decay / t1, 0};
+    const double dexponent[] = {-time / (2 * t1 * t1), time / (t2 * t2), -gap, 0};
+    dgamma = -ddecay[wrt];
+    drest = rest * dexponent[wrt];
+  }
+  const Terms damp = generalized_damping(1 - decay, dgamma, 1 - excited, wrt == 3 ? -1.0 : 0.0);
+  const Terms dephase = dephasing(rest, drest);
   Terms out;
   for (const KrausTerm& a : dephase)
     for (const KrausTerm& b : damp) {

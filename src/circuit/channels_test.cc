@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -155,6 +156,16 @@ TEST(Channels, ConventionsOnKnownStates) {
   const Matrix t = apply_kraus(kraus_operators(ChannelId::thermal_relaxation, tr), rho, 2);
   EXPECT_NEAR(t[3].real(), 0.2 + (rho[3].real() - 0.2) * std::exp(-0.7 / 2), 1e-14);
   EXPECT_NEAR(std::abs(t[1] - rho[1] * std::exp(-0.7 / 3)), 0, 1e-14);
+  // Extreme but valid parameters give the limits (fully relaxed to pe, no
+  // coherence), not an error about derivatives nobody asked for.
+  for (const std::array<double, 4> x : {std::array<double, 4>{1e-300, 1e-300, 1.0, 0.0},
+                                        std::array<double, 4>{1e-320, 2e-320, 5.0, 0.3},
+                                        std::array<double, 4>{1.0, 1e-310, 1.0, 0.0}}) {
+    const Matrix e = apply_kraus(kraus_operators(ChannelId::thermal_relaxation, x), rho, 2);
+    const double relaxed = x[1] < 1e-300 && x[0] == 1.0 ? rho[3].real() * std::exp(-1.0) : x[3];
+    EXPECT_NEAR(e[3].real(), relaxed, 1e-14) << x[0];
+    EXPECT_NEAR(std::abs(e[1]), 0, 1e-14) << x[0];
+  }
   // bit_flip(p): (1 - p) rho + p X rho X.
   const double bf[] = {0.25};
   const Matrix b = apply_kraus(kraus_operators(ChannelId::bit_flip, bf), rho, 2);
