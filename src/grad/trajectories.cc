@@ -471,8 +471,9 @@ std::vector<double> trajectory_vjp_share(const Circuit& c, std::span<const doubl
     if (!branches.back().mixture())
       throw Error(describe(op) +
                   ": gradients by trajectories need every channel to be a mixture of unitaries "
-                  "(Pauli channels, depolarizing, dephasing); use the density matrix "
-                  "(--method density_matrix) for this one");
+                  "(Pauli channels, depolarizing, dephasing); use the density matrix for this "
+                  "one (--method density_matrix, noise.method = \"density_matrix\" in a "
+                  "training config, method=\"density_matrix\" in Python)");
   }
   EngineOptions plain = options;
   plain.method = Method::statevector;

@@ -250,6 +250,18 @@ TEST(QasmHybrid, InconsistentSpecificationsAreOneLineErrors) {
   s.readouts.push_back(parse_pauli_sum("Z5", "r"));
   EXPECT_EQ(error_of(s),
             "model.readouts: readout 3 (1*Z5): names qubit 5, beyond the 3 qubit(s) of h.qasm");
+  // A mid-circuit measurement (with noise too) is refused by key, before training,
+  // not as a classical bit out of range at the first gradient.
+  s = hybrid_spec();
+  s.program =
+      parse_qasm(std::string(kHybridHeader) +
+                     "bit c;\nry(x[0] * w[0] + x[1] + x[2] + w[1] + w[2] + w[3] + t) q[0];\n"
+                     "c = measure q[0];\nif (c) x q[1];\n"
+                     "#pragma braket noise depolarizing(0.1) q[2]\n",
+                 "h.qasm");
+  EXPECT_NE(error_of(s).find("model.circuit: h.qasm has a mid-circuit measurement"),
+            std::string::npos)
+      << error_of(s);
 }
 
 TEST(Dressed, CircuitEqualsTheOriginalsInlinedCRot) {

@@ -11,6 +11,11 @@ QasmHybrid::QasmHybrid(QasmHybridSpec spec) : spec_(std::move(spec)) {
   const std::string& src = spec_.source;
   num_qubits_ = p.circuit.num_qubits();
   has_channels_ = p.circuit.has_channels();
+  if (p.circuit.has_dynamic())
+    throw Error("model.circuit: " + src +
+                " has a mid-circuit measurement, reset or classically controlled operation; "
+                "training needs gradients, which such circuits do not have yet (run it with "
+                "`qmlsim run`)");
   auto find = [&](const std::string& name, const char* role) -> const QasmInput& {
     for (const QasmInput& in : p.inputs)
       if (in.name == name) return in;

@@ -199,6 +199,17 @@ std::vector<GateNoise> gate_noise(const io::Config& c) {
     const double p = c.get_double(key, 0, 1);
     if (p > 0) noise.push_back({id, p});
   }
+  // Trajectories differentiate mixtures of unitaries only: said here, by key,
+  // before the run directory is made (not by the engine at the first step).
+  const bool damped = std::any_of(noise.begin(), noise.end(), [](const GateNoise& n) {
+    return n.channel == ChannelId::amplitude_damping;
+  });
+  if (damped &&
+      c.get_choice("noise.method", {"auto", "density_matrix", "trajectories"}) == "trajectories")
+    c.fail("noise.method",
+           "\"trajectories\" differentiates only channels that are mixtures of unitaries "
+           "(depolarizing, phase damping), not noise.amplitude_damping; use \"auto\" or "
+           "\"density_matrix\"");
   return noise;
 }
 

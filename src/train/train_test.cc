@@ -419,7 +419,7 @@ TEST_F(Training, ResumeGivesTheWeightsOfAnUninterruptedRun) {
 }
 
 // Preemption: a SIGTERM stops the run at its next step boundary with a
-// checkpoint and status 143; the resumed run ends where an unbroken one does.
+// checkpoint, status 143 and one line; the resumed run ends where an unbroken one does.
 TEST_F(Training, SigtermStopsAtAStepWithACheckpointAndResumeEndsAsAnUnbrokenRun) {
   const io::Config c = config("qcnn.toml", {"data.qubits=4", "data.rounds=10", "train.epochs=3",
                                             "train.batch_size=8", "train.checkpoint_every=100"});
@@ -430,7 +430,12 @@ TEST_F(Training, SigtermStopsAtAStepWithACheckpointAndResumeEndsAsAnUnbrokenRun)
     const StopSignals preemption;
     std::raise(SIGTERM);  // arrives before the resumed run's first step
     EXPECT_EQ(StopSignals::received(), SIGTERM);
+    testing::internal::CaptureStderr();
     EXPECT_EQ(run(c, parts, true), 128 + SIGTERM);
+    // --quiet (as run() trains) still says why it stopped, on stderr: a cluster log
+    // shows more than exit 143.
+    EXPECT_EQ(testing::internal::GetCapturedStderr(),
+              "Stopped by SIGTERM before step 3: checkpoint written; continue with --resume\n");
   }
   EXPECT_FALSE(fs::exists(parts + "/weights.h5"));
   EXPECT_EQ(metric(parts, "step", "loss").size(), 2u);  // it stopped before a third
@@ -789,6 +794,18 @@ TEST_F(Training, NoiseTableTrainsOnDensityMatrices) {
   noisy.push_back("noise.method=\"trajectories\"");  // damping-free: trajectories take gradients
   noisy.push_back("noise.trajectories=20");
   ASSERT_EQ(run(config("qcnn.toml", noisy), dir("trajectories")), 0);
+  // With damping they cannot: said by key, before the run directory exists.
+  std::vector<std::string> damped = noisy;
+  damped.push_back("noise.amplitude_damping=0.05");
+  try {
+    run(config("qcnn.toml", damped), dir("damped"));
+    ADD_FAILURE() << "trajectories with amplitude damping must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("noise.method: \"trajectories\" differentiates only"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir("damped")));
   std::vector<std::string> readout = sets;
   readout.push_back("noise.readout_error=0.05");
   ASSERT_EQ(run(config("qcnn.toml", readout), dir("readout")), 0);

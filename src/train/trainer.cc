@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -247,13 +248,16 @@ int agreed_stop_signal(const comm::Comm* ranks) {
   return static_cast<int>(*std::max_element(all.begin(), all.end()));
 }
 
-// The line a run stopped early prints, and its exit status.
-int stopped(int signal, std::int64_t steps_here, std::int64_t step, bool quiet, std::ostream& out) {
-  if (quiet) return signal ? 128 + signal : 0;
-  if (signal)
-    out << "\nStopped by " << StopSignals::name(signal) << " before step " << step + 1
-        << ": checkpoint written; continue with --resume\n";
-  else
+// The line a run stopped early prints, and its exit status. A stop by a signal
+// is said by the root rank even under --quiet (on stderr then), so a cluster's
+// log shows more than an exit status.
+int stopped(int signal, std::int64_t steps_here, std::int64_t step, bool quiet, bool root,
+            std::ostream& out) {
+  if (signal && root)
+    (quiet ? std::cerr : out) << (quiet ? "" : "\n") << "Stopped by " << StopSignals::name(signal)
+                              << " before step " << step + 1
+                              << ": checkpoint written; continue with --resume" << std::endl;
+  else if (!signal && !quiet)
     out << "\nStopped after " << steps_here << " steps (--max-steps); continue with --resume\n";
   return signal ? 128 + signal : 0;
 }
@@ -486,7 +490,7 @@ int train_supervised(const io::Config& config, const TrainOptions& options, std:
       if (signal != 0 || (options.max_steps >= 0 && steps_here >= options.max_steps)) {
         if (root) save(*dir, id, layout, s, opt, keep, train_time());
         outputs.finish();
-        return stopped(signal, steps_here, s.step, quiet, out);
+        return stopped(signal, steps_here, s.step, quiet, root, out);
       }
       // The global batch; this rank computes its contiguous share, and every
       // rank sums all rows in global order (bitwise the same for any rank count).
@@ -684,7 +688,7 @@ int train_qaoa(const io::Config& config, const TrainOptions& options, std::ostre
     if (signal != 0 || (options.max_steps >= 0 && steps_here >= options.max_steps)) {
       if (writer) save(dir, id, layout, s, opt, keep, train_time());
       outputs.finish();
-      return stopped(signal, steps_here, s.step, quiet, out);
+      return stopped(signal, steps_here, s.step, quiet, world.root(), out);
     }
     const TraceSpan step_span("step");
     const auto t = Clock::now();
