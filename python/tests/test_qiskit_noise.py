@@ -180,3 +180,57 @@ def test_bad_noise_settings_are_errors():
                                        [0, 0, 0, 1]]), [0, 1])
     with pytest.raises(ValueError, match="correlated"):
         Sampler(noise_model=nm)
+
+
+def test_noise_inside_control_flow_is_applied_as_aer_applies_it():
+    # insert_noise does not enter if_test bodies; Aer's simulator applies the model there.
+    from qiskit_aer import AerSimulator
+    nm = NoiseModel()
+    nm.add_all_qubit_quantum_error(depolarizing_error(0.6, 1), ["x"])
+    qc = QuantumCircuit(2, 1)
+    qc.h(0)
+    qc.measure(0, 0)
+    with qc.if_test((qc.clbits[0], 1)):
+        qc.x(1)
+    with qc.if_test((qc.clbits[0], 0)) as orelse:
+        qc.h(1)
+    with orelse:
+        qc.x(1)
+        qc.x(1)
+    got = Estimator(noise_model=nm).run([(qc, SparsePauliOp("ZI"))]).result()[0].data.evs
+    # c = 0 (1/2): h, no error: <Z1> = 0. c = 1 (1/2): x + depolarizing(0.6), then the
+    # else body's x + error twice: <Z1> = -(0.4 ** 3). Aer's simulator samples the
+    # measurement per shot (1024 by default): it agrees to its shot noise.
+    assert abs(got - 0.5 * -(0.4 ** 3)) < 1e-12
+    ref_qc = qc.copy()
+    ref_qc.save_expectation_value(SparsePauliOp("ZI"), [0, 1])
+    aer = AerSimulator(method="density_matrix", noise_model=nm).run(
+        ref_qc, shots=4000, seed_simulator=5).result().data()["expectation_value"]
+    assert abs(got - aer) < 0.01, (got, aer)
+    one = QuantumCircuit(2, 2)  # the circuit: exact <Z1> = 0.5 * (1 - 0.4) = 0.3
+    one.h(0)
+    one.measure(0, 0)
+    with one.if_test((one.clbits[0], 1)):
+        one.x(1)
+    assert abs(Estimator(noise_model=nm).run([(one, SparsePauliOp("ZI"))]).result()[0].data.evs
+               - 0.3) < 1e-12
+
+
+def test_a_circuit_edited_in_place_is_translated_again():
+    est = Estimator()
+    qc = QuantumCircuit(1)
+    values = []
+    for a in (0.1, 1.0, 2.0, 3.0):  # same object, same length, other content
+        qc.clear()
+        qc.ry(a, 0)
+        values.append(est.run([(qc, SparsePauliOp("Z"))]).result()[0].data.evs)
+    assert np.allclose(values, np.cos([0.1, 1.0, 2.0, 3.0]), atol=1e-12)
+    qc.data[0] = qc.data[0].replace(operation=qc.data[0].operation.__class__(0.5))
+    assert abs(est.run([(qc, SparsePauliOp("Z"))]).result()[0].data.evs - np.cos(0.5)) < 1e-12
+    nm = NoiseModel()
+    bell = QuantumCircuit(1)
+    bell.x(0)
+    noisy = Estimator(noise_model=nm)
+    assert abs(noisy.run([(bell, SparsePauliOp("Z"))]).result()[0].data.evs + 1) < 1e-12
+    nm.add_all_qubit_quantum_error(depolarizing_error(0.5, 1), ["x"])  # added after a first run
+    assert abs(noisy.run([(bell, SparsePauliOp("Z"))]).result()[0].data.evs + 0.5) < 1e-12
