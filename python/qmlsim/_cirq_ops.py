@@ -133,6 +133,9 @@ def evaluate(step: Step, resolver, who: str):
         return None, float(np.angle(complex(_resolved(gate.coefficient, resolver, who))))
     if step.kind in ("rotation", "fixed"):
         t, s = _number(gate.exponent, resolver, who), _number(gate.global_shift, resolver, who)
+        if not (math.isfinite(t) and math.isfinite(s)):  # said of the gate, not the phase
+            raise ValueError(f"{who}{op!r}: its angle is not a finite number (exponent {t}, "
+                             f"global shift {s})")
         if step.kind == "rotation":
             return Op(step.name, step.wires, [math.pi * t]), math.pi * t * (s + step.phase)
         if t == 1:

@@ -161,6 +161,8 @@ def test_bad_input_is_a_value_error():
         Simulator(precision="c32")
     with pytest.raises(ValueError, match="threads"):
         Simulator(threads=0)
+    with pytest.raises(ValueError, match=r"Rx\(rads=nan\).*angle is not a finite number"):
+        Simulator().simulate(cirq.Circuit(cirq.rx(float("nan")).on(q[0])))
 
 
 def noisy_circuit(rng, qubits, depth):
