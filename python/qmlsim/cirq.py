@@ -438,6 +438,18 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
                                               final_simulator_state=sim_state)
 
 
+def _simulation_state(rho: np.ndarray, qubits, dtype) -> cirq.DensityMatrixSimulationState:
+    """Cirq's simulation state holding `rho` as the engine gave it. The engine's
+    density matrix is exact (trace 1, Hermitian, positive to rounding), so
+    Cirq's check of a given matrix (an eigendecomposition, most of a small
+    simulate's time) is skipped: the state starts as |0..0>, whose check is
+    cheap, and its matrix is then replaced."""
+    state = cirq.DensityMatrixSimulationState(qubits=qubits, initial_state=0, dtype=dtype)
+    state._state._density_matrix = np.ascontiguousarray(rho, dtype=dtype).reshape(
+        (2,) * (2 * len(qubits)))
+    return state
+
+
 class DensityMatrixSimulator(Simulator):
     """qmlsim's density-matrix engine as ``cirq.DensityMatrixSimulator``:
     ``run``, ``sample``, ``simulate_expectation_values`` (exact, channels and
@@ -496,7 +508,6 @@ class DensityMatrixSimulator(Simulator):
                                              measurements)
                 rho = rho * np.outer(keep, keep)
                 rho /= np.trace(rho).real
-            sim_state = cirq.DensityMatrixSimulationState(
-                qubits=qubits, initial_state=rho.astype(self._dtype), dtype=self._dtype)
+            sim_state = _simulation_state(rho, qubits, self._dtype)
             yield cirq.DensityMatrixTrialResult(params=resolver, measurements=measurements,
                                                 final_simulator_state=sim_state)
