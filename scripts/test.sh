@@ -7,6 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+# The compiler cache (setup.sh installs ccache; CMakeLists.txt uses it): paths
+# relative to this checkout and no working directory in the hash, so a rerun,
+# or a fresh clone on the same machine (CI), recompiles only what changed.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-8G}"
 for preset in release debug fuzz; do
   echo "== $preset: build"
   ./scripts/build.sh "$preset"
