@@ -264,7 +264,7 @@ def _adjoint_native(op) -> bool:
 # and products with them) on at most this many wires run as the Pauli sum of
 # their matrix (4^k terms at most).
 _MAX_MATRIX_OBSERVABLE_WIRES = 6
-_MATRIX_REPS = {}  # id of an observable -> (weak reference to it, its PauliSentence)
+_MATRIX_REPS = {}  # id of an observable -> (weak reference, its matrix's bytes, PauliSentence)
 
 
 def _observable_rep(obs):
@@ -273,17 +273,21 @@ def _observable_rep(obs):
     rep = getattr(obs, "pauli_rep", None)
     if rep is not None or obs is None or len(obs.wires) > _MAX_MATRIX_OBSERVABLE_WIRES:
         return rep
-    hit = _MATRIX_REPS.get(id(obs))
-    if hit is not None and hit[0]() is obs:
-        return hit[1]
-    try:
-        matrix = qml.math.unwrap(qml.matrix(obs, wire_order=obs.wires))
-        rep = qml.pauli_decompose(np.asarray(matrix), wire_order=obs.wires, pauli=True)
+    try:  # the matrix itself is checked: its array may have been edited in place
+        matrix = np.asarray(qml.math.unwrap(qml.matrix(obs, wire_order=obs.wires)))
     except Exception:  # noqa: BLE001 - no matrix: not an observable the engine takes
+        return None
+    content = matrix.tobytes()
+    hit = _MATRIX_REPS.get(id(obs))
+    if hit is not None and hit[0]() is obs and hit[1] == content:
+        return hit[2]
+    try:
+        rep = qml.pauli_decompose(matrix, wire_order=obs.wires, pauli=True)
+    except Exception:  # noqa: BLE001 - not Hermitian: not an observable the engine takes
         return None
     if len(_MATRIX_REPS) >= 64:
         _MATRIX_REPS.clear()
-    _MATRIX_REPS[id(obs)] = (weakref.ref(obs), rep)
+    _MATRIX_REPS[id(obs)] = (weakref.ref(obs), content, rep)
     return rep
 
 

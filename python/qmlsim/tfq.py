@@ -511,7 +511,7 @@ def _backend_noise(backend):
     return None
 
 
-_noisy_texts = collections.OrderedDict()  # (serialized circuit, noise model id) -> noisy text
+_noisy_texts = collections.OrderedDict()  # (serialized circuit, noise model's repr) -> noisy text
 
 
 def _with_noise(programs, noise):
@@ -519,7 +519,7 @@ def _with_noise(programs, noise):
     with_noise), as the Cirq simulator would run them."""
     out = []
     for text in programs:
-        key = (bytes(text), id(noise))
+        key = (bytes(text), repr(noise))  # by value: an id is reused once its model is freed
         with _lock:
             hit = _noisy_texts.get(key)
         if hit is None:

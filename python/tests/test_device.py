@@ -646,3 +646,19 @@ def test_adjoint_of_every_table_gate_uses_its_inverse_rule():
             g = qml.grad(qml.QNode(cost, dev, diff_method="adjoint"))(x)
             g_ref = qml.grad(qml.QNode(cost, ref_dev, diff_method="backprop"))(x)
             assert np.allclose(g, g_ref, atol=1e-9), name
+
+
+def test_a_hermitian_matrix_edited_in_place_is_read_again():
+    # The observable's Pauli form is cached per object: an array edited in place
+    # must not give the old value.
+    a = np.array([[1.0, 0.0], [0.0, -1.0]])
+    h = qml.Hermitian(a, wires=0)
+
+    @qml.qnode(qml.device("qmlsim.qubit", wires=1))
+    def f():
+        qml.RY(0.3, 0)
+        return qml.expval(h)
+
+    assert abs(f() - np.cos(0.3)) < 1e-12
+    a[:] = [[0.0, 1.0], [1.0, 0.0]]
+    assert abs(f() - np.sin(0.3)) < 1e-12
