@@ -35,6 +35,7 @@ struct Step {
   Condition condition;
   std::vector<BoundGate> gates;  // gates: in the walk's form (state or density matrix), fused
   int qubit = -1, clbit = -1;    // measure, reset
+  PauliSum z;                    // measure, reset: Z on the qubit, made once
   Branches branches;             // channel, on a state vector
 };
 
@@ -100,6 +101,7 @@ Plan plan_of(const Circuit& c, std::span<const double> theta, bool density,
       s.kind = op.instruction == Instruction::measure ? Step::Kind::measure : Step::Kind::reset;
       s.qubit = op.wires[0];
       s.clbit = op.clbit;
+      s.z.add(1.0, 0, index_t{1} << s.qubit);
     }
     p.steps.push_back(std::move(s));
   }
@@ -190,9 +192,7 @@ class Walker {
       for (std::size_t i = 0; i < b.kraus.size(); ++i)
         p.push_back(std::max(0.0, b.unitary[i] ? b.lower[i] : expval(s, b.weight[i])));
     } else {
-      PauliSum z;
-      z.add(1.0, 0, index_t{1} << st.qubit);
-      const double p1 = std::clamp((1 - expval(s, z)) / 2, 0.0, 1.0);
+      const double p1 = std::clamp((1 - expval(s, st.z)) / 2, 0.0, 1.0);
       p = {1 - p1, p1};
     }
     double sum = 0;
@@ -228,6 +228,9 @@ class Walker {
       return;
     }
     const int q = st.qubit, n = plan_.n;
+    // An outcome of probability 1 leaves nothing to project (a reset from 1
+    // still flips the qubit).
+    if (p == 1.0 && !(st.kind == Step::Kind::reset && i == 1)) return;
     BoundGate project;
     project.diagonal = true;
     if (plan_.density) {  // rho -> P rho P / p on the row and column qubits
