@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "distributed/state.h"
+#include "grad/kraus_branches.h"
 #include "io/data_table.h"
 #include "io/object_store.h"
 #include "models/dressed.h"
@@ -283,6 +284,24 @@ std::vector<models::LayerSpec> layers(const io::Config& c, const std::string& ke
 
 }  // namespace
 
+namespace {
+// Trajectories differentiate mixtures of unitaries only: a circuit's other
+// channels (literal parameters, as noise pragmas have) are refused by key,
+// before the run directory is made.
+void refuse_trajectory_gradients(const io::Config& c, const Circuit& circuit,
+                                 const std::string& path) {
+  for (const Operation& op : circuit.ops()) {
+    const bool literal = std::none_of(op.params.begin(), op.params.end(),
+                                      [](const ParamExpr& p) { return p.slot >= 0; });
+    if (op.is_channel() && literal && !branches_of(op, {}).mixture())
+      c.fail("noise.method",
+             "\"trajectories\" differentiates only channels that are mixtures of "
+             "unitaries; " +
+                 path + " has " + describe(op) + "; use \"auto\" or \"density_matrix\"");
+  }
+}
+}  // namespace
+
 void make_hybrid_job(const io::Config& c, std::uint64_t seed, SupervisedJob& job) {
   const std::string data = c.get_string("data.path");
   if (data.empty()) c.fail("data.path", "needs the path of a CSV, .npy or HDF5 file");
@@ -335,6 +354,8 @@ void make_hybrid_job(const io::Config& c, std::uint64_t seed, SupervisedJob& job
                                     [](const std::string& local) { return read_qasm_file(local); });
   spec.source = circuit;
   if (spec.program.inputs.empty()) c.fail("model.circuit", circuit + " declares no inputs");
+  if (c.get_choice("noise.method", {"auto", "density_matrix", "trajectories"}) == "trajectories")
+    refuse_trajectory_gradients(c, spec.program.circuit, circuit);
   spec.weights = c.get_string_list("model.weights");
   spec.data_inputs = c.get_string_list("model.data_inputs");
   const std::vector<std::string> readouts = c.get_string_list("model.readouts");

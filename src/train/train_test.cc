@@ -151,6 +151,21 @@ TEST_F(Training, HybridKindTrainsAnOpenQasm3ModelOnBreastCancerData) {
   EXPECT_NE(read(d + "/config.toml").find("data_inputs = [ 'x' ]"), std::string::npos);
   // A --set of a list, and the errors of a config that does not fit the circuit.
   const std::string bad = dir("hybrid_bad");
+  // Trajectories with a damping pragma in the circuit: refused by key, before the run directory.
+  const std::string damped = dir("damped.qasm");
+  std::ofstream(damped) << read(std::string(QMLSIM_EXAMPLES) + "/hybrid/classifier.qasm")
+                        << "#pragma braket noise amplitude_damping(0.1) q[0]\n";
+  try {
+    run(config("hybrid_breast_cancer.toml",
+               {"model.circuit=\"" + damped + "\"", "noise.method=\"trajectories\""}),
+        bad);
+    ADD_FAILURE() << "trajectories with amplitude damping must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("noise.method: \"trajectories\" differentiates only"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(bad));
   EXPECT_THROW(run(config("hybrid_breast_cancer.toml", {"model.weights="}), bad), Error);
   try {
     run(config("hybrid_breast_cancer.toml", {"model.encoder=8:tanh"}), bad);
