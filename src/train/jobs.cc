@@ -192,6 +192,13 @@ void check_working_set(const WorkingSet& w, int ranks_here, const models::EvalOp
                            ") per rank, " + std::to_string(ranks_here) + " rank(s) on this host");
 }
 
+namespace {
+// Whether the config differentiates noisy circuits by trajectories.
+bool by_trajectories(const io::Config& c) {
+  return c.get_choice("noise.method", {"auto", "density_matrix", "trajectories"}) == "trajectories";
+}
+}  // namespace
+
 std::vector<GateNoise> gate_noise(const io::Config& c) {
   std::vector<GateNoise> noise;
   for (const auto& [key, id] : {std::pair{"noise.depolarizing", ChannelId::depolarizing},
@@ -205,8 +212,7 @@ std::vector<GateNoise> gate_noise(const io::Config& c) {
   const bool damped = std::any_of(noise.begin(), noise.end(), [](const GateNoise& n) {
     return n.channel == ChannelId::amplitude_damping;
   });
-  if (damped &&
-      c.get_choice("noise.method", {"auto", "density_matrix", "trajectories"}) == "trajectories")
+  if (damped && by_trajectories(c))
     c.fail("noise.method",
            "\"trajectories\" differentiates only channels that are mixtures of unitaries "
            "(depolarizing, phase damping), not noise.amplitude_damping; use \"auto\" or "
@@ -282,9 +288,6 @@ std::vector<models::LayerSpec> layers(const io::Config& c, const std::string& ke
   return out;
 }
 
-}  // namespace
-
-namespace {
 // Trajectories differentiate mixtures of unitaries only: a circuit's other
 // channels (literal parameters, as noise pragmas have) are refused by key,
 // before the run directory is made.
@@ -354,8 +357,7 @@ void make_hybrid_job(const io::Config& c, std::uint64_t seed, SupervisedJob& job
                                     [](const std::string& local) { return read_qasm_file(local); });
   spec.source = circuit;
   if (spec.program.inputs.empty()) c.fail("model.circuit", circuit + " declares no inputs");
-  if (c.get_choice("noise.method", {"auto", "density_matrix", "trajectories"}) == "trajectories")
-    refuse_trajectory_gradients(c, spec.program.circuit, circuit);
+  if (by_trajectories(c)) refuse_trajectory_gradients(c, spec.program.circuit, circuit);
   spec.weights = c.get_string_list("model.weights");
   spec.data_inputs = c.get_string_list("model.data_inputs");
   const std::vector<std::string> readouts = c.get_string_list("model.readouts");
