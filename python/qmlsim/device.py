@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import warnings
 
 import numpy as np
 import pennylane as qml
@@ -210,6 +211,16 @@ def _broadcast_expand(tape):
     return (tape,), _only_result
 
 
+@qml.transform
+def _validate_adjoint_trainable(tape):
+    """PennyLane's validate_adjoint_trainable_params without its warning for
+    a Hermitian's trainable matrix, which the device differentiates."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Differentiating with respect to the input "
+                                "parameters of Hermitian")
+        return validate_adjoint_trainable_params(tape)
+
+
 def _only_result(results):
     return results[0]
 
@@ -296,6 +307,39 @@ def _engine_readout(circuit, n: int):
     return terms, probabilities, measure_state
 
 
+def _trainable_observables(circuit, num_op_params: int):
+    """The measurement owning each trainable observable parameter (tape
+    parameters past the operations', in trainable order), or None when one
+    is not what the device differentiates: the matrix of a Hermitian whose
+    expectation value or variance is measured."""
+    owners, t = {}, num_op_params
+    for i, m in enumerate(circuit.measurements):
+        for _ in (m.obs.data if m.obs is not None else ()):
+            owners[t] = i if (isinstance(m, (ExpectationMP, VarianceMP))
+                              and m.obs.name == "Hermitian") else None
+            t += 1
+    out = [owners.get(t) for t in circuit.trainable_params if t >= num_op_params]
+    return None if any(i is None for i in out) else out
+
+
+def _has_trainable_observable(circuit) -> bool:
+    num_op_params = sum(op.num_params for op in circuit.operations)
+    return any(t >= num_op_params for t in circuit.trainable_params)
+
+
+def _hermitian_gradient(m, rho):
+    """The gradient of <H> or var(H) by the Hermitian's matrix H (entries
+    d f / d H_ij, as default.qubit's backpropagation gives them), from the
+    reduced density matrix rho of H's wires: rho^T for <H> = Tr(rho H), and
+    (H rho + rho H - 2 <H> rho)^T for <H^2> - <H>^2; real for a real H."""
+    h = np.asarray(qml.math.unwrap(m.obs.data[0]))
+    g = rho
+    if isinstance(m, VarianceMP):
+        mean = np.trace(rho @ h).real
+        g = h @ rho + rho @ h - 2 * mean * rho
+    return g.T.copy() if np.iscomplexobj(h) else g.real.T.copy()
+
+
 def _format_values(values):
     """A tape's expectation values as PennyLane returns them: a scalar for one
     measurement, else a tuple."""
@@ -368,6 +412,10 @@ class QmlsimQubit(Device):
             _state_measurement(m) for m in circuit.measurements)
         if state_vjp:  # a state's Jacobian takes 2^(n+1) backward passes, its VJP one
             updated["use_device_jacobian_product"] = True
+        if adjoint and circuit is not None and _has_trainable_observable(circuit):
+            # PennyLane's VJP of a Jacobian stacks the parameters' entries:
+            # a matrix among scalars takes the device's own VJP
+            updated["use_device_jacobian_product"] = True
         # Derivatives with the forward pass exactly when the interface will
         # ask for them (torch with gradients enabled, autograd tracing the
         # parameters): one C++ call then gives values and Jacobian from one
@@ -426,7 +474,7 @@ class QmlsimQubit(Device):
             program.add_transform(validate_observables, _real_pauli_sum, name=name)
             program.add_transform(validate_measurements,
                                   analytic_measurements=self._adjoint_differentiates, name=name)
-            program.add_transform(validate_adjoint_trainable_params)
+            program.add_transform(_validate_adjoint_trainable)
         return program
 
     def _adjoint_differentiates(self, m) -> bool:
@@ -457,7 +505,9 @@ class QmlsimQubit(Device):
                                     for m in circuit.measurements):
             return False
         num_op_params = sum(op.num_params for op in circuit.operations)
-        if any(t >= num_op_params for t in circuit.trainable_params):
+        if any(t >= num_op_params for t in circuit.trainable_params) and (
+                _trainable_observables(circuit, num_op_params) is None
+                or any(_state_measurement(m) for m in circuit.measurements)):
             return False  # a trainable observable coefficient
         if all(self._differentiable_as_is(op) for op in circuit.operations):
             return True  # nothing to decompose, every operation differentiable
@@ -480,7 +530,7 @@ class QmlsimQubit(Device):
             program.add_transform(decompose, stopping_condition=self._adjoint_stops,
                                   device_wires=self.wires, skip_initial_state_prep=False,
                                   name=self.name)
-            program.add_transform(validate_adjoint_trainable_params)
+            program.add_transform(_validate_adjoint_trainable)
         try:
             program((ops_only,))
             answer = True
@@ -646,11 +696,37 @@ class QmlsimQubit(Device):
             else:
                 raise DeviceError("qmlsim.qubit: adjoint needs expectation values of Pauli "
                                   "sums or probabilities")
-        trainable = list(circuit.trainable_params)
-        for t in trainable:
-            if t >= len(values):
-                raise DeviceError("qmlsim.qubit: adjoint cannot differentiate observables")
+        # trainable observable parameters: _observable_gradients
+        trainable = [t for t in circuit.trainable_params if t < len(values)]
         return n, program, values, observables, tuple(blocks), trainable
+
+    def _observable_gradients(self, circuit):
+        """[(measurement index, gradient)] per trainable observable parameter
+        (a Hermitian's matrix), from one more forward pass for the final
+        state's reduced density matrices."""
+        num_op_params = sum(op.num_params for op in circuit.operations)
+        owners = _trainable_observables(circuit, num_op_params)
+        if owners is None:
+            raise DeviceError(f"{self.name}: adjoint differentiates an observable's parameters "
+                              "only as the matrix of a measured Hermitian")
+        if not owners:
+            return []
+        try:
+            circuit, n, state = self._final_state(circuit)
+        except ValueError as e:  # trajectories of a noisy circuit
+            raise DeviceError(f"{self.name}: the gradient by a Hermitian's matrix needs the "
+                              f"final state: {e}") from None
+        state = state.astype(np.complex128)
+        out = []
+        for i in owners:
+            m = circuit.measurements[i]
+            wires = list(m.obs.wires.labels)
+            if state.size == 1 << n:
+                rho = qml.math.reduce_statevector(state, indices=wires)
+            else:
+                rho = qml.math.reduce_dm(state.reshape(1 << n, 1 << n), indices=wires)
+            out.append((i, _hermitian_gradient(m, np.asarray(rho))))
+        return out
 
     @staticmethod
     def _per_measurement(rows, blocks, values=None):
@@ -670,13 +746,17 @@ class QmlsimQubit(Device):
         return out
 
     @staticmethod
-    def _format_jacobian(per_measurement, trainable):
+    def _format_jacobian(per_measurement, trainable, observable_gradients=()):
         """PennyLane's shape: per measurement, per trainable parameter (each
-        level dropped when it has one entry)."""
+        level dropped when it has one entry); the operations' parameters,
+        then the observables' (gradients of the measurement owning each,
+        zeros for the others)."""
         jacs = []
-        for jac in per_measurement:  # [entries of the measurement][parameter] or [parameter]
+        for k, jac in enumerate(per_measurement):  # [entries][parameter] or [parameter]
             jac = np.asarray(jac, dtype=float)[..., trainable]
             by_param = [np.array(jac[..., p]) for p in range(len(trainable))]
+            by_param += [g if i == k else np.zeros(jac.shape[:-1] + g.shape, dtype=g.dtype)
+                         for i, g in observable_gradients]
             jacs.append(by_param[0] if len(by_param) == 1 else tuple(by_param))
         return jacs[0] if len(jacs) == 1 else tuple(jacs)
 
@@ -693,17 +773,18 @@ class QmlsimQubit(Device):
                 continue
             n, program, values, observables, blocks, trainable = self._adjoint_inputs(circuit)
             key = (n, tuple(tuple(t) for t in observables), _blocks_key(blocks))
-            groups.setdefault(key, []).append((i, program, values, trainable, blocks))
+            groups.setdefault(key, []).append((i, program, values, trainable, blocks,
+                                               self._observable_gradients(circuit)))
         for (n, observables, _), items in groups.items():
             jacs = _qmlsim.jacobian_batch([it[1] for it in items], [it[2] for it in items],
                                           list(observables), self._engine_options())
-            for (i, _, _, trainable, blocks), (values, rows) in zip(items, jacs):
+            for (i, _, _, trainable, blocks, by_obs), (values, rows) in zip(items, jacs):
                 results = self._per_measurement(values, blocks)
                 scalars = all(not isinstance(b[1], np.ndarray) for b in blocks)
                 out[i] = (_format_values(results) if scalars
                           else (results[0] if len(results) == 1 else tuple(results)),
                           self._format_jacobian(self._per_measurement(rows, blocks, values),
-                                                trainable))
+                                                trainable, by_obs))
         return out
 
     def compute_derivatives(self, circuits, execution_config: ExecutionConfig | None = None):
@@ -714,6 +795,21 @@ class QmlsimQubit(Device):
         return tuple(v for v, _ in both), tuple(jac for _, jac in both)
 
     def _vjp(self, circuit, cotangent):
+        """The operations' parameters' VJP (_operations_vjp), then the
+        observables' (a Hermitian matrix's gradient weighed by the cotangent
+        of its measurement)."""
+        out = self._operations_vjp(circuit, cotangent)
+        by_obs = self._observable_gradients(circuit)
+        if not by_obs:
+            return out
+        parts = [cotangent] if len(circuit.measurements) == 1 else list(cotangent)
+        more = []
+        for i, g in by_obs:
+            c = np.asarray(qml.math.unwrap(parts[i]))
+            more.append(c[..., None, None] * g if c.ndim else c * g)  # (batch,) cotangents too
+        return tuple(out) + tuple(more)
+
+    def _operations_vjp(self, circuit, cotangent):
         """One adjoint backward pass per cotangent column: a probs
         measurement's cotangent c weighs its Z strings by the transform of c;
         the state's and density matrices' cotangents become one cotangent on
