@@ -70,6 +70,15 @@ from ._pennylane import (
     _squared_terms,
     _standard_wires,
 )
+from ._batches import (
+    batch_observables,
+    batch_program,
+    batched_parameters,
+    per_parameter,
+    per_row,
+    runs_as_one_batch,
+    with_batched_gates,
+)
 from ._program import engine_options, options
 
 
@@ -200,13 +209,19 @@ def _with_mcms(native):
 
 
 @qml.transform
-def _broadcast_expand(tape):
+def _broadcast_expand(tape, native=True):
     """PennyLane's broadcast_expand where an operation may carry a batch of
-    parameters (some parameter is an array or a list: a batch, or a matrix);
-    other tapes pass as they are, without its per-operation shape checks (8%
-    of a 6-qubit noisy circuit's gradient through qmlsim.mixed)."""
+    parameters (some parameter is an array or a list: a batch, or a matrix)
+    and the tape does not run as one batch (_batches; native: whether the
+    device runs batches); other tapes pass as they are, without its
+    per-operation shape checks (8% of a 6-qubit noisy circuit's gradient
+    through qmlsim.mixed)."""
     if any(isinstance(p, (list, tuple)) or getattr(p, "ndim", 0)
            for op in tape.operations for p in op.data):
+        if native:
+            gates = with_batched_gates(tape)
+            if runs_as_one_batch(gates):
+                return (gates,), _only_result
         return broadcast_expand(tape)
     return (tape,), _only_result
 
@@ -219,6 +234,12 @@ def _validate_adjoint_trainable(tape):
         warnings.filterwarnings("ignore", message="Differentiating with respect to the input "
                                 "parameters of Hermitian")
         return validate_adjoint_trainable_params(tape)
+
+
+def _jax_vjp(config) -> bool:
+    """Whether JAX takes the device's VJP (through PennyLane's callbacks)."""
+    return (config is not None and config.use_device_jacobian_product
+            and config.interface in (Interface.JAX, Interface.JAX_JIT))
 
 
 def _only_result(results):
@@ -412,9 +433,12 @@ class QmlsimQubit(Device):
             _state_measurement(m) for m in circuit.measurements)
         if state_vjp:  # a state's Jacobian takes 2^(n+1) backward passes, its VJP one
             updated["use_device_jacobian_product"] = True
-        if adjoint and circuit is not None and _has_trainable_observable(circuit):
-            # PennyLane's VJP of a Jacobian stacks the parameters' entries:
-            # a matrix among scalars takes the device's own VJP
+        if adjoint and circuit is not None and (_has_trainable_observable(circuit)
+                                                or circuit.batch_size is not None):
+            # PennyLane's VJP of a Jacobian stacks the parameters' entries
+            # (a matrix among scalars), and a Jacobian cannot say that row b
+            # depends on a batched parameter's entry b only (its issue
+            # #4462): these take the device's own VJP
             updated["use_device_jacobian_product"] = True
         # Derivatives with the forward pass exactly when the interface will
         # ask for them (torch with gradients enabled, autograd tracing the
@@ -439,10 +463,14 @@ class QmlsimQubit(Device):
         autograd = getattr(config.interface, "value", config.interface) == "autograd"
         updated["convert_to_numpy"] = not (autograd and not _derivatives_follow(
             config.interface, circuit))
-        if state_vjp and config.interface == Interface.JAX_JIT:
-            # PennyLane's JIT boundary takes the device VJP only then (its
-            # JVP boundary cannot return complex tangents); the VJP boundary
-            # hands the device numpy inside its callbacks all the same
+        vjp = updated.get("use_device_jacobian_product", config.use_device_jacobian_product)
+        if vjp and config.interface == Interface.JAX_JIT:
+            # PennyLane's JIT boundary takes the device VJP only then: with
+            # device_vjp=True, the states' VJP (its JVP boundary cannot return
+            # complex tangents), and jax.vmap's gradients as one call (its
+            # JVP callback runs a vmapped batch row by row, the VJP callback
+            # vectorised); the VJP boundary hands the device numpy inside its
+            # callbacks all the same
             updated["convert_to_numpy"] = False
         updated["mcm_config"] = _mcm_config(config, circuit, self.name)
         return dataclasses.replace(config, **updated)
@@ -461,7 +489,8 @@ class QmlsimQubit(Device):
                               allow_resets=native_mcms)
         program.add_transform(validate_device_wires, self.wires, name=self.name)
         program.add_transform(validate_measurements, name=self.name)
-        program.add_transform(_broadcast_expand)
+        program.add_transform(_broadcast_expand,
+                              native=self._native_batches() and not _jax_vjp(config))
         if mcm_method == "one-shot":
             program.add_transform(dynamic_one_shot,
                                   postselect_mode=config.mcm_config.postselect_mode)
@@ -553,6 +582,9 @@ class QmlsimQubit(Device):
         results = [None] * len(circuits)
         groups = {}
         for i, circuit in enumerate(circuits):
+            if circuit.batch_size is not None:
+                results[i] = self._execute_batch(circuit)
+                continue
             if _has_mcms(circuit):
                 results[i] = self._simulate_dynamic(circuit)
                 continue
@@ -568,6 +600,76 @@ class QmlsimQubit(Device):
             for (i, _, _), v in zip(items, out):
                 results[i] = _format_values(v)
         return tuple(results)
+
+    # -- parameter broadcasting (_batches): one engine call per broadcast tape
+    def _native_batches(self) -> bool:
+        return True
+
+    def _batch_inputs(self, circuit):
+        """(Program, rows, batched parameters, observables) of a tape that
+        runs as one batch."""
+        circuit, n = _standard_wires(circuit)
+        program, rows, batched = batch_program(circuit, n)
+        return program, rows, batched, list(batch_observables(circuit, n))
+
+    def _execute_batch(self, circuit):
+        """A broadcast tape's results: per measurement, an array over rows."""
+        if not (self._native_batches() and runs_as_one_batch(circuit)):
+            tapes, combine = broadcast_expand(circuit)
+            return combine(self.execute(tapes))
+        program, rows, _, observables = self._batch_inputs(circuit)
+        out = np.asarray(_qmlsim.expvals_batch([program] * len(rows), rows, observables,
+                                               self._engine_options()))
+        res = tuple(np.array(out[:, k]) for k in range(out.shape[1]))
+        return res[0] if len(res) == 1 else res
+
+    def _batch_jacobian(self, circuit):
+        """(results, Jacobian) of a broadcast tape: per measurement, per
+        trainable parameter, an array over rows (row b's derivative by the
+        parameter, or by its own entry of a batched one)."""
+        if not (self._native_batches() and runs_as_one_batch(circuit)):
+            tapes, _ = broadcast_expand(circuit)
+            per_row = self._values_and_jacobians(tapes)
+            values = np.array([np.atleast_1d(v) for v, _ in per_row])  # (rows, measurements)
+            m, p = len(circuit.measurements), len(circuit.trainable_params)
+            jac = np.array([np.reshape(j, (m, p)) for _, j in per_row])
+        else:
+            program, rows, _, observables = self._batch_inputs(circuit)
+            both = _qmlsim.jacobian_batch([program] * len(rows), rows, observables,
+                                          self._engine_options())
+            values = np.array([v for v, _ in both])
+            jac = np.array([r for _, r in both])[..., list(circuit.trainable_params)]
+        res = tuple(np.array(values[:, k]) for k in range(values.shape[1]))
+        jacs = []
+        for k in range(values.shape[1]):
+            by_param = tuple(np.array(jac[:, k, j]) for j in range(jac.shape[2]))
+            jacs.append(by_param[0] if len(by_param) == 1 else by_param)
+        return (res[0] if len(res) == 1 else res), (jacs[0] if len(jacs) == 1 else tuple(jacs))
+
+    def _batch_vjp(self, circuit, cotangent, rows=False):
+        """A broadcast tape's VJP: per row, the measurements' cotangents at
+        that row weigh its observables, one backward pass per row, rows in
+        parallel; in the parameters' shapes (_batches.per_parameter), or row
+        by row (rows: JAX's vmapped callback, _batches.per_row)."""
+        m = len(circuit.measurements)
+        dy = np.asarray(qml.math.unwrap(cotangent) if m == 1 else
+                        [qml.math.unwrap(c) for c in cotangent], dtype=float)
+        dy = dy.reshape(m, circuit.batch_size)
+        trainable = list(circuit.trainable_params)
+        if not (self._native_batches() and runs_as_one_batch(circuit)):
+            tapes, _ = broadcast_expand(circuit)
+            grads = [np.reshape(self._vjp(t, dy[0, b] if m == 1 else tuple(dy[:, b])), -1)
+                     for b, t in enumerate(tapes)]
+            by_row = np.zeros((len(tapes), max(trainable, default=-1) + 1))
+            by_row[:, trainable] = np.reshape(grads, (len(tapes), len(trainable)))
+            batched = {t for t, flag in enumerate(f for op in circuit.operations
+                                                 for f in batched_parameters(op)) if flag}
+        else:
+            program, values, batched, observables = self._batch_inputs(circuit)
+            out = _qmlsim.vjp_batch([program] * len(values), values, observables,
+                                    dy.T.tolist(), self._engine_options())
+            by_row = [g for _, g in out]
+        return per_row(by_row, trainable) if rows else per_parameter(by_row, trainable, batched)
 
     def _expval_inputs(self, circuit):
         """(wires, Program, parameter values, observables as hashable terms) for
@@ -768,6 +870,9 @@ class QmlsimQubit(Device):
         out = [None] * len(circuits)
         groups = {}
         for i, circuit in enumerate(circuits):
+            if circuit.batch_size is not None:
+                out[i] = self._batch_jacobian(circuit)
+                continue
             if any(_state_measurement(m) for m in circuit.measurements):
                 out[i] = self._state_jacobian(circuit)
                 continue
@@ -794,10 +899,12 @@ class QmlsimQubit(Device):
         both = self._values_and_jacobians(circuits)
         return tuple(v for v, _ in both), tuple(jac for _, jac in both)
 
-    def _vjp(self, circuit, cotangent):
+    def _vjp(self, circuit, cotangent, rows=False):
         """The operations' parameters' VJP (_operations_vjp), then the
         observables' (a Hermitian matrix's gradient weighed by the cotangent
-        of its measurement)."""
+        of its measurement); a broadcast tape's by _batch_vjp."""
+        if circuit.batch_size is not None:
+            return self._batch_vjp(circuit, cotangent, rows)
         out = self._operations_vjp(circuit, cotangent)
         by_obs = self._observable_gradients(circuit)
         if not by_obs:
@@ -911,7 +1018,11 @@ class QmlsimQubit(Device):
         return results, per_measurement[0] if len(per_measurement) == 1 else tuple(per_measurement)
 
     def compute_vjp(self, circuits, cotangents, execution_config=None):
-        return tuple(self._vjp(c, cot) for c, cot in zip(circuits, cotangents))
+        # Under JAX, a broadcast tape reaches the VJP only from PennyLane's
+        # vectorised callback under jax.vmap (preprocess_transforms expands
+        # broadcasts of JAX's own there): its rows are vmapped ones.
+        rows = _jax_vjp(execution_config)
+        return tuple(self._vjp(c, cot, rows) for c, cot in zip(circuits, cotangents))
 
     def execute_and_compute_vjp(self, circuits, cotangents, execution_config=None):
         return self.execute(circuits, execution_config), self.compute_vjp(circuits, cotangents)

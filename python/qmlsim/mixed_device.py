@@ -120,6 +120,9 @@ class QmlsimMixed(QmlsimQubit):
             return False
         return super().supports_derivatives(execution_config, circuit)
 
+    def _native_batches(self) -> bool:
+        return self._readout is None  # readout errors: PennyLane's measurement code per row
+
     def execute(self, circuits, execution_config: ExecutionConfig | None = None):
         if self._readout is not None:  # every measurement through PennyLane's readout model
             if any(_has_mcms(c) for c in circuits):
