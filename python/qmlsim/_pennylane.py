@@ -425,7 +425,62 @@ def _mcm_key(m):
     return uid if uid is not None else m.hash
 
 
+# Translated programs by structure (_structure_key), least recently used
+# last: a tape whose operations are table gates (every parameter a Param,
+# see _add_gate) and parameterless operations is translated once per
+# structure; its values are read again at every call.
+_TRANSLATIONS = {}
+_MAX_TRANSLATIONS = 64
+TRANSLATION_COUNT = [0]  # translations made (tests count them)
+
+
+def _structure_key(operations, n: int):
+    """The tape's structure, or None when some operation's parameters may be
+    literals of the Program (matrices, templates, channels, phases) or it
+    measures mid-circuit: per operation its class, wires and
+    hyperparameters; the wire count."""
+    key = [n]
+    for op in operations:
+        if op.num_params and _table_kind(op) is None:
+            return None
+        if isinstance(op, (MidMeasureMP, Conditional)):
+            return None
+        # a table gate's hyperparameters follow from its class and wires
+        hyper = None if _table_kind(op) is not None else op.hyperparameters
+        key.append((type(op), _labels(op), repr(hyper) if hyper else None))
+    return tuple(key)
+
+
+def _values(operations) -> list:
+    """Every operation's parameters as _value reads them (floats at once)."""
+    raw = [p for op in operations for p in op.data]
+    if all(type(p) is float or type(p) is np.float64 or (
+            type(p) is np.ndarray and p.ndim == 0 and p.dtype.kind == "f") for p in raw):
+        values = np.array(raw, dtype=float)
+        if not np.all(np.isfinite(values)):
+            raise DeviceError("qmlsim.qubit: a gate parameter is not a finite number")
+        return values.tolist()
+    return [_value(p) for p in raw]
+
+
 def _program(operations, n: int, mcms: dict | None = None, trainable=None):
+    """_translate(...), served from _TRANSLATIONS when only the tape's
+    parameter values differ from a translated one's."""
+    key = _structure_key(operations, n) if mcms is None else None
+    if key is None:
+        return _translate(operations, n, mcms, trainable)
+    program = _TRANSLATIONS.pop(key, None)
+    if program is None:
+        program, values = _translate(operations, n, None, trainable)
+        if len(_TRANSLATIONS) >= _MAX_TRANSLATIONS:
+            del _TRANSLATIONS[next(iter(_TRANSLATIONS))]
+    else:
+        values = _values(operations)
+    _TRANSLATIONS[key] = program
+    return program, values
+
+
+def _translate(operations, n: int, mcms: dict | None = None, trainable=None):
     """The tape's operations as the engine's Program and its parameter values:
     tape parameter t (every operation's parameters, in order) is program
     parameter t; one that is not a scalar angle (a matrix, a state, a
@@ -436,6 +491,7 @@ def _program(operations, n: int, mcms: dict | None = None, trainable=None):
     trainable: the tape parameters to differentiate, when known; a channel's
     other parameters are then literals (the engine differentiates every
     channel Param, at one more read of two states each)."""
+    TRANSLATION_COUNT[0] += 1
     b, values, initial = Builder(n), [], ()
     mcms = {} if mcms is None else mcms
     for index, op in enumerate(operations):

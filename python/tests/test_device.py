@@ -728,3 +728,39 @@ def test_a_trainable_hermitian_matrix_is_differentiated_by_the_adjoint(device, k
                        diff_method="adjoint", interface="jax")
     got_j = jax.grad(lambda h: ours_j(0.4, h)[0])(jax.numpy.array(a))
     assert np.allclose(got_j, want[1], atol=1e-10)  # as default.qubit's under JAX
+
+
+def test_a_repeated_structure_is_translated_once_and_a_changed_one_again():
+    """The translation cache (_pennylane._TRANSLATIONS, keyed by content):
+    new values translate nothing; one changed gate, wire, observable or
+    noise parameter is never served the old program (values against
+    default.qubit / default.mixed each time)."""
+    from qmlsim import _pennylane
+
+    def make(gate=qml.RY, wire=1, obs=qml.Z, noise=0.0):
+        def circuit(x):
+            qml.RX(x[0], wires=0)
+            gate(x[1], wires=wire)
+            qml.CNOT([0, 2])
+            qml.IsingXX(x[2], wires=[1, 2])
+            if noise:
+                qml.DepolarizingChannel(noise, wires=2)
+            return qml.expval(obs(0) @ qml.Z(2))
+        return circuit
+
+    def check(circuit, x, mixed=False):
+        name = "mixed" if mixed else "qubit"
+        ours = qml.QNode(circuit, qml.device(f"qmlsim.{name}", wires=3))
+        ref = qml.QNode(circuit, qml.device(f"default.{name}", wires=3))
+        before = _pennylane.TRANSLATION_COUNT[0]
+        assert abs(ours(x) - ref(x)) < 1e-10
+        return _pennylane.TRANSLATION_COUNT[0] - before
+
+    x = np.array([0.3, -0.9, 1.4])
+    check(make(), x)
+    assert check(make(), x + 0.5) == 0  # values only: nothing translated
+    assert check(make(gate=qml.RX), x) == 1
+    assert check(make(wire=2), x) == 1
+    assert check(make(obs=qml.X), x) == 0  # observables are not in the program
+    for p in (0.1, 0.3):  # programs with channels are not cached
+        assert check(make(noise=p), x, mixed=True) >= 1
