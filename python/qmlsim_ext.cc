@@ -198,6 +198,24 @@ std::vector<std::vector<double>> expvals_batch(const std::vector<const Program*>
   return out;
 }
 
+// |amplitude|^2 (a density matrix's diagonal) of every basis state for many
+// programs of one qubit count in one call: [item][2^n].
+RealArray probabilities_batch(const std::vector<const Program*>& programs,
+                              const std::vector<std::vector<double>>& values, const Options& o) {
+  const ProgramBatch b(programs, values, {}, o);
+  const int n = programs.empty() ? 0 : programs.front()->circuit.num_qubits();
+  for (const Program* p : programs)
+    if (p->circuit.num_qubits() != n)
+      throw Error("probabilities_batch: programs of different qubit counts");
+  SimulateRequest req;
+  req.probabilities = true;
+  nb::gil_scoped_release release;
+  std::vector<double> out;
+  for (const SimulateResult& r : simulate_batch(b.items, req, b.precision, b.engine))
+    out.insert(out.end(), r.probabilities.begin(), r.probabilities.end());
+  return to_numpy(std::move(out), {programs.size(), std::size_t{1} << n});
+}
+
 // Jacobians of many programs in one call, with their expectation values:
 // out[item] = (<H_k>, [k][parameter]).
 using ValuesAndRows = std::tuple<std::vector<double>, std::vector<std::vector<double>>>;
@@ -610,6 +628,10 @@ NB_MODULE(_qmlsim, m) {
   m.def("expvals_batch", &expvals_batch, nb::arg("programs"), nb::arg("values"),
         nb::arg("observables"), nb::arg("options"),
         "<H_k> for many programs in one call (threads across items when states are small).");
+  m.def("probabilities_batch", &probabilities_batch, nb::arg("programs"), nb::arg("values"),
+        nb::arg("options"),
+        "|amplitude|^2 of every basis state for many programs of one qubit count in one call: "
+        "[item][2^n] (a density matrix's diagonal for noisy programs).");
   m.def("jacobian_batch", &jacobians, nb::arg("programs"), nb::arg("values"),
         nb::arg("observables"), nb::arg("options"),
         "Adjoint Jacobians of many programs in one call, with their expectation values: "

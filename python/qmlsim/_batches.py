@@ -5,16 +5,16 @@ its first row) and one row of parameter values per batch entry.
 A tape runs this way when every batched parameter is a gate angle of the
 gate table (RX, Rot, CRX, IsingXX, ...: what AngleEmbedding and the layer
 templates decompose to; PennyLane's channels do not broadcast), and every
-measurement is an expectation value of a Pauli sum, without shots or
-mid-circuit measurements. Anything else (a batched matrix or state
-preparation, probabilities, samples) is expanded by PennyLane's
-broadcast_expand into one tape per row.
+measurement is an expectation value of a Pauli sum (or, forward only,
+probabilities of wires), without shots or mid-circuit measurements.
+Anything else (a batched matrix or state preparation, samples) is expanded
+by PennyLane's broadcast_expand into one tape per row.
 """
 from __future__ import annotations
 
 import numpy as np
 import pennylane as qml
-from pennylane.measurements import ExpectationMP, MidMeasureMP
+from pennylane.measurements import ExpectationMP, MidMeasureMP, ProbabilityMP
 
 from ._pennylane import (
     DeviceError,
@@ -32,11 +32,18 @@ def batched_parameters(op) -> list:
     return [qml.math.ndim(p) > nd for p, nd in zip(op.data, op.ndim_params)]
 
 
-def runs_as_one_batch(tape) -> bool:
-    """Whether a broadcast tape runs natively (see the module's contract)."""
+def _probabilities(m) -> bool:
+    return type(m) is ProbabilityMP and m.obs is None and m.mv is None  # noqa: E721
+
+
+def runs_as_one_batch(tape, probabilities: bool = False) -> bool:
+    """Whether a broadcast tape runs natively (see the module's contract);
+    probabilities: probs of wires count too (its forward pass)."""
     if tape.batch_size is None or tape.shots:
         return False
     for m in tape.measurements:
+        if probabilities and _probabilities(m):
+            continue
         if not (isinstance(m, ExpectationMP) and m.mv is None and m.obs is not None
                 and getattr(m.obs, "batch_size", None) is None and _real_pauli_sum(m.obs)):
             return False
@@ -110,7 +117,17 @@ def batch_program(circuit, n: int):
 
 def batch_observables(circuit, n: int):
     """The engine's terms of every expectation value, hashable."""
-    return tuple(tuple(_pauli_terms(m.obs, n)) for m in circuit.measurements)
+    return tuple(tuple(_pauli_terms(m.obs, n)) for m in circuit.measurements
+                 if isinstance(m, ExpectationMP))
+
+
+def stack_rows(per_row):
+    """Per-row results (nested tuples of arrays) as one result whose leaves
+    have the rows as their first axis."""
+    first = per_row[0]
+    if isinstance(first, tuple):
+        return tuple(stack_rows([r[k] for r in per_row]) for k in range(len(first)))
+    return np.stack([np.asarray(r) for r in per_row])
 
 
 def _rows(gradients):

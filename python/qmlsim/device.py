@@ -77,6 +77,7 @@ from ._batches import (
     per_parameter,
     per_row,
     runs_as_one_batch,
+    stack_rows,
     with_batched_gates,
 )
 from ._program import engine_options, options
@@ -220,7 +221,7 @@ def _broadcast_expand(tape, native=True):
            for op in tape.operations for p in op.data):
         if native:
             gates = with_batched_gates(tape)
-            if runs_as_one_batch(gates):
+            if runs_as_one_batch(gates, probabilities=True):
                 return (gates,), _only_result
         return broadcast_expand(tape)
     return (tape,), _only_result
@@ -613,15 +614,27 @@ class QmlsimQubit(Device):
         return program, rows, batched, list(batch_observables(circuit, n))
 
     def _execute_batch(self, circuit):
-        """A broadcast tape's results: per measurement, an array over rows."""
-        if not (self._native_batches() and runs_as_one_batch(circuit)):
+        """A broadcast tape's results: per measurement, an array over rows
+        (probabilities: [row][outcome])."""
+        if not (self._native_batches() and runs_as_one_batch(circuit, probabilities=True)):
             tapes, combine = broadcast_expand(circuit)
             return combine(self.execute(tapes))
         program, rows, _, observables = self._batch_inputs(circuit)
-        out = np.asarray(_qmlsim.expvals_batch([program] * len(rows), rows, observables,
-                                               self._engine_options()))
-        res = tuple(np.array(out[:, k]) for k in range(out.shape[1]))
-        return res[0] if len(res) == 1 else res
+        programs, opts = [program] * len(rows), self._engine_options()
+        expvals = iter(np.asarray(_qmlsim.expvals_batch(programs, rows, observables, opts)).T
+                       if observables else ())
+        probs = None
+        res = []
+        for m in circuit.measurements:
+            if isinstance(m, ExpectationMP):
+                res.append(np.array(next(expvals)))
+                continue
+            if probs is None:
+                probs = np.asarray(_qmlsim.probabilities_batch(programs, rows, opts))
+                circuit, n = _standard_wires(circuit)
+            wires = list(circuit.measurements[len(res)].wires.labels)
+            res.append(np.array([_marginal(p, wires, n) for p in probs]))
+        return res[0] if len(res) == 1 else tuple(res)
 
     def _batch_jacobian(self, circuit):
         """(results, Jacobian) of a broadcast tape: per measurement, per
@@ -630,15 +643,12 @@ class QmlsimQubit(Device):
         if not (self._native_batches() and runs_as_one_batch(circuit)):
             tapes, _ = broadcast_expand(circuit)
             per_row = self._values_and_jacobians(tapes)
-            values = np.array([np.atleast_1d(v) for v, _ in per_row])  # (rows, measurements)
-            m, p = len(circuit.measurements), len(circuit.trainable_params)
-            jac = np.array([np.reshape(j, (m, p)) for _, j in per_row])
-        else:
-            program, rows, _, observables = self._batch_inputs(circuit)
-            both = _qmlsim.jacobian_batch([program] * len(rows), rows, observables,
-                                          self._engine_options())
-            values = np.array([v for v, _ in both])
-            jac = np.array([r for _, r in both])[..., list(circuit.trainable_params)]
+            return (stack_rows([v for v, _ in per_row]), stack_rows([j for _, j in per_row]))
+        program, rows, _, observables = self._batch_inputs(circuit)
+        both = _qmlsim.jacobian_batch([program] * len(rows), rows, observables,
+                                      self._engine_options())
+        values = np.array([v for v, _ in both])
+        jac = np.array([r for _, r in both])[..., list(circuit.trainable_params)]
         res = tuple(np.array(values[:, k]) for k in range(values.shape[1]))
         jacs = []
         for k in range(values.shape[1]):
@@ -652,13 +662,12 @@ class QmlsimQubit(Device):
         parallel; in the parameters' shapes (_batches.per_parameter), or row
         by row (rows: JAX's vmapped callback, _batches.per_row)."""
         m = len(circuit.measurements)
-        dy = np.asarray(qml.math.unwrap(cotangent) if m == 1 else
-                        [qml.math.unwrap(c) for c in cotangent], dtype=float)
-        dy = dy.reshape(m, circuit.batch_size)
+        parts = [np.asarray(qml.math.unwrap(c)) for c in ((cotangent,) if m == 1 else cotangent)]
         trainable = list(circuit.trainable_params)
         if not (self._native_batches() and runs_as_one_batch(circuit)):
-            tapes, _ = broadcast_expand(circuit)
-            grads = [np.reshape(self._vjp(t, dy[0, b] if m == 1 else tuple(dy[:, b])), -1)
+            tapes, _ = broadcast_expand(circuit)  # a cotangent's first axis: the rows
+            grads = [np.reshape(self._vjp(t, parts[0][b] if m == 1 else
+                                          tuple(c[b] for c in parts)), -1)
                      for b, t in enumerate(tapes)]
             by_row = np.zeros((len(tapes), max(trainable, default=-1) + 1))
             by_row[:, trainable] = np.reshape(grads, (len(tapes), len(trainable)))
@@ -666,6 +675,7 @@ class QmlsimQubit(Device):
                                                  for f in batched_parameters(op)) if flag}
         else:
             program, values, batched, observables = self._batch_inputs(circuit)
+            dy = np.array(parts, dtype=float).reshape(m, circuit.batch_size)
             out = _qmlsim.vjp_batch([program] * len(values), values, observables,
                                     dy.T.tolist(), self._engine_options())
             by_row = [g for _, g in out]

@@ -72,7 +72,7 @@ def test_broadcast_values_and_gradients_match_default_qubit(gate, nparams, nwire
 
 def _count_engine_calls():
     """Counts the engine's batch calls until the test ends (a dict by name)."""
-    counts = {"expvals_batch": 0, "vjp_batch": 0}
+    counts = {"expvals_batch": 0, "probabilities_batch": 0, "vjp_batch": 0}
     ext = qmlsim._qmlsim
     for name in counts:
         original = getattr(ext, name)
@@ -110,9 +110,37 @@ def test_a_broadcast_gradient_is_one_backward_call():
     w = pnp.array(RNG.uniform(0, np.pi, (2, 3, 3)), requires_grad=True)
     calls = _count_engine_calls()
     grad = qml.grad(lambda w: pnp.mean(f(x, w)))(w)
-    assert calls == {"expvals_batch": 1, "vjp_batch": 1}
+    assert calls == {"expvals_batch": 1, "probabilities_batch": 0, "vjp_batch": 1}
     ref = qml.QNode(f.func, qml.device("default.qubit", wires=3), diff_method="backprop")
     assert np.allclose(grad, qml.grad(lambda w: pnp.mean(ref(x, w)))(w), atol=1e-10)
+
+
+@pytest.mark.parametrize("device,ref", [("qmlsim.qubit", "default.qubit"),
+                                        ("qmlsim.mixed", "default.mixed")])
+def test_broadcast_probabilities_are_one_engine_call(device, ref):
+    """A kernel's overlaps, one row against every row (probs beside an
+    expectation value): the forward pass one call for each; the gradient
+    through the rows one by one, as default.qubit's."""
+    x = RNG.uniform(0, np.pi, (5, 3))
+
+    def overlap(a, b, w):
+        qml.AngleEmbedding(a, wires=range(3))
+        qml.CRX(w, wires=[0, 2])
+        if device == "qmlsim.mixed":
+            qml.BitFlip(0.1, wires=1)
+        qml.adjoint(qml.AngleEmbedding)(b, wires=range(3))
+        return qml.probs(wires=[2, 0]), qml.expval(qml.Z(1)), qml.probs(wires=range(3))
+
+    ours = qml.QNode(overlap, qml.device(device, wires=3), diff_method="adjoint")
+    want = qml.QNode(overlap, qml.device(ref, wires=3), diff_method="backprop")
+    calls = _count_engine_calls()
+    got = ours(x[0], x, 0.4)
+    assert calls["probabilities_batch"] == 1 and calls["expvals_batch"] == 1
+    for a, b in zip(got, want(x[0], x, 0.4)):
+        assert np.allclose(a, b, atol=1e-10)
+    cost = lambda q: (lambda w: pnp.sum(q(x[0], x, w)[0][:, 1]))  # noqa: E731
+    w = pnp.array(0.4, requires_grad=True)
+    assert np.allclose(qml.grad(cost(ours))(w), qml.grad(cost(want))(w), atol=1e-10)
 
 
 def test_broadcasts_the_engine_does_not_batch_are_still_right():
