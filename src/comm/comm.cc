@@ -86,9 +86,16 @@ Comm::Comm() {
   const int announced = launcher_world_size();
 #ifdef QMLSIM_WITH_MPI
   if (announced != 0) {
-    int ready = 0;
+    // Collectives are called by one thread per rank, the one that
+    // initialised MPI (the models run a distributed state's examples in turn).
+    int ready = 0, provided = MPI_THREAD_SINGLE;
     MPI_Initialized(&ready);
-    if (!ready) MPI_Init(nullptr, nullptr);
+    if (ready)
+      MPI_Query_thread(&provided);
+    else
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    if (provided < MPI_THREAD_FUNNELED)
+      throw Error("MPI: the library gives no thread support (MPI_THREAD_FUNNELED is needed)");
     mpi_ = true;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);

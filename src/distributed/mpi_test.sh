@@ -79,16 +79,20 @@ PY
     "$qmlsim" train "$cfg" "${sets[@]}" --run-dir "$work/$job-1" || fail "$job: one process"
     "$qmlsim" infer "$work/$job-1" >"$work/$job-1.infer" || fail "$job: infer"
     epoch_losses "$work/$job-1" >"$work/$job-1.loss"
-    for layout in "2 2" "4 2" "8 4"; do
+    # "2 2 2": two threads per rank (each example's state in turn, its
+    # collectives on one thread; examples one per thread crashed or hung there)
+    for layout in "2 2" "4 2" "8 4" "2 2 2"; do
       set -- $layout
-      d="$work/$job-$1-$2"
+      d="$work/$job-$1-$2-${3:-default}"
+      threads=()
+      [ -n "${3:-}" ] && threads=(--set job.threads="$3")
       "${mpi[@]}" -np "$1" "$qmlsim" train "$cfg" "${sets[@]}" --set job.state_ranks="$2" \
-        --run-dir "$d" || fail "$job: $1 ranks in states of $2"
+        "${threads[@]}" --run-dir "$d" || fail "$job: $1 ranks in states of $2"
       epoch_losses "$d" >"$d.loss"
       close "$work/$job-1.loss" "$d.loss" 1e-12 || fail "$job: losses differ at $1/$2"
       "$qmlsim" infer "$d" >"$d.infer" || fail "$job: infer $d"
       close "$work/$job-1.infer" "$d.infer" 1e-9 || fail "$job: predictions differ at $1/$2"
-      echo "$job: $1 ranks, states over $2: the losses and predictions of one process"
+      echo "$job: $1 ranks, states over $2, threads ${3:-default}: the losses and predictions of one process"
     done
   done
   "$qmlsim" train "$examples/qaoa_maxcut.toml" --set train.steps=3 --run-dir "$work/qaoa-1" --quiet ||

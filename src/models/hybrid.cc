@@ -188,9 +188,8 @@ std::vector<double> HybridModel::example_rows(std::span<const double> params,
       gradient_batch<double>(params, data, index, loss, rows, options);
     return rows;
   }
-  parallel_items(index.size(),
-                 one_example_per_thread(index.size(), options.threads, options.backend),
-                 options.threads, [&](std::size_t i, int threads) {
+  parallel_items(index.size(), one_example_per_thread(index.size(), options), options.threads,
+                 [&](std::size_t i, int threads) {
                    EvalOptions o = options;
                    o.threads = threads;
                    double* row = &rows[i * width];

@@ -75,14 +75,16 @@ class HybridModel {
   // the threads inside each state. Measured with the QCNN at 14-20 qubits, 2
   // threads: one state per thread is faster up to 16 qubits and equal at 18-20.
   // On the GPU, examples run in turn on the calling thread (it holds the device;
-  // small circuits go to the GPU's own batches instead).
-  bool one_example_per_thread(std::size_t count, int threads,
-                              Backend backend = Backend::cpu) const {
-    return backend == Backend::cpu && num_qubits_ <= 18 &&
+  // small circuits go to the GPU's own batches instead). A state spread over
+  // ranks (`distributed`) runs its examples in turn too: its collectives are
+  // called by one thread per rank (MPI_THREAD_FUNNELED).
+  bool one_example_per_thread(std::size_t count, int threads, Backend backend,
+                              bool distributed) const {
+    return backend == Backend::cpu && !distributed && num_qubits_ <= 18 &&
            count >= static_cast<std::size_t>(threads);
   }
   bool one_example_per_thread(std::size_t count, const EvalOptions& o) const {
-    return !o.distributed() && one_example_per_thread(count, o.threads, o.backend);
+    return one_example_per_thread(count, o.threads, o.backend, o.distributed());
   }
   const std::vector<PauliSum>& readouts() const { return readouts_; }
   // Predictions per example.

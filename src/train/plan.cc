@@ -49,8 +49,7 @@ double share_time(const models::HybridModel& model, const ml::Dataset& data, std
   if (count <= 0) return 0;
   // One state per thread: time a few rounds of `threads` examples at once (the
   // rounds amortise the start of a parallel region, as a real batch does).
-  const bool per_thread =
-      model.one_example_per_thread(static_cast<std::size_t>(count), eval.threads, eval.backend);
+  const bool per_thread = model.one_example_per_thread(static_cast<std::size_t>(count), eval);
   const std::int64_t sample = per_thread ? std::min<std::int64_t>(count, 4 * eval.threads) : 1;
   std::vector<std::size_t> idx(static_cast<std::size_t>(sample));
   for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i % data.size();
@@ -131,9 +130,8 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
     const auto batch = static_cast<std::int64_t>(t.batch_size);
     const auto n = static_cast<std::int64_t>(job.train.size());
     const std::int64_t share = ceil_div(std::min(batch, n), groups);
-    const bool per_thread =
-        p.state_ranks == 1 &&
-        model.one_example_per_thread(static_cast<std::size_t>(share), p.threads, eval.backend);
+    const bool per_thread = model.one_example_per_thread(static_cast<std::size_t>(share), p.threads,
+                                                         eval.backend, p.state_ranks > 1);
     p.steps_per_epoch = ceil_div(n, batch);
     p.epochs = t.epochs;
     // A noisy model's states are density matrices: twice the qubits.
