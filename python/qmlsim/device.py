@@ -620,6 +620,7 @@ class QmlsimQubit(Device):
             tapes, combine = broadcast_expand(circuit)
             return combine(self.execute(tapes))
         program, rows, _, observables = self._batch_inputs(circuit)
+        circuit, n = _standard_wires(circuit)
         programs, opts = [program] * len(rows), self._engine_options()
         expvals = iter(np.asarray(_qmlsim.expvals_batch(programs, rows, observables, opts)).T
                        if observables else ())
@@ -631,9 +632,7 @@ class QmlsimQubit(Device):
                 continue
             if probs is None:
                 probs = np.asarray(_qmlsim.probabilities_batch(programs, rows, opts))
-                circuit, n = _standard_wires(circuit)
-            wires = list(circuit.measurements[len(res)].wires.labels)
-            res.append(np.array([_marginal(p, wires, n) for p in probs]))
+            res.append(np.array([_marginal(p, list(m.wires.labels), n) for p in probs]))
         return res[0] if len(res) == 1 else tuple(res)
 
     def _batch_jacobian(self, circuit):
