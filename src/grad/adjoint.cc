@@ -671,14 +671,16 @@ template <class R>
 AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, const WeightsFn& weights,
                           const EngineOptions& options) {
-  if (runs_noisy(c, options)) {  // the readouts first: a forward pass more
+  if (runs_on_density_matrix(c, options))  // the weights from its own forward pass
+    return density_matrix_vjp<R>(c, theta, observables, weights, options);
+  if (runs_on_trajectories(c, options)) {  // the readouts first: a forward pass more
     SimulateRequest req;
     req.observables = observables;
     const std::vector<double> w = weights(simulate<R>(c, theta, req, options).expvals);
     if (w.size() != observables.size())
       throw Error("adjoint_vjp: " + std::to_string(w.size()) + " weights for " +
                   std::to_string(observables.size()) + " observables");
-    return noisy_vjp<R>(c, theta, observables, w, options);
+    return trajectories_vjp<R>(c, theta, observables, w, options);
   }
   if (options.backend == Backend::cuda)
     return vjp_on<cuda::StateVector<R>>(c, theta, observables, weights,

@@ -542,15 +542,19 @@ struct PullBack {
   std::vector<std::vector<double>> gradients;
 };
 
+// Writes a backward pass's adjoint state lambda0 = vec(L), L Hermitian,
+// given <H_k> of the final rho (a loss's weights may depend on them).
+template <class R>
+using Start = std::function<void(State<R>& lambda, const std::vector<double>& expvals)>;
+
 // <H_k> of the final rho, and d/dtheta <lambda0|vec(rho)> for each adjoint
-// state lambda0 = vec(L) that one of `starts` writes (L Hermitian): one
-// forward pass, then a backward pass per start from a copy of the final rho
-// (the kept states copied too, but for the last). The backward pass of
-// density_matrix_vjp, density_matrix_jacobian and density_matrix_state_vjp.
+// state that one of `starts` writes: one forward pass, then a backward pass
+// per start from a copy of the final rho (the kept states copied too, but
+// for the last). The backward pass of density_matrix_vjp,
+// density_matrix_jacobian and density_matrix_state_vjp.
 template <class R>
 PullBack pull_back(const Circuit& c, std::span<const double> theta,
-                   const std::vector<PauliSum>& observables,
-                   const std::vector<std::function<void(State<R>&)>>& starts,
+                   const std::vector<PauliSum>& observables, const std::vector<Start<R>>& starts,
                    const EngineOptions& options) {
   require_cpu(options);
   const int n = c.num_qubits();
@@ -672,7 +676,7 @@ PullBack pull_back(const Circuit& c, std::span<const double> theta,
     if (pass > 0)
       pool.give_back(
           std::exchange(rho, last_pass ? std::move(final_rho) : pool.copy_of(*final_rho)));
-    starts[pass](*lambda);
+    starts[pass](*lambda, result.expvals);
     result.gradients.push_back(backward(*lambda));
   }
   return result;
@@ -686,8 +690,26 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
                                  std::span<const double> weights, const EngineOptions& options) {
   const PauliSum h = weighted_sum(observables, weights);
   const int n = c.num_qubits();
-  PullBack p = pull_back<R>(c, theta, observables,
-                            {[&](State<R>& lambda) { set_observable(lambda, n, h); }}, options);
+  PullBack p = pull_back<R>(
+      c, theta, observables,
+      {[&](State<R>& lambda, const std::vector<double>&) { set_observable(lambda, n, h); }},
+      options);
+  return {std::move(p.expvals), std::move(p.gradients[0])};
+}
+
+template <class R>
+AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta,
+                                 const std::vector<PauliSum>& observables, const WeightsFn& weights,
+                                 const EngineOptions& options) {
+  const int n = c.num_qubits();
+  auto start = [&](State<R>& lambda, const std::vector<double>& expvals) {
+    const std::vector<double> w = weights(expvals);
+    if (w.size() != observables.size())
+      throw Error("adjoint_vjp: " + std::to_string(w.size()) + " weights for " +
+                  std::to_string(observables.size()) + " observables");
+    set_observable(lambda, n, weighted_sum(observables, w));
+  };
+  PullBack p = pull_back<R>(c, theta, observables, {start}, options);
   return {std::move(p.expvals), std::move(p.gradients[0])};
 }
 
@@ -698,9 +720,10 @@ std::vector<std::vector<double>> density_matrix_jacobian(const Circuit& c,
                                                          const EngineOptions& options,
                                                          std::vector<double>* expvals) {
   const int n = c.num_qubits();
-  std::vector<std::function<void(State<R>&)>> starts;
+  std::vector<Start<R>> starts;
   for (const PauliSum& h : observables)
-    starts.push_back([&h, n](State<R>& lambda) { set_observable(lambda, n, h); });
+    starts.push_back(
+        [&h, n](State<R>& lambda, const std::vector<double>&) { set_observable(lambda, n, h); });
   PullBack p = pull_back<R>(c, theta, observables, starts, options);
   if (expvals) *expvals = std::move(p.expvals);
   return std::move(p.gradients);
@@ -722,7 +745,9 @@ std::vector<double> density_matrix_state_vjp(const Circuit& c, std::span<const d
     for (index_t k = 0; k < dim; ++k)
       start[r + dim * k] =
           std::conj(0.5 * (cotangent[r * dim + k] + std::conj(cotangent[k * dim + r])));
-  const auto set = [&](State<R>& lambda) { lambda.set_amplitudes(start); };
+  const auto set = [&](State<R>& lambda, const std::vector<double>&) {
+    lambda.set_amplitudes(start);
+  };
   return std::move(pull_back<R>(c, theta, {}, {set}, options).gradients[0]);
 }
 
@@ -776,6 +801,9 @@ void read_out_density_matrix(const State<R>& rho, int n, const SimulateRequest& 
   template AdjointResult density_matrix_vjp<R>(const Circuit&, std::span<const double>,            \
                                                const std::vector<PauliSum>&,                       \
                                                std::span<const double>, const EngineOptions&);     \
+  template AdjointResult density_matrix_vjp<R>(const Circuit&, std::span<const double>,            \
+                                               const std::vector<PauliSum>&, const WeightsFn&,     \
+                                               const EngineOptions&);                              \
   template std::vector<std::vector<double>> density_matrix_jacobian<R>(                            \
       const Circuit&, std::span<const double>, const std::vector<PauliSum>&, const EngineOptions&, \
       std::vector<double>*);                                                                       \

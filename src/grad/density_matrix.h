@@ -71,6 +71,13 @@ template <class R>
 AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta,
                                  const std::vector<PauliSum>& observables,
                                  std::span<const double> weights, const EngineOptions& options);
+// The same with weights(<H_k>) read from the forward pass the gradient makes
+// (one forward pass where a loss's weights depend on the readouts); an Error
+// unless it gives a weight per observable.
+template <class R>
+AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta,
+                                 const std::vector<PauliSum>& observables, const WeightsFn& weights,
+                                 const EngineOptions& options);
 
 // d Tr(H_k rho)/dtheta for every observable (rows) after one forward pass,
 // a backward pass each; <H_k> into expvals when given.

@@ -212,6 +212,40 @@ TEST(DensityMatrix, GradientsEqualFiniteDifferences) {
   }
 }
 
+// A loss whose weights depend on the readouts (a training loss): the weights
+// are asked once, of the final <H_k> the gradient's own forward pass reads,
+// and the gradient is the fixed-weight one at those weights.
+TEST(DensityMatrix, ReadoutDependentWeightsComeFromTheGradientsForwardPass) {
+  std::mt19937_64 rng(53);
+  for (int trial = 0; trial < 8; ++trial) {
+    const int n = 2 + trial % 3;
+    const Circuit c = noisy_circuit(n, 14, 3, rng);
+    const std::vector<double> theta = random_theta(3, rng);
+    const std::vector<PauliSum> obs = {random_observable(n, rng), random_observable(n, rng)};
+    EngineOptions o;
+    o.threads = 1 + trial % 2;
+    SimulateRequest req;
+    req.observables = obs;
+    const std::vector<double> e = simulate<double>(c, theta, req, o).expvals;
+    int calls = 0;
+    const WeightsFn loss = [&](std::span<const double> readouts) {
+      ++calls;
+      EXPECT_EQ(readouts.size(), obs.size());
+      for (std::size_t k = 0; k < readouts.size(); ++k) EXPECT_NEAR(readouts[k], e[k], 1e-12);
+      return std::vector<double>{2 * readouts[0], -readouts[1]};
+    };
+    const AdjointResult got = adjoint_vjp<double>(c, theta, obs, loss, o);
+    EXPECT_EQ(calls, 1);
+    const double w[] = {2 * e[0], -e[1]};
+    const AdjointResult want = adjoint_vjp<double>(c, theta, obs, w, o);
+    ASSERT_EQ(got.gradient.size(), want.gradient.size());
+    for (std::size_t s = 0; s < want.gradient.size(); ++s)
+      EXPECT_NEAR(got.gradient[s], want.gradient[s], 1e-12) << "trial " << trial << " slot " << s;
+    const WeightsFn short_loss = [](std::span<const double>) { return std::vector<double>{1}; };
+    EXPECT_THROW(adjoint_vjp<double>(c, theta, obs, short_loss, o), Error);
+  }
+}
+
 // States before channels beyond the checkpoint budget: invertible channels
 // are undone by their inverses (no states kept); a singular one (amplitude
 // damping with gamma = 1: a reset) makes the pass keep every k-th state and
