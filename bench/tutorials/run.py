@@ -28,7 +28,8 @@ import time
 
 import numpy as np
 
-MODULES = ("pennylane_kernels", "pennylane_noisy_circuits", "pennylane_vqe", "cirq_simulation",
+MODULES = ("pennylane_kernels", "pennylane_noisy_circuits", "pennylane_vqe",
+           "pennylane_barren_plateaus", "cirq_simulation",
            "qiskit_classifier", "tfq_hello_many_worlds", "tfq_gradients")
 
 

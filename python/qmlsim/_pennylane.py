@@ -264,7 +264,18 @@ def _adjoint_native(op) -> bool:
 # and products with them) on at most this many wires run as the Pauli sum of
 # their matrix (4^k terms at most).
 _MAX_MATRIX_OBSERVABLE_WIRES = 6
-_MATRIX_REPS = {}  # id of an observable -> (weak reference, its matrix's bytes, PauliSentence)
+# (matrix bytes, wires) -> PauliSentence, by content: a demo that builds the
+# same matrix in every call decomposes it once.
+_MATRIX_REPS = {}
+# The expectation value of a Hermitian on more wires than this is one dense
+# product with the final state (and its adjoint starts from it), never a Pauli
+# sum: 4^k terms cost more than the 2^k x 2^k matrix.
+_DENSE_HERMITIAN_WIRES = 3
+
+
+def _dense_hermitian(obs) -> bool:
+    return (obs is not None and obs.name == "Hermitian"
+            and len(obs.wires) > _DENSE_HERMITIAN_WIRES)
 
 
 def _observable_rep(obs):
@@ -277,17 +288,17 @@ def _observable_rep(obs):
         matrix = np.asarray(qml.math.unwrap(qml.matrix(obs, wire_order=obs.wires)))
     except Exception:  # noqa: BLE001 - no matrix: not an observable the engine takes
         return None
-    content = matrix.tobytes()
-    hit = _MATRIX_REPS.get(id(obs))
-    if hit is not None and hit[0]() is obs and hit[1] == content:
-        return hit[2]
+    key = (matrix.dtype.str, matrix.shape, matrix.tobytes(), tuple(obs.wires.labels))
+    hit = _MATRIX_REPS.get(key)
+    if hit is not None:
+        return hit
     try:
         rep = qml.pauli_decompose(matrix, wire_order=obs.wires, pauli=True)
     except Exception:  # noqa: BLE001 - not Hermitian: not an observable the engine takes
         return None
     if len(_MATRIX_REPS) >= 64:
         _MATRIX_REPS.clear()
-    _MATRIX_REPS[id(obs)] = (weakref.ref(obs), content, rep)
+    _MATRIX_REPS[key] = rep
     return rep
 
 

@@ -60,6 +60,7 @@ from pennylane.transforms.core import CompilePipeline
 from . import _qmlsim
 from ._pennylane import (
     DeviceError,
+    _dense_hermitian,
     _adjoint_native,
     _mcm_key,
     _native,
@@ -95,11 +96,23 @@ _MAX_PROBS_WIRES = 10
 _VARIANCE = "var"
 
 
+def _dense_expval(m) -> bool:
+    """An expectation value of a Hermitian on many wires (_dense_hermitian):
+    read from the final state, differentiated through _HermitianBlock."""
+    return isinstance(m, ExpectationMP) and m.mv is None and _dense_hermitian(m.obs)
+
+
+def _adjoint_observable(obs) -> bool:
+    return _dense_hermitian(obs) or _real_pauli_sum(obs)
+
+
 def _adjoint_measurement(m) -> bool:
     """What the adjoint differentiates: expectation values and variances of
     real Pauli sums (and observables given by matrices, as their Pauli sums),
-    and probs of wires; the state and density matrices of wires through
-    _StateBlock (a state vector's device only)."""
+    expectation values of dense Hermitians, and probs of wires; the state and
+    density matrices of wires through _StateBlock."""
+    if _dense_expval(m):
+        return True
     if isinstance(m, (ExpectationMP, VarianceMP)):
         return m.mv is None and m.obs is not None and _real_pauli_sum(m.obs)
     return (type(m) is ProbabilityMP and m.obs is None and m.mv is None  # noqa: E721
@@ -136,6 +149,56 @@ class _StateBlock:
         g = (dy + dy.conj().T) @ t.conj()
         back = np.argsort(order)
         return g.reshape((2,) * n).transpose(back).reshape(-1)
+
+
+class _HermitianBlock(_StateBlock):
+    """<H> of a dense Hermitian H on `wires`: Tr(rho_A H), so its cotangent c
+    is the cotangent c H^T on the density matrix rho_A of its wires."""
+
+    def __init__(self, wires, matrix):
+        super().__init__(wires)
+        self.matrix = matrix
+
+    def state_cotangent(self, dy, psi, n: int):
+        c = complex(np.asarray(qml.math.unwrap(dy)).reshape(-1)[0])
+        if psi.size == 1 << (2 * n):
+            return super().state_cotangent(c * self.matrix.T, psi, n)
+        # (G + G^dagger) conj(psi) over A's indices for G = c H^T: since
+        # H^T = conj(H), that is 2 Re(c) conj(H psi), one product with H
+        rest = [w for w in range(n) if w not in self.wires]
+        order = list(self.wires) + rest
+        t = psi.reshape((2,) * n).transpose(order).reshape(1 << len(self.wires), -1)
+        g = 2 * c.real * np.conj(_times(self.matrix, t))
+        return g.reshape((2,) * n).transpose(np.argsort(order)).reshape(-1)
+
+
+def _hermitian_matrix(obs) -> np.ndarray:
+    """The Hermitian's matrix as given (a real one stays real: at 12 wires a
+    complex copy alone is 256 MiB)."""
+    return np.asarray(qml.math.unwrap(obs.data[0]))
+
+
+def _times(h: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """h @ t for a complex t; a real h by two real products (no complex copy)."""
+    if np.iscomplexobj(h):
+        return h @ t
+    return h @ t.real + 1j * (h @ t.imag)
+
+
+def _dense_value(m, state: np.ndarray, n: int) -> np.float64:
+    """<H> of a dense Hermitian on the final state (2^n amplitudes, or rho's
+    4^n entries) on wires 0..n-1: one product with the matrix."""
+    h = _hermitian_matrix(m.obs)
+    wires = [int(w) for w in m.obs.wires.labels]
+    rest = [w for w in range(n) if w not in wires]
+    k = len(wires)
+    if state.size == 1 << n:
+        t = state.reshape((2,) * n).transpose(wires + rest).reshape(1 << k, -1)
+        return np.float64(np.real(np.vdot(t, _times(h, t))))
+    rho = state.reshape((2,) * (2 * n)).transpose(wires + rest + [n + w for w in wires + rest])
+    rho = rho.reshape(1 << k, 1 << (n - k), 1 << k, 1 << (n - k))
+    reduced = np.einsum("ajbj->ab", rho)
+    return np.float64(np.real(np.trace(reduced @ h)))
 
 
 def _z_strings(wires, n: int) -> list:
@@ -431,7 +494,7 @@ class QmlsimQubit(Device):
         if config.use_device_jacobian_product is None:
             updated["use_device_jacobian_product"] = adjoint
         state_vjp = adjoint and self._state_vjp and circuit is not None and any(
-            _state_measurement(m) for m in circuit.measurements)
+            _state_measurement(m) or _dense_expval(m) for m in circuit.measurements)
         if state_vjp:  # a state's Jacobian takes 2^(n+1) backward passes, its VJP one
             updated["use_device_jacobian_product"] = True
         if adjoint and circuit is not None and (_has_trainable_observable(circuit)
@@ -501,7 +564,7 @@ class QmlsimQubit(Device):
             program.add_transform(decompose, stopping_condition=self._adjoint_stops,
                                   device_wires=self.wires, skip_initial_state_prep=False,
                                   name=name)
-            program.add_transform(validate_observables, _real_pauli_sum, name=name)
+            program.add_transform(validate_observables, _adjoint_observable, name=name)
             program.add_transform(validate_measurements,
                                   analytic_measurements=self._adjoint_differentiates, name=name)
             program.add_transform(_validate_adjoint_trainable)
@@ -683,7 +746,8 @@ class QmlsimQubit(Device):
     def _expval_inputs(self, circuit):
         """(wires, Program, parameter values, observables as hashable terms) for
         an analytic tape of Pauli-sum expectation values, else None."""
-        if circuit.shots or not all(isinstance(m, ExpectationMP) for m in circuit.measurements):
+        if circuit.shots or not all(isinstance(m, ExpectationMP) and not _dense_expval(m)
+                                    for m in circuit.measurements):
             return None
         circuit, n = _standard_wires(circuit)
         terms = [_pauli_terms(m.obs, n) for m in circuit.measurements]
@@ -709,7 +773,25 @@ class QmlsimQubit(Device):
                 and m[0].wires.labels == tuple(range(n))):
             # probs of every wire in order (a kernel matrix's overlaps): |amplitude|^2
             return (state.real ** 2 + state.imag ** 2).astype(np.float64)
-        return measure_final_state(circuit, state.reshape((2,) * n), False, rng=self._rng)
+        return self._with_dense_expvals(circuit, state, n, lambda tape: measure_final_state(
+            tape, state.reshape((2,) * n), False, rng=self._rng))
+
+    @staticmethod
+    def _with_dense_expvals(circuit, state, n: int, measure_rest):
+        """The tape's results: dense Hermitians' expectation values from the
+        final state (_dense_value), the other measurements by measure_rest
+        (PennyLane's measurement code on a tape of them)."""
+        dense = [not circuit.shots and _dense_expval(m) for m in circuit.measurements]
+        if not any(dense):
+            return measure_rest(circuit)
+        rest = [m for m, d in zip(circuit.measurements, dense) if not d]
+        others = iter(())
+        if rest:
+            r = measure_rest(circuit.copy(measurements=rest))
+            others = iter((r,) if len(rest) == 1 else r)
+        out = tuple(_dense_value(m, state, n) if d else next(others)
+                    for m, d in zip(circuit.measurements, dense))
+        return out[0] if len(out) == 1 else out
 
     def _simulate_dynamic(self, circuit):
         """A tape with mid-circuit measurements (qml.measure, qml.cond),
@@ -790,6 +872,9 @@ class QmlsimQubit(Device):
             if isinstance(m, VarianceMP) and _adjoint_measurement(m):
                 observables.extend([_pauli_terms(m.obs, n), _squared_terms(m.obs, n)])
                 blocks.append((2, _VARIANCE))
+            elif _dense_expval(m):
+                blocks.append((0, _HermitianBlock([int(w) for w in m.obs.wires.labels],
+                                                  _hermitian_matrix(m.obs))))
             elif isinstance(m, ExpectationMP):
                 terms = _pauli_terms(m.obs, n)
                 if terms is None:
@@ -882,7 +967,7 @@ class QmlsimQubit(Device):
             if circuit.batch_size is not None:
                 out[i] = self._batch_jacobian(circuit)
                 continue
-            if any(_state_measurement(m) for m in circuit.measurements):
+            if any(_state_measurement(m) or _dense_expval(m) for m in circuit.measurements):
                 out[i] = self._state_jacobian(circuit)
                 continue
             n, program, values, observables, blocks, trainable = self._adjoint_inputs(circuit)

@@ -138,5 +138,8 @@ class QmlsimMixed(QmlsimQubit):
         rho = flat.reshape((d, d)) if flat.size == d * d else np.outer(flat, flat.conj())
         readout = None if self._readout is None else [
             lambda w, p=self._readout: qml.BitFlip(p, wires=w)]
-        return measure_final_state(circuit, rho.reshape((2,) * (2 * n)), False, rng=self._rng,
-                                   readout_errors=readout)
+        if readout is not None:  # every measurement through PennyLane's readout model
+            return measure_final_state(circuit, rho.reshape((2,) * (2 * n)), False,
+                                       rng=self._rng, readout_errors=readout)
+        return self._with_dense_expvals(circuit, rho.reshape(-1), n, lambda tape: (
+            measure_final_state(tape, rho.reshape((2,) * (2 * n)), False, rng=self._rng)))

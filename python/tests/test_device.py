@@ -764,3 +764,78 @@ def test_a_repeated_structure_is_translated_once_and_a_changed_one_again():
     assert check(make(obs=qml.X), x) == 0  # observables are not in the program
     for p in (0.1, 0.3):  # programs with channels are not cached
         assert check(make(noise=p), x, mixed=True) >= 1
+
+
+@pytest.mark.parametrize("device,ref", [("qmlsim.qubit", "default.qubit"),
+                                        ("qmlsim.mixed", "default.mixed")])
+def test_a_dense_hermitian_is_one_product_and_one_backward_pass(device, ref):
+    """An expectation value of a Hermitian on more than 3 wires (a random
+    dense matrix, beside a Pauli word and probabilities): read from the final
+    state, never Pauli-decomposed, and differentiated by one backward pass
+    from H's cotangent on the state; values and gradients against the
+    reference device, with autograd and JAX."""
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(16, 16)) + 1j * rng.normal(size=(16, 16))
+    h = a + a.conj().T
+
+    def circuit(x):
+        for w in range(5):
+            qml.RY(x[w], wires=w)
+        for w in range(4):
+            qml.CNOT([w, w + 1])
+        qml.RX(x[0] * x[1], wires=2)
+        if device == "qmlsim.mixed":
+            qml.DepolarizingChannel(0.1, wires=1)
+        return (qml.expval(qml.Hermitian(h, wires=[3, 0, 4, 1])), qml.expval(qml.Z(2)),
+                qml.probs(wires=[1]))
+
+    dev = qml.device(device, wires=5)
+    ours = qml.QNode(circuit, dev, diff_method="adjoint")
+    want = qml.QNode(circuit, qml.device(ref, wires=5), diff_method="backprop")
+    x = pnp.array(rng.uniform(-2, 2, 5), requires_grad=True)
+    for a_, b_ in zip(ours(x), want(x)):
+        assert np.allclose(a_, b_, atol=1e-10)
+    def cost(q):
+        def f(x):
+            r = q(x)
+            return r[0] + 3 * r[1] - r[2][1]
+        return f
+
+    from qmlsim import _pennylane
+    decompositions = len(_pennylane._MATRIX_REPS)
+    with qml.Tracker(dev) as tracker:
+        got = qml.grad(cost(ours))(x)
+    assert np.allclose(got, qml.grad(cost(want))(x), atol=1e-10)
+    assert tracker.totals.get("vjps", 0) == 1
+    assert len(_pennylane._MATRIX_REPS) == decompositions  # the 4-wire matrix: never decomposed
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    ours_j = qml.QNode(circuit, dev, diff_method="adjoint", interface="jax")
+    got_j = jax.grad(lambda x: cost(ours_j)(x))(jax.numpy.array(np.asarray(x)))
+    assert np.allclose(got_j, got, atol=1e-10)
+
+
+def test_a_12_wire_hermitian_gradient_is_one_execution():
+    """PennyLane's barren-plateaus form at 12 wires (|0><0| as a dense
+    Hermitian on every wire): the gradient is one device VJP, and equals
+    default.qubit's."""
+    n = 12
+    h = np.zeros((1 << n, 1 << n))
+    h[0, 0] = 1
+
+    def circuit(x):
+        for w in range(n):
+            qml.RY(np.pi / 4, wires=w)
+            qml.RX(x[w], wires=w)
+        for w in range(n - 1):
+            qml.CZ([w, w + 1])
+        return qml.expval(qml.Hermitian(h, wires=range(n)))
+
+    dev = qml.device("qmlsim.qubit", wires=n)
+    ours = qml.QNode(circuit, dev)
+    x = pnp.array(np.linspace(0.1, 1.2, n), requires_grad=True)
+    with qml.Tracker(dev) as tracker:
+        got = qml.grad(ours)(x)
+    assert tracker.totals["executions"] == 1 and tracker.totals.get("vjps", 0) == 1
+    want = qml.grad(qml.QNode(circuit, qml.device("default.qubit", wires=n)))(x)
+    assert np.allclose(got, want, atol=1e-10)
