@@ -226,8 +226,8 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
         self.noise = cirq.NoiseModel.from_noise_model_like(noise)
         self._prng = cirq.value.parse_random_state(seed)
         self._options = engine_options(precision, threads, fusion, who="qmlsim.cirq: ",
-                                       method=method, trajectories=trajectories,
-                                       seed=int(self._prng.randint(1 << 62)))
+                                       method=method, trajectories=trajectories)
+        self._trajectories_seeded = False  # see _engine
         self._method = method
         self._dtype = np.complex64 if precision == "c64" else np.complex128
         self._cache = collections.OrderedDict()  # see _translated
@@ -281,8 +281,19 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
                             for m in noisy)
         return body + cirq.Circuit(cirq.Moment(measurements))
 
+    def _engine(self, prog=None):
+        """The engine's options for a call. The seed of its trajectories
+        (noisy expectation values by trajectories) is drawn from the
+        simulator's random state when a noisy program first needs it, never
+        at construction: cirq.Simulator() draws nothing from NumPy's global
+        generator, which is the random state of an unseeded simulator."""
+        if prog is not None and prog.noisy and not self._trajectories_seeded:
+            self._options = self._options[:-1] + (int(self._prng.randint(1 << 62)),)
+            self._trajectories_seeded = True
+        return options(self._options)
+
     def _state(self, point):
-        return _qmlsim.state(point, [], options(self._options))
+        return _qmlsim.state(point, [], self._engine())
 
     def _probabilities(self, point, n):
         """|amplitude|^2, or a noisy circuit's density-matrix diagonal."""
@@ -300,7 +311,7 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
         _, _, prog, (point,) = self._programs(circuit, param_resolver, cirq.QubitOrder.DEFAULT,
                                                None, sampled_last=True)
         if prog.dynamic:  # every repetition collapses the state at each measurement
-            counts = _qmlsim.records(point, [], repetitions, self._seed(), options(self._options))
+            counts = _qmlsim.records(point, [], repetitions, self._seed(), self._engine())
             per_shot = np.repeat([r for r, _ in counts], [c for _, c in counts]).astype(np.int64)
             per_shot = per_shot[self._prng.permutation(repetitions)]
             return {str(key): prog.records(per_shot, str(key), invert).reshape(
@@ -339,7 +350,7 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
         engine simulates each distinct branch once), in random order."""
         out = []
         for _, _, shots, state, _, _ in _qmlsim.branches(point, [], repetitions, self._seed(),
-                                                         options(self._options)):
+                                                         self._engine()):
             p = np.abs(state) ** 2
             out.append(self._prng.choice(1 << n, size=shots, p=p / p.sum()))
         outcomes = np.concatenate(out)
@@ -358,12 +369,11 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
         extra = set().union(*(o.qubits for o in wrapped)) if wrapped else set()
         no_measure = cirq.drop_terminal_measurements(program) if \
             program.are_any_measurements_terminal() else program
-        qubits, _, _, points = self._programs(no_measure, params, qubit_order, initial_state,
-                                              extra)
+        qubits, _, prog, points = self._programs(no_measure, params, qubit_order,
+                                                 initial_state, extra)
         index = {q: i for i, q in enumerate(qubits)}
         terms = [observable_terms(o, index, len(qubits), _WHO) for o in wrapped]
-        values = _qmlsim.expvals_batch(points, [[]] * len(points), terms,
-                                       options(self._options))
+        values = _qmlsim.expvals_batch(points, [[]] * len(points), terms, self._engine(prog))
         for v in values:
             yield [float(x) for x in v]
 
@@ -422,7 +432,7 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
             measurements = {}
             if prog.dynamic or prog.noisy:  # one trajectory: its outcomes and final state
                 ((record, _, _, state, _, _),) = _qmlsim.branches(point, [], 1, self._seed(),
-                                                                  options(self._options))
+                                                                  self._engine())
                 for key, _, invert in prog.measurements if prog.dynamic else ():
                     measurements[str(key)] = prog.records(np.array([record]), str(key),
                                                           invert).reshape(-1)
@@ -479,7 +489,7 @@ class DensityMatrixSimulator(Simulator):
         the engine's exact branches (one per classical record, with its
         probability and normalised final state), one drawn by probability;
         its record into measurements, its final state returned."""
-        branches = _qmlsim.branches(point, [], 0, 0, options(self._options))
+        branches = _qmlsim.branches(point, [], 0, 0, self._engine())
         weights = np.array([b[1] for b in branches])
         record, _, _, state, _, _ = branches[self._prng.choice(len(branches),
                                                                p=weights / weights.sum())]

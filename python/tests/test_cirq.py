@@ -480,3 +480,23 @@ def test_noisy_runs_beyond_the_density_matrix_follow_trajectories(monkeypatch):
     auto = Simulator(seed=6).run(c + cirq.measure(*q, key="m"), repetitions=reps)
     for outcome, p in enumerate(exact):
         assert abs(auto.histogram(key="m").get(outcome, 0) / reps - p) < 0.015
+
+
+def test_making_a_simulator_draws_nothing_from_numpys_global_generator():
+    """cirq.Simulator() and cirq.DensityMatrixSimulator() leave NumPy's
+    global generator alone, so unseeded upstream code sees the same random
+    data after the swap; a noisy expectation value by trajectories is still
+    seeded by the simulator's own seed."""
+    from qmlsim.cirq import DensityMatrixSimulator, Simulator
+    for make in (Simulator, DensityMatrixSimulator, cirq.Simulator):
+        np.random.seed(3)
+        make()
+        after = np.random.rand()
+        np.random.seed(3)
+        assert np.random.rand() == after, make
+    q = cirq.LineQubit.range(2)
+    c = cirq.Circuit(cirq.H(q[0]), cirq.CNOT(*q), cirq.depolarize(0.2).on_each(*q))
+    values = [Simulator(seed=5, method="trajectories", trajectories=50)
+              .simulate_expectation_values(c, [cirq.Z(q[0]) * cirq.Z(q[1])])[0]
+              for _ in range(2)]
+    assert values[0] == values[1]
