@@ -48,9 +48,12 @@ from pennylane.measurements import (
     DensityMatrixMP,
     ExpectationMP,
     MidMeasureMP,
+    MutualInfoMP,
     ProbabilityMP,
+    PurityMP,
     StateMP,
     VarianceMP,
+    VnEntropyMP,
 )
 from pennylane.operation import StatePrepBase
 from pennylane.ops import Conditional
@@ -342,6 +345,11 @@ def _mixture_statistic(m, branches, bits: dict, measure_state):
             return np.float64(second - first ** 2)
     elif isinstance(m, (ExpectationMP, ProbabilityMP, DensityMatrixMP)):
         return sum(w * np.asarray(measure_state(m, s)) for _, w, s in branches)
+    elif isinstance(m, (PurityMP, VnEntropyMP, MutualInfoMP)):  # of the mixture's rho
+        rho = sum(w * np.asarray(measure_state(qml.density_matrix(m.wires), s))
+                  for _, w, s in branches)
+        local = m.map_wires({w: i for i, w in enumerate(m.wires)})  # rho's wires: 0..k-1
+        return local.process_density_matrix(rho, wire_order=qml.wires.Wires(range(len(m.wires))))
     elif isinstance(m, VarianceMP):
         e = qml.expval(m.obs)
         means = [float(np.real(measure_state(e, s))) for _, _, s in branches]
@@ -349,8 +357,8 @@ def _mixture_statistic(m, branches, bits: dict, measure_state):
         return np.float64(sum(w * (float(np.real(measure_state(m, s))) + x * x)
                               for (_, w, s), x in zip(branches, means)) - mean * mean)
     raise DeviceError(f"qmlsim: {type(m).__name__} of a circuit with mid-circuit measurements "
-                      "(a mixture of branches) is not supported; expval, var, probs and "
-                      "density_matrix are")
+                      "(a mixture of branches) is not supported; expval, var, probs, "
+                      "density_matrix, purity, vn_entropy and mutual_info are")
 
 
 def _marginal(p: np.ndarray, wires, n: int) -> np.ndarray:
