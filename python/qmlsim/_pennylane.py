@@ -43,7 +43,16 @@ _GATES = {
 }
 # Fixed gates that run as their matrix (QubitUnitary), though PennyLane could
 # decompose them: one engine gate instead of several.
-_MATRIX_OPS = {"DiagonalQubitUnitary", "QubitCarry", "QubitSum", "BlockEncode"}
+class ConstantSpecialUnitary(qml.SpecialUnitary):
+    """The copy of a trainable SpecialUnitary at its detached parameter in
+    PennyLane's decomposition of it (Pauli rotations at zero carry its
+    derivative): runs as its matrix and is never differentiated. PennyLane
+    would decompose the copy again under jax.jit, where a detached tracer
+    still looks trainable, without end (_adjoint_decomposition)."""
+
+
+_MATRIX_OPS = {"DiagonalQubitUnitary", "QubitCarry", "QubitSum", "BlockEncode",
+               "SpecialUnitary", "ConstantSpecialUnitary"}
 # Kept in Python: a global phase multiplies the returned state.
 _PYTHON_OPS = {"GlobalPhase"}
 # Run as several engine gates sharing their parameter (_ops).
@@ -68,10 +77,11 @@ def _by_matrix(op) -> bool:
 
 
 def _pauli_rot_gate(op):
-    """How a PauliRot runs: Z/I words as MultiRZ on the Z wires (all-I is a
-    global phase), single X or Y as RX, RY, other words as MultiRZ between
-    basis changes (``"MultiRZBasis"``). None for anything else."""
-    if op.name != "PauliRot":
+    """How a PauliRot (or SpecialUnitary's TmpPauliRot) runs: Z/I words as
+    MultiRZ on the Z wires (all-I is a global phase), single X or Y as RX, RY,
+    other words as MultiRZ between basis changes (``"MultiRZBasis"``). None
+    for anything else."""
+    if op.name not in ("PauliRot", "TmpPauliRot"):
         return None
     word = op.hyperparameters["pauli_word"]
     if not set(word) <= {"X", "Y", "Z", "I"}:
@@ -237,6 +247,15 @@ def _native(op) -> bool:
             or _template(op) is not None or _adjoint_template(op) is not None)
 
 
+def _adjoint_decomposition(op) -> list:
+    """The adjoint's decomposition of op: PennyLane's, but for a trainable
+    SpecialUnitary's detached copy, kept whole (ConstantSpecialUnitary)."""
+    ops = op.decomposition()
+    if op.name == "SpecialUnitary" and ops and ops[-1].name == "SpecialUnitary":
+        ops[-1] = ConstantSpecialUnitary(ops[-1].data[0], wires=ops[-1].wires)
+    return ops
+
+
 def _table_gate_or_inverse(op) -> bool:
     """A table gate the adjoint differentiates, or qml.adjoint of one (its
     inverse rule): native and differentiable whatever its parameters."""
@@ -249,8 +268,8 @@ def _adjoint_native(op) -> bool:
     """Native, and differentiable by the C++ adjoint when trainable. A state
     preparation (only the first operation remains one) is the starting state:
     it may not be trainable."""
-    if _table_gate_or_inverse(op):  # the common case, first
-        return True
+    if _table_gate_or_inverse(op) or isinstance(op, ConstantSpecialUnitary):
+        return True  # the common case first; the constant: no derivative by construction
     if isinstance(op, StatePrepBase) or _template(op) or _adjoint_template(op):
         return not qml.operation.is_trainable(op)
     if not _native(op):

@@ -7,9 +7,10 @@
   on a single X or Y, controlled versions of these with any number of controls
   and control values (``qml.ctrl``, ``C(RX)``, ``MultiControlledX``,
   ``ControlledQubitUnitary``: extra controls in the engine), fixed gates run as
-  their matrix (DiagonalQubitUnitary, QubitCarry, QubitSum, BlockEncode, and
-  any operation with a matrix but no decomposition); PennyLane's preprocessing
-  decomposes everything else.
+  their matrix (DiagonalQubitUnitary, QubitCarry, QubitSum, BlockEncode,
+  SpecialUnitary, and any operation with a matrix but no decomposition);
+  PennyLane's preprocessing decomposes everything else (a trainable
+  SpecialUnitary for the adjoint as PennyLane does, its detached copy kept whole).
 - Expectation values of Pauli words and sums of them (``qml.Hamiltonian``,
   ``qml.sum``/``qml.prod``/``qml.s_prod`` of Paulis) run in C++ without forming
   the state in Python; every other measurement, and every finite-shot one, is
@@ -63,6 +64,7 @@ from pennylane.transforms.core import CompilePipeline
 from . import _qmlsim
 from ._pennylane import (
     DeviceError,
+    _adjoint_decomposition,
     _dense_hermitian,
     _adjoint_native,
     _mcm_key,
@@ -571,7 +573,7 @@ class QmlsimQubit(Device):
             program.add_transform(no_sampling, name=name)
             program.add_transform(decompose, stopping_condition=self._adjoint_stops,
                                   device_wires=self.wires, skip_initial_state_prep=False,
-                                  name=name)
+                                  decomposer=_adjoint_decomposition, name=name)
             program.add_transform(validate_observables, _adjoint_observable, name=name)
             program.add_transform(validate_measurements,
                                   analytic_measurements=self._adjoint_differentiates, name=name)
@@ -630,7 +632,7 @@ class QmlsimQubit(Device):
         else:  # the adjoint's own checks (the rest of the preprocessing cannot fail here)
             program.add_transform(decompose, stopping_condition=self._adjoint_stops,
                                   device_wires=self.wires, skip_initial_state_prep=False,
-                                  name=self.name)
+                                  decomposer=_adjoint_decomposition, name=self.name)
             program.add_transform(_validate_adjoint_trainable)
         try:
             program((ops_only,))

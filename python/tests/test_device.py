@@ -839,3 +839,24 @@ def test_a_12_wire_hermitian_gradient_is_one_execution():
     assert tracker.totals["executions"] == 1 and tracker.totals.get("vjps", 0) == 1
     want = qml.grad(qml.QNode(circuit, qml.device("default.qubit", wires=n)))(x)
     assert np.allclose(got, want, atol=1e-10)
+
+
+def test_special_unitary_runs_and_differentiates_under_jax_jit():
+    """qml.SpecialUnitary (PennyLane's "here comes the SUN" demo): two SU(4)
+    gates on 3 wires, cost and gradient under jax.jit against default.qubit;
+    before, the first jitted call recursed without end (PennyLane decomposes
+    the detached copy of a trainable SpecialUnitary again under a tracer)."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+
+    def circuit(theta):
+        qml.SpecialUnitary(theta[0], wires=[0, 1])
+        qml.SpecialUnitary(theta[1], wires=[1, 2])
+        return qml.expval(qml.Z(0) @ qml.X(2) + 0.5 * qml.Y(1))
+
+    theta = jax.numpy.array(np.random.default_rng(2).uniform(-1, 1, (2, 15)))
+    ref = qml.QNode(circuit, qml.device("default.qubit", wires=3), interface="jax")
+    ours = qml.QNode(circuit, qml.device("qmlsim.qubit", wires=3), interface="jax")
+    assert np.allclose(jax.jit(ours)(theta), ref(theta), atol=1e-10)
+    assert np.allclose(jax.jit(jax.grad(ours))(theta), jax.jit(jax.grad(ref))(theta),
+                       atol=1e-10)
