@@ -135,15 +135,17 @@ class _Translation:
         flat.compose(circuit, inplace=True)
         flat = with_noise(flat, noise_model, measured)  # Aer's delay noise needs the delays
         flat.data = [i for i in flat.data if i.operation.name != "delay"]  # identity here
-        initial = _initial_state(flat)
-        if len(initial):
+        self._preparation = _parametrised_preparation(flat)  # a start that varies per row
+        initial = [] if self._preparation else _initial_state(flat)
+        if len(initial) or self._preparation:
             flat.data = flat.data[1:]
         flat, kraus = mark_channels(flat)
         flat = _standard_gates_only(flat)
         flat.global_phase = 0  # unobservable here, and possibly a parameter expression
         if self.parameters:
-            flat = flat.assign_parameters(
-                {p: Parameter(f"qmlsim_p{i}") for i, p in enumerate(self.parameters)})
+            flat = flat.assign_parameters(  # a preparation's parameters left with it
+                {p: Parameter(f"qmlsim_p{i}") for i, p in enumerate(self.parameters)},
+                strict=False)
         try:
             text = pragmas(qasm3.dumps(flat), kraus)
         except Exception as e:  # the exporter's own refusal, e.g. an opaque instruction
@@ -153,38 +155,105 @@ class _Translation:
         except ValueError as e:
             line = _line_of(str(e), text)
             raise ValueError(f"the circuit is not supported: {e}{line}") from None
+        self._text = text
         self.columns = np.array([int(name[len("qmlsim_p"):]) for name, _ in self.runner.inputs()],
                                 dtype=np.int64)
         self.num_qubits = circuit.num_qubits
         self.readout = readout_matrices(noise_model, circuit.num_qubits)
+        self._index = {p: k for k, p in enumerate(self.parameters)}
+
+    def rows(self, parameter_values: np.ndarray) -> np.ndarray:
+        """Parameter values of any shape (..., parameters) as rows."""
+        x = np.asarray(parameter_values, dtype=np.float64)
+        return x.reshape(int(np.prod(x.shape[:-1], dtype=np.int64)), len(self.parameters))
 
     def values(self, parameter_values: np.ndarray) -> np.ndarray:
         """Rows of input values from rows of circuit parameter values."""
-        x = np.asarray(parameter_values, dtype=np.float64)
-        x = x.reshape(int(np.prod(x.shape[:-1], dtype=np.int64)), len(self.parameters))
+        x = self.rows(parameter_values)
         return np.ascontiguousarray(x[:, self.columns]) if len(self.columns) else \
             np.zeros((x.shape[0], 0))
+
+    @property
+    def preparation_parameters(self) -> set:
+        """The parameters of a parametrised state preparation (the start)."""
+        if not self._preparation:
+            return set()
+        return set().union(*(p.parameters for p in self._preparation.operation.params
+                             if isinstance(p, ParameterExpression)))
+
+    def call(self, method: str, parameter_values, *args):
+        """runner.<method>(input rows, *args) for rows of circuit parameter
+        values: one call; with a parametrised state preparation (Qiskit ML's
+        raw_feature_vector) one per row from that row's starting state, the
+        results joined row by row."""
+        x = self.values(parameter_values)
+        if not self._preparation:
+            return getattr(self.runner, method)(x, *args)
+        per_row = [getattr(_qmlsim.QasmRunner(self._text, self._start(row)), method)(
+            x[i:i + 1], *args) for i, row in enumerate(self.rows(parameter_values))]
+        if isinstance(per_row[0], tuple):
+            return tuple(np.concatenate(parts) for parts in zip(*per_row))
+        if isinstance(per_row[0], list):
+            return [r for rows in per_row for r in rows]
+        return np.concatenate(per_row)
+
+    def _start(self, row: np.ndarray) -> list:
+        """The state the parametrised preparation prepares at a row of values
+        (its amplitudes normalised, as ParameterizedInitialize does), |0> on
+        the other qubits."""
+        op = self._preparation.operation
+        bound = [complex(p.bind({q: row[self._index[q]] for q in p.parameters}))
+                 if isinstance(p, ParameterExpression) else complex(p) for p in op.params]
+        return _prepared(self.num_qubits, bound, self._preparation.qubits)
 
 
 _KEPT = {"measure", "barrier", "reset", "initialize"}  # exported as they are (or refused)
 
 
+# A circuit's first instruction that sets its starting state.
+_PREPARATIONS = ("initialize", "state_preparation", "ParameterizedInitialize")
+
+
+def _parametrised_preparation(circuit: QuantumCircuit):
+    """The circuit's first instruction when it is an `initialize` or state
+    preparation with parameters (on any of the qubits, nothing before it),
+    else None: its starting state is made per row of values."""
+    if not circuit.data:
+        return None
+    first = circuit.data[0]
+    op = first.operation
+    if op.name not in _PREPARATIONS:
+        return None
+    if not any(isinstance(p, ParameterExpression) for p in op.params):
+        return None
+    return first
+
+
 def _initial_state(circuit: QuantumCircuit) -> list:
-    """The state an `initialize` or `StatePreparation` on every qubit, as the
-    circuit's first instruction, prepares (Qiskit computes it), or [] if the
-    circuit does not start so. Elsewhere they are refused when exported."""
+    """The state an `initialize` or state preparation on any of the qubits, as
+    the circuit's first instruction, prepares (|0> on the others; Qiskit
+    computes it), or [] if the circuit does not start so. Elsewhere they are
+    refused when exported."""
     if not circuit.data:
         return []
     first = circuit.data[0]
     op = first.operation
-    if op.name not in ("initialize", "state_preparation") or op.num_qubits != circuit.num_qubits:
+    if op.name not in _PREPARATIONS or any(isinstance(p, ParameterExpression) for p in op.params):
         return []
-    if any(isinstance(p, ParameterExpression) for p in op.params):
-        return []
+    return _prepared(circuit.num_qubits, op.params, first.qubits)
+
+
+def _prepared(n: int, params, qubits) -> list:
+    """The n-qubit state a state preparation with these parameters on these
+    qubits makes from |0...0>: amplitudes normalised (as Qiskit ML's
+    ParameterizedInitialize does), or a label or integer as Qiskit reads it."""
     from qiskit.circuit.library import StatePreparation
     from qiskit.quantum_info import Statevector
-    prep = QuantumCircuit(circuit.num_qubits)
-    prep.append(StatePreparation(op.params), first.qubits)
+    if all(isinstance(p, (int, float, complex, np.number)) for p in params) and len(params) > 1:
+        amplitudes = np.asarray(params, dtype=complex)
+        params = amplitudes / np.linalg.norm(amplitudes)
+    prep = QuantumCircuit(n)
+    prep.append(StatePreparation(params), qubits)
     return list(Statevector(prep).data)
 
 
@@ -377,12 +446,12 @@ class Estimator(BaseEstimatorV2):
                 x = pv.as_array(t.parameters) if t.parameters else np.zeros(pv.shape + (0,))
                 obs = pub.observables
                 first_row, first_obs = len(rows), len(observables)
-                rows.extend(t.values(x))
+                rows.extend(t.rows(x))
                 for o in obs.ravel().tolist():
                     observables.append(readout_terms(_terms(o, t.num_qubits), t.readout))
                 plan.append((i, first_row, pv.shape, first_obs, obs.shape))
-            x = np.ascontiguousarray(np.array(rows, dtype=np.float64).reshape(len(rows), -1))
-            values = t.runner.expvals(x, observables, self._engine)  # [row][observable]
+            x = np.array(rows, dtype=np.float64).reshape(len(rows), len(t.parameters))
+            values = t.call("expvals", x, observables, self._engine)  # [row][observable]
             for i, first_row, pv_shape, first_obs, obs_shape in plan:
                 row = first_row + np.arange(int(np.prod(pv_shape, dtype=int))).reshape(pv_shape)
                 col = first_obs + np.arange(int(np.prod(obs_shape, dtype=int))).reshape(obs_shape)
@@ -475,7 +544,7 @@ def _sample_dynamic(circuit: QuantumCircuit, bindings, shots: int, seed, engine,
             raise ValueError(f"qmlsim.qiskit: classical register {name!r} of the exported "
                              "program is not one of the circuit's")
         where.extend(circuit.find_bit(b).index for b in reg)
-    records = t.runner.records(t.values(x), shots, _engine_seed(seed), engine)
+    records = t.call("records", x, shots, _engine_seed(seed), engine)
     rng = np.random.default_rng(seed)
     bits = np.zeros((len(records), shots, circuit.num_clbits), dtype=bool)
     for b, counts in enumerate(records):
@@ -502,7 +571,7 @@ def _sample(circuit: QuantumCircuit, bindings, shots: int, seed, engine,
         x = np.zeros((1, len(t.parameters)))
     else:
         x = bindings.as_array(t.parameters) if t.parameters else np.zeros(bindings.shape + (0,))
-    probs = t.runner.probabilities(t.values(x), engine)
+    probs = t.call("probabilities", x, engine)
     n = t.num_qubits
     qargs = sorted(set(mapping.values()))
     position = {q: k for k, q in enumerate(qargs)}
@@ -617,12 +686,17 @@ class EstimatorGradient(_estimator_gradient_base()):
             index = {p: k for k, p in enumerate(t.parameters)}
             observable_terms, which, rows = [], [], []
             for i in members:
+                prepared = t.preparation_parameters & set(parameters[i])
+                if prepared:
+                    raise ValueError("qmlsim.qiskit: the gradient by a parameter of a state "
+                                     f"preparation ({sorted(p.name for p in prepared)[0]}, ...) "
+                                     "is not supported")
                 observable_terms.append(readout_terms(_terms(observables[i], t.num_qubits),
                                                       t.readout))
                 which.append(len(observable_terms) - 1)
-                rows.append(t.values(np.asarray(parameter_values[i], dtype=np.float64))[0])
-            x = np.ascontiguousarray(np.array(rows, dtype=np.float64).reshape(len(rows), -1))
-            d_inputs, _ = t.runner.gradients(x, observable_terms, which, self._engine)
+                rows.append(t.rows(np.asarray(parameter_values[i], dtype=np.float64))[0])
+            x = np.array(rows, dtype=np.float64).reshape(len(rows), len(t.parameters))
+            d_inputs, _ = t.call("gradients", x, observable_terms, which, self._engine)
             for row, i in enumerate(members):
                 full = np.zeros(len(t.parameters))
                 np.add.at(full, t.columns, d_inputs[row])  # an input per parameter it carries

@@ -429,3 +429,54 @@ def test_dynamic_circuits_on_the_backend_give_counts_and_memory():
     assert sum(counts.values()) == 400 and len(memory) == 400
     assert all(k.startswith("0 ") for k in counts)  # out: the teleported state undone
     assert counts == {k: memory.count(k) for k in set(memory)}
+
+
+def test_parametrised_state_preparations_start_each_row():
+    """Qiskit ML's raw_feature_vector (a ParameterizedInitialize on 3 of 4
+    qubits; its quantum-autoencoder tutorial): Sampler counts (the same seeded
+    draws) and Estimator values against Qiskit's reference primitives for
+    several rows, a constant `initialize` on some qubits too; the gradient by
+    the weights against the parameter shift, and by a feature refused in one
+    line."""
+    pytest.importorskip("qiskit_machine_learning")
+    from qiskit_machine_learning.circuit.library import raw_feature_vector
+    features = raw_feature_vector(8)
+    ansatz = real_amplitudes(4, reps=1)
+    qc = QuantumCircuit(4, 1)
+    qc.compose(features, [0, 1, 2], inplace=True)
+    qc.compose(ansatz, inplace=True)
+    measured = qc.copy()
+    measured.measure(0, 0)
+    rng = np.random.default_rng(4)
+    values = np.concatenate([rng.uniform(-1, 1, (3, 8)), rng.uniform(-2, 2, (3, 8))], axis=1)
+    want = StatevectorSampler(seed=9).run([(measured, values)], shots=4000).result()[0]
+    got = Sampler(seed=9).run([(measured, values)], shots=4000).result()[0]
+    for i in range(3):
+        assert got.data.c.get_counts(i) == want.data.c.get_counts(i)
+    obs = SparsePauliOp(["ZIII", "XXYZ"], [1.0, 0.5])
+    e_want = StatevectorEstimator().run([(qc, obs, values)]).result()[0].data.evs
+    e_got = Estimator().run([(qc, obs, values)]).result()[0].data.evs
+    assert np.allclose(e_got, e_want, atol=1e-10)
+    constant = QuantumCircuit(3)
+    constant.initialize([0.6, 0.8j], [1])
+    constant.compose(real_amplitudes(3, reps=1), inplace=True)
+    w = rng.uniform(-2, 2, (2, 6))
+    assert np.allclose(Estimator().run([(constant, "ZZY", w)]).result()[0].data.evs,
+                       StatevectorEstimator().run([(constant, "ZZY", w)]).result()[0].data.evs,
+                       atol=1e-10)
+    weights = list(ansatz.parameters)
+    grad = EstimatorGradient().run([qc], [obs], [values[0]], parameters=[weights]).result()
+    # the reference: the parameter shift of RY angles by hand (Qiskit ML's own
+    # gradients decompose the circuit, which its unbound preparation refuses)
+    position = {p: k for k, p in enumerate(qc.parameters)}
+    shifts = []
+    for p in weights:
+        plus, minus = values[0].copy(), values[0].copy()
+        plus[position[p]] += np.pi / 2
+        minus[position[p]] -= np.pi / 2
+        shifts.append([plus, minus])
+    evs = StatevectorEstimator().run([(qc, obs, np.array(shifts))]).result()[0].data.evs
+    assert np.allclose(grad.gradients[0], (evs[:, 0] - evs[:, 1]) / 2, atol=1e-10)
+    with pytest.raises(Exception, match="state preparation"):
+        EstimatorGradient().run([qc], [obs], [values[0]],
+                                parameters=[list(features.parameters)[:1]]).result()
