@@ -43,6 +43,7 @@ from pennylane.devices.preprocess import (
     validate_measurements,
     validate_observables,
 )
+from pennylane.devices.default_qubit import accepted_sample_measurement
 from pennylane.devices.qubit import measure, measure_final_state
 from pennylane.math import Interface
 from pennylane.measurements import (
@@ -562,7 +563,8 @@ class QmlsimQubit(Device):
         program.add_transform(device_resolve_dynamic_wires, wires=self.wires,
                               allow_resets=native_mcms)
         program.add_transform(validate_device_wires, self.wires, name=self.name)
-        program.add_transform(validate_measurements, name=self.name)
+        program.add_transform(validate_measurements, name=self.name,
+                              sample_measurements=accepted_sample_measurement)
         program.add_transform(_broadcast_expand,
                               native=self._native_batches() and not _jax_vjp(config))
         if mcm_method == "one-shot":
