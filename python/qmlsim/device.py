@@ -647,6 +647,12 @@ class QmlsimQubit(Device):
             self._supports_cache[key] = answer
         return answer
 
+    def eval_jaxpr(self, jaxpr, consts, *args, execution_config=None, shots=None):
+        """Program capture (``qml.capture.enable()``) is not evaluated here yet:
+        one clear line instead of PennyLane's bare NotImplementedError."""
+        raise DeviceError(f"{self.name} does not evaluate captured programs yet; call "
+                          "qml.capture.disable() before creating the QNode")
+
     def supports_vjp(self, execution_config=None, circuit=None) -> bool:
         return self.supports_derivatives(execution_config, circuit)
 

@@ -895,3 +895,12 @@ def test_classical_shadows_with_shots(device):
     x = pnp.array(0.5, requires_grad=True)
     assert abs(expval(x) - exact(0.5)) < 5 * np.sqrt(2 * 9 / 4000)
     assert abs(qml.grad(expval)(x) - qml.grad(exact)(x)) < 10 * np.sqrt(2 * 9 / 4000)
+
+
+def test_captured_programs_are_refused_in_one_line():
+    """Program capture (PennyLane's qml.capture, which pins JAX 0.7.1; the test
+    environment has 0.7.2, where it cannot be enabled) reaches eval_jaxpr:
+    a DeviceError naming what to do, not a bare NotImplementedError."""
+    for name in ("qmlsim.qubit", "qmlsim.mixed"):
+        with pytest.raises(qml.exceptions.DeviceError, match="capture.disable"):
+            qml.device(name, wires=1).eval_jaxpr(None, [])
