@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import cirq
 import numpy as np
+import sympy
 
 from ._program import Op, pauli_terms
 
@@ -109,8 +110,44 @@ def _is_channel(op) -> bool:
             and not cirq.has_unitary(op) and cirq.has_kraus(op))
 
 
+# A symbolic parameter compiled once (its free symbols, a function of their
+# values): a sweep of 1,000 points spent 85% of its time in Cirq's
+# ParamResolver.value_of.
+_COMPILED = {}
+
+
+def _compiled_value(value, resolver):
+    """value (a sympy expression) at the resolver's real values by its
+    compiled function, or None where Cirq's own resolution is needed (a value
+    that is itself symbolic or complex, a symbol not in the resolver)."""
+    hit = _COMPILED.get(value)
+    if hit is None:
+        symbols = sorted(value.free_symbols, key=lambda sym: sym.name)
+        hit = (symbols, sympy.lambdify(symbols, value, "math"))
+        if len(_COMPILED) >= 1024:
+            _COMPILED.clear()
+        _COMPILED[value] = hit
+    symbols, fn = hit
+    values = resolver.param_dict
+    args = []
+    for sym in symbols:
+        v = values.get(sym, values.get(sym.name))
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                                 np.floating)):
+            return None
+        args.append(float(v))
+    try:
+        return float(fn(*args))
+    except (ArithmeticError, ValueError, TypeError):  # e.g. a complex intermediate
+        return None
+
+
 def _resolved(value, resolver, who: str):
     """A parameter at the resolver's values, or a ValueError naming the symbols left unresolved."""
+    if isinstance(value, sympy.Expr):
+        fast = _compiled_value(value, resolver)
+        if fast is not None:
+            return fast
     v = resolver.value_of(value)
     if cirq.is_parameterized(v):
         raise ValueError(f"{who}unresolved parameters {sorted(cirq.parameter_names(v))}")

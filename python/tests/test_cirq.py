@@ -500,3 +500,24 @@ def test_making_a_simulator_draws_nothing_from_numpys_global_generator():
               .simulate_expectation_values(c, [cirq.Z(q[0]) * cirq.Z(q[1])])[0]
               for _ in range(2)]
     assert values[0] == values[1]
+
+
+def test_symbolic_angles_resolve_as_cirq_resolves_them():
+    """Sweeps over formulas of symbols (compiled once, _cirq_ops._compiled_value)
+    and resolvers Cirq resolves its own way (a symbol whose value is another
+    symbol, a missing one refused): expectation values as cirq.Simulator's."""
+    import sympy
+    from qmlsim.cirq import Simulator
+    a, b = sympy.Symbol("a"), sympy.Symbol("b")
+    q = cirq.LineQubit.range(2)
+    c = cirq.Circuit(cirq.ry(2 * a + b / 3).on(q[0]), cirq.rx(a * b - 0.5).on(q[1]),
+                     cirq.CZ(*q), cirq.rz(sympy.cos(a) ** 2).on(q[0]), cirq.H(q[0]))
+    obs = [cirq.Z(q[0]), cirq.X(q[1]) * cirq.Z(q[0])]
+    sweep = [cirq.ParamResolver({"a": x, "b": y}) for x, y in [(0.1, 2.0), (-1.3, 0.7)]]
+    sweep.append(cirq.ParamResolver({a: 0.4, b: "a"}))  # b's value is a symbol: Cirq's way
+    sweep.append(cirq.ParamResolver({"a": np.float32(0.25), "b": 3}))
+    got = Simulator().simulate_expectation_values_sweep(c, obs, sweep)
+    want = cirq.Simulator().simulate_expectation_values_sweep(c, obs, sweep)
+    assert np.allclose(np.real(got), np.real(want), atol=1e-6)
+    with pytest.raises(ValueError, match="unresolved"):
+        Simulator().simulate_expectation_values(c, obs, cirq.ParamResolver({"a": 0.1}))
