@@ -123,11 +123,16 @@ def _compiled_value(value, resolver):
     hit = _COMPILED.get(value)
     if hit is None:
         symbols = sorted(value.free_symbols, key=lambda sym: sym.name)
-        hit = (symbols, sympy.lambdify(symbols, value, "math"))
+        try:
+            hit = (symbols, sympy.lambdify(symbols, value, "math"))
+        except Exception:  # noqa: BLE001 - a formula lambdify cannot print: Cirq's way
+            hit = (symbols, None)
         if len(_COMPILED) >= 1024:
             _COMPILED.clear()
         _COMPILED[value] = hit
     symbols, fn = hit
+    if fn is None:
+        return None
     values = resolver.param_dict
     args = []
     for sym in symbols:
