@@ -130,22 +130,10 @@ def stack_rows(per_row):
     return np.stack([np.asarray(r) for r in per_row])
 
 
-def _rows(gradients):
-    return np.asarray(gradients, dtype=float).reshape(len(gradients), -1)
-
-
 def per_parameter(gradients, trainable, batched):
     """A broadcast tape's VJP in its parameters' shapes, from per-row
     gradients [row][program parameter]: a batched parameter's entries row by
     row (each row depends on its own entry only), a shared one's summed."""
-    g = _rows(gradients)
+    g = np.asarray(gradients, dtype=float).reshape(len(gradients), -1)
     return tuple(np.array(g[:, t]) if t in batched else np.array(g[:, t].sum())
                  for t in trainable)
-
-
-def per_row(gradients, trainable):
-    """A broadcast tape's VJP as PennyLane's JAX callback under jax.vmap
-    expects it (its VJP callback is vectorised: the tape's rows are the
-    vmapped ones): every trainable parameter's derivative row by row."""
-    g = _rows(gradients)
-    return tuple(np.array(g[:, t]) for t in trainable)

@@ -41,8 +41,6 @@ _GATES = {
     "DoubleExcitationMinus": "DoubleExcitationMinus", "PSWAP": "PSWAP", "ECR": "ECR",
     "SISWAP": "SISWAP", "SQISW": "SISWAP",
 }
-# Fixed gates that run as their matrix (QubitUnitary), though PennyLane could
-# decompose them: one engine gate instead of several.
 class ConstantSpecialUnitary(qml.SpecialUnitary):
     """The copy of a trainable SpecialUnitary at its detached parameter in
     PennyLane's decomposition of it (Pauli rotations at zero carry its
@@ -51,6 +49,8 @@ class ConstantSpecialUnitary(qml.SpecialUnitary):
     still looks trainable, without end (_adjoint_decomposition)."""
 
 
+# Fixed gates that run as their matrix (QubitUnitary), though PennyLane could
+# decompose them: one engine gate instead of several.
 _MATRIX_OPS = {"DiagonalQubitUnitary", "QubitCarry", "QubitSum", "BlockEncode",
                "SpecialUnitary", "ConstantSpecialUnitary"}
 # Kept in Python: a global phase multiplies the returned state.
@@ -471,12 +471,13 @@ def _structure_key(operations, n: int):
     hyperparameters; the wire count."""
     key = [n]
     for op in operations:
-        if op.num_params and _table_kind(op) is None:
+        table = _table_kind(op) is not None
+        if op.num_params and not table:
             return None
         if isinstance(op, (MidMeasureMP, Conditional)):
             return None
         # a table gate's hyperparameters follow from its class and wires
-        hyper = None if _table_kind(op) is not None else op.hyperparameters
+        hyper = None if table else op.hyperparameters
         key.append((type(op), _labels(op), repr(hyper) if hyper else None))
     return tuple(key)
 

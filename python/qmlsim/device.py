@@ -82,7 +82,6 @@ from ._batches import (
     batch_program,
     batched_parameters,
     per_parameter,
-    per_row,
     runs_as_one_batch,
     stack_rows,
     with_batched_gates,
@@ -129,6 +128,17 @@ def _state_measurement(m) -> bool:
     return type(m) in (StateMP, DensityMatrixMP)  # noqa: E721
 
 
+def _wires_first(psi: np.ndarray, wires, n: int):
+    """(the state of 2^n amplitudes as a matrix [wires' index][the other
+    wires' index], the axis order that made it: _from_wires_first undoes it)."""
+    order = list(wires) + [w for w in range(n) if w not in wires]
+    return psi.reshape((2,) * n).transpose(order).reshape(1 << len(wires), -1), order
+
+
+def _from_wires_first(t: np.ndarray, order, n: int) -> np.ndarray:
+    return t.reshape((2,) * n).transpose(np.argsort(order)).reshape(-1)
+
+
 class _StateBlock:
     """A measurement of the state (wires None) or of a density matrix of
     wires: differentiated as a cotangent on the final state (no engine
@@ -149,12 +159,8 @@ class _StateBlock:
             return dy.reshape(-1)
         if psi.size == 1 << (2 * n):
             return _on_wires(dy, self.wires, n, np.eye).reshape(-1)
-        rest = [w for w in range(n) if w not in self.wires]
-        order = list(self.wires) + rest
-        t = psi.reshape((2,) * n).transpose(order).reshape(1 << len(self.wires), -1)
-        g = (dy + dy.conj().T) @ t.conj()
-        back = np.argsort(order)
-        return g.reshape((2,) * n).transpose(back).reshape(-1)
+        t, order = _wires_first(psi, self.wires, n)
+        return _from_wires_first((dy + dy.conj().T) @ t.conj(), order, n)
 
 
 class _HermitianBlock(_StateBlock):
@@ -171,11 +177,8 @@ class _HermitianBlock(_StateBlock):
             return super().state_cotangent(c * self.matrix.T, psi, n)
         # (G + G^dagger) conj(psi) over A's indices for G = c H^T: since
         # H^T = conj(H), that is 2 Re(c) conj(H psi), one product with H
-        rest = [w for w in range(n) if w not in self.wires]
-        order = list(self.wires) + rest
-        t = psi.reshape((2,) * n).transpose(order).reshape(1 << len(self.wires), -1)
-        g = 2 * c.real * np.conj(_times(self.matrix, t))
-        return g.reshape((2,) * n).transpose(np.argsort(order)).reshape(-1)
+        t, order = _wires_first(psi, self.wires, n)
+        return _from_wires_first(2 * c.real * np.conj(_times(self.matrix, t)), order, n)
 
 
 def _hermitian_matrix(obs) -> np.ndarray:
@@ -199,7 +202,7 @@ def _dense_value(m, state: np.ndarray, n: int) -> np.float64:
     rest = [w for w in range(n) if w not in wires]
     k = len(wires)
     if state.size == 1 << n:
-        t = state.reshape((2,) * n).transpose(wires + rest).reshape(1 << k, -1)
+        t, _ = _wires_first(state, wires, n)
         return np.float64(np.real(np.vdot(t, _times(h, t))))
     rho = state.reshape((2,) * (2 * n)).transpose(wires + rest + [n + w for w in wires + rest])
     rho = rho.reshape(1 << k, 1 << (n - k), 1 << k, 1 << (n - k))
@@ -739,8 +742,9 @@ class QmlsimQubit(Device):
     def _batch_vjp(self, circuit, cotangent, rows=False):
         """A broadcast tape's VJP: per row, the measurements' cotangents at
         that row weigh its observables, one backward pass per row, rows in
-        parallel; in the parameters' shapes (_batches.per_parameter), or row
-        by row (rows: JAX's vmapped callback, _batches.per_row)."""
+        parallel; in the parameters' shapes (_batches.per_parameter), or every
+        parameter row by row (rows: JAX's vectorised VJP callback under
+        jax.vmap, whose tape rows are the vmapped ones)."""
         m = len(circuit.measurements)
         parts = [np.asarray(qml.math.unwrap(c)) for c in ((cotangent,) if m == 1 else cotangent)]
         trainable = list(circuit.trainable_params)
@@ -759,7 +763,8 @@ class QmlsimQubit(Device):
             out = _qmlsim.vjp_batch([program] * len(values), values, observables,
                                     dy.T.tolist(), self._engine_options())
             by_row = [g for _, g in out]
-        return per_row(by_row, trainable) if rows else per_parameter(by_row, trainable, batched)
+        # rows: JAX's vmapped callback wants every parameter row by row
+        return per_parameter(by_row, trainable, set(trainable) if rows else batched)
 
     def _expval_inputs(self, circuit):
         """(wires, Program, parameter values, observables as hashable terms) for
