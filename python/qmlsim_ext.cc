@@ -54,6 +54,7 @@ struct Options {
   std::int64_t trajectories = 1000;
   std::uint64_t seed = 1;
   std::int64_t max_branches = 65536;  // dynamic circuits' exact walks
+  bool trajectory_estimate = false;   // options.h: EngineOptions::trajectory_estimate
 };
 
 Backend backend_of(const Options& o) {
@@ -93,6 +94,7 @@ EngineOptions engine_of(const Options& o) {
   if (o.max_branches < 1)
     throw Error("max_branches: " + std::to_string(o.max_branches) + " is not a positive number");
   e.max_branches = o.max_branches;
+  e.trajectory_estimate = o.trajectory_estimate;
   return e;
 }
 
@@ -148,7 +150,7 @@ nb::ndarray<nb::numpy, std::complex<double>> final_state(const BatchItem& item, 
     const EngineOptions e = engine_of(o);
     nb::gil_scoped_release release;
     out = std::move(simulate_batch({item}, req, precision, e)[0].state);
-    if (phase != 0 && !runs_on_density_matrix(*item.circuit, e)) {
+    if (phase != 0 && !choose_method(*item.circuit, e).density_matrix()) {
       const std::complex<double> turn = std::polar(1.0, phase);
       for (std::complex<double>& amp : out) amp *= turn;
     }
@@ -493,7 +495,8 @@ NB_MODULE(_qmlsim, m) {
       .def_rw("method", &Options::method)
       .def_rw("trajectories", &Options::trajectories)
       .def_rw("seed", &Options::seed)
-      .def_rw("max_branches", &Options::max_branches);
+      .def_rw("max_branches", &Options::max_branches)
+      .def_rw("trajectory_estimate", &Options::trajectory_estimate);
   m.def(
       "check_backend",
       [](const std::string& backend) {
@@ -591,7 +594,8 @@ NB_MODULE(_qmlsim, m) {
         const BatchItem item = item_of(p, values);
         EngineOptions e = engine_of(o);
         if (!item.initial_state.empty()) e.initial_state = item.initial_state;
-        if (!runs_on_density_matrix(*item.circuit, e)) {  // states are e^{i phase} the engine's
+        if (!choose_method(*item.circuit, e)
+                 .density_matrix()) {  // states: e^{i phase} the engine's
           const std::complex<double> turn = std::polar(1.0, p.global_phase);
           for (cplx& x : g) x *= turn;
         }
@@ -685,9 +689,16 @@ NB_MODULE(_qmlsim, m) {
       "Terms (coefficient, X mask, Z mask) whose expectation value is what `terms` reads through "
       "readout errors: per qubit (P(1|0), P(0|1)) or None.");
   m.def("max_qubits", [] { return kMaxQubits; });
-  m.def("density_matrix_fits", &density_matrix_fits, nb::arg("num_qubits"),
-        "Whether an n-qubit complex128 density matrix fits in 90% of this machine's memory "
-        "(method 'auto' takes trajectories beyond).");
+  m.def(
+      "method",
+      [](const Program& p, const Options& o) {
+        EngineOptions e = engine_of(o);
+        e.initial_state = p.initial;
+        return std::string(choose_method(p.circuit, e).name());
+      },
+      nb::arg("program"), nb::arg("options"),
+      "How the engine runs the program under these options: 'statevector', 'density_matrix' or "
+      "'trajectories' (the engine's one choice, grad/method.h).");
   m.def(
       "parse_pauli_sum",
       [](const std::string& text) {

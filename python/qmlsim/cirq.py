@@ -228,7 +228,6 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
         self._options = engine_options(precision, threads, fusion, who="qmlsim.cirq: ",
                                        method=method, trajectories=trajectories)
         self._trajectories_seeded = False  # see _engine
-        self._method = method
         self._dtype = np.complex64 if precision == "c64" else np.complex128
         self._cache = collections.OrderedDict()  # see _translated
 
@@ -316,8 +315,7 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
             per_shot = per_shot[self._prng.permutation(repetitions)]
             return {str(key): prog.records(per_shot, str(key), invert).reshape(
                 repetitions, 1, len(qubits)) for key, qubits, invert in prog.measurements}
-        if prog.noisy and (self._method == "trajectories" or (
-                self._method == "auto" and not _qmlsim.density_matrix_fits(prog.n))):
+        if prog.noisy and _qmlsim.method(point, self._engine(prog)) == "trajectories":
             outcomes = self._trajectory_outcomes(point, prog.n, repetitions)
         else:
             probs = self._probabilities(point, prog.n)

@@ -331,16 +331,17 @@ def _engine_options():
     return options(engine_options("c128", None, 3, who="qmlsim.tfq: "))
 
 
-def _group_options(n, trajectories, seed):
-    """The engine's options for a group of n-qubit circuits. With trajectories
-    (TFQ's noisy estimate from that many), they run as trajectories where
-    those cost less than one density matrix (R 2^n amplitudes against 4^n,
-    with a margin of 4 for the trajectories' own work), seeded by `seed`;
-    otherwise exactly, on the density matrix."""
-    if trajectories and int(trajectories) * 4 < (1 << n):
-        return options(engine_options("c128", None, 3, who="qmlsim.tfq: ", method="trajectories",
-                                      trajectories=int(trajectories), seed=int(seed)))
-    return _engine_options()
+def _group_options(trajectories, seed):
+    """The engine's options for a group of circuits. With trajectories (TFQ's
+    noisy estimate from that many), the engine runs that many, seeded by
+    `seed`, wherever they cost less than the density matrix (its
+    trajectory_estimate option); otherwise exactly, on the density matrix."""
+    if not trajectories:
+        return _engine_options()
+    o = options(engine_options("c128", None, 3, who="qmlsim.tfq: ",
+                               trajectories=int(trajectories), seed=int(seed)))
+    o.trajectory_estimate = True
+    return o
 
 
 def _groups(circuits, names, values, operators):
@@ -426,7 +427,7 @@ def _forward(circuits, names, values, operators, trajectories=0, seed=0):
         if n == 0:
             raise ValueError("qmlsim.tfq: a circuit and its operators act on no qubit")
         res = _qmlsim.expvals_batch(programs, angles, [list(t) for t in terms],
-                                    _group_options(n, trajectories, seed))
+                                    _group_options(trajectories, seed))
         out[items] = np.asarray(res, dtype=np.float64)
     return out
 
@@ -443,7 +444,7 @@ def _backward(circuits, names, values, operators, dy, trajectories=0, seed=0):
         terms = [list(t) for t in terms]
         try:  # the same trajectories as the values: the derivative of that estimate
             res = _qmlsim.vjp_batch(programs, angles, terms, cot,
-                                    _group_options(n, trajectories, seed))
+                                    _group_options(trajectories, seed))
         except ValueError as e:  # damping: trajectories take no gradient; the exact one
             if "trajector" not in str(e):
                 raise

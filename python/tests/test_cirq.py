@@ -476,7 +476,7 @@ def test_noisy_runs_beyond_the_density_matrix_follow_trajectories(monkeypatch):
     with pytest.raises(ValueError, match="method must be one of"):
         Simulator(method="mps")
     # "auto" where the density matrix would not fit (as for 16 qubits on 24 GiB)
-    monkeypatch.setattr(qmlsim.cirq._qmlsim, "density_matrix_fits", lambda n: False)
+    monkeypatch.setattr(qmlsim.cirq._qmlsim, "method", lambda program, options: "trajectories")
     auto = Simulator(seed=6).run(c + cirq.measure(*q, key="m"), repetitions=reps)
     for outcome, p in enumerate(exact):
         assert abs(auto.histogram(key="m").get(outcome, 0) / reps - p) < 0.015

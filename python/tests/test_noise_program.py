@@ -181,3 +181,29 @@ def test_bad_channels_are_one_line_errors():
         qmlsim.expval(noisy, "Z0", method="statevector")
     with pytest.raises(ValueError, match="method must be one of"):
         qmlsim.expval(noisy, "Z0", method="mixed")
+
+
+def test_the_engine_chooses_the_method_and_the_doors_ask_it():
+    """_qmlsim.method is the engine's one choice (grad/method.h): a pure
+    circuit on the state vector, a noisy one on the density matrix, by
+    trajectories when asked, and with trajectory_estimate (TFQ's noisy
+    estimate) by trajectories wherever that many cost less than the density
+    matrix; the state-vector method refuses channels in one line."""
+    def method(n, noisy, **kw):
+        c = qmlsim.Circuit(n)
+        c.add("H", [0])
+        if noisy:
+            c.channel("depolarizing", [0], [0.1])
+        o = qmlsim._options("c128", 1, 3)
+        for k, v in kw.items():
+            setattr(o, k, v)
+        return qmlsim._qmlsim.method(c._program()[0], o)
+
+    assert method(3, False) == "statevector"
+    assert method(3, True) == "density_matrix"
+    assert method(3, True, method="trajectories") == "trajectories"
+    assert method(3, False, method="density_matrix") == "density_matrix"
+    assert method(8, True, trajectories=100, trajectory_estimate=True) == "density_matrix"
+    assert method(10, True, trajectories=100, trajectory_estimate=True) == "trajectories"
+    with pytest.raises(ValueError, match="method statevector: the circuit has noise channels"):
+        method(3, True, method="statevector")

@@ -124,18 +124,49 @@ void rotate_phase(R* amps, std::uint64_t count, double phase) {
   }
 }
 
-// The final state into an HDF5 file, computed once more on the CPU (one process).
+// Writes a final state (2^n amplitudes) or density matrix (4^n, row-major)
+// as R into an HDF5 file, a block at a time.
 template <class R>
-void write_state(const QasmProgram& prog, int threads, int fusion, const std::string& path) {
-  const int n = prog.circuit.num_qubits();
-  cpu::StateVector<R> sv(n, threads);
-  const std::vector<BoundGate> gates = bind_params(prog.circuit, prog.angles);
-  sv.apply(fusion > 0 ? fuse(gates, {fusion, std::max(10, fusion)}) : gates);
-  rotate_phase(sv.data(), sv.size(), prog.global_phase);
+void write_amplitudes(const std::vector<cplx>& amps, int n, bool density, const std::string& path) {
+  constexpr std::size_t kBlock = std::size_t{1} << 20;
   io::write_atomically(path, [&](const std::string& tmp) {
-    io::create_state_file(tmp, n, std::is_same_v<R, float>);
-    io::write_state_rows(tmp, 0, sv.size(), sv.data());
+    io::create_state_file(tmp, n, std::is_same_v<R, float>, density);
+    std::vector<R> rows;
+    for (std::size_t first = 0; first < amps.size(); first += kBlock) {
+      const std::size_t count = std::min(kBlock, amps.size() - first);
+      rows.resize(2 * count);
+      for (std::size_t i = 0; i < count; ++i) {
+        rows[2 * i] = static_cast<R>(amps[first + i].real());
+        rows[2 * i + 1] = static_cast<R>(amps[first + i].imag());
+      }
+      io::write_state_rows(tmp, first, count, rows.data());
+    }
   });
+}
+
+// The final state (a density matrix where the circuit runs on one) into an
+// HDF5 file, computed once more on the engine's backend (one process). A
+// state vector on the CPU is written from the engine's own buffer.
+template <class R>
+void write_state(const QasmProgram& prog, const EngineOptions& engine, bool density,
+                 const std::string& path) {
+  const int n = prog.circuit.num_qubits();
+  if (engine.backend == Backend::cpu && !density) {
+    cpu::StateVector<R> sv(n, engine.threads);
+    sv.apply(fuse_up_to(bind_params(prog.circuit, prog.angles), engine.fusion));
+    rotate_phase(sv.data(), sv.size(), prog.global_phase);
+    io::write_atomically(path, [&](const std::string& tmp) {
+      io::create_state_file(tmp, n, std::is_same_v<R, float>);
+      io::write_state_rows(tmp, 0, sv.size(), sv.data());
+    });
+    return;
+  }
+  SimulateRequest req;
+  req.state = true;
+  std::vector<cplx> amps = simulate<R>(prog.circuit, prog.angles, req, engine).state;
+  if (!density)
+    rotate_phase(reinterpret_cast<double*>(amps.data()), amps.size(), prog.global_phase);
+  write_amplitudes<R>(amps, n, density, path);
 }
 
 // The largest peak resident memory among the processes of `world`.
@@ -143,25 +174,6 @@ std::uint64_t largest_peak(const comm::Comm& world) {
   const std::vector<double> peaks =
       world.allgather(std::vector<double>{static_cast<double>(peak_resident_bytes())});
   return static_cast<std::uint64_t>(*std::max_element(peaks.begin(), peaks.end()));
-}
-
-// A noisy circuit's final density matrix into an HDF5 file (io/state_file.h),
-// computed once more (one process).
-template <class R>
-void write_density_matrix(const QasmProgram& prog, const EngineOptions& engine,
-                          const std::string& path) {
-  SimulateRequest req;
-  req.state = true;
-  const SimulateResult r = simulate_density_matrix<R>(prog.circuit, prog.angles, req, engine);
-  std::vector<R> rows(2 * r.state.size());
-  for (std::size_t i = 0; i < r.state.size(); ++i) {
-    rows[2 * i] = static_cast<R>(r.state[i].real());
-    rows[2 * i + 1] = static_cast<R>(r.state[i].imag());
-  }
-  io::write_atomically(path, [&](const std::string& tmp) {
-    io::create_state_file(tmp, prog.circuit.num_qubits(), std::is_same_v<R, float>, true);
-    io::write_state_rows(tmp, 0, r.state.size(), rows.data());
-  });
 }
 
 // The same outcome from a state distributed over every process of the launch.
@@ -238,7 +250,7 @@ Outcome simulate_program(const QasmProgram& prog, const std::vector<PauliSum>& o
   req.seed = seed;
   Outcome out;
   if (gradient && shots == 0 && !prog.circuit.has_dynamic() &&
-      !runs_on_trajectories(prog.circuit, engine)) {
+      !choose_method(prog.circuit, engine).trajectories()) {
     // Nothing sampled: the adjoint's forward state gives the expectation
     // values, with no forward pass of their own.
     out.gradient =
@@ -636,6 +648,19 @@ void read_dynamic_flags(const Args& args, EngineOptions& engine, const std::stri
     throw Error("--backend: " + what + ": it runs on the cpu backend");
 }
 
+// choose_method, its Error ("method M: why") as "--method M: path: why".
+MethodChoice choose_method_for(const Circuit& c, const EngineOptions& engine,
+                               const std::string& path) {
+  try {
+    return choose_method(c, engine);
+  } catch (const Error& e) {
+    const std::string why = e.what();
+    const std::size_t colon = why.find(": ");
+    if (colon == std::string::npos) throw Error("--method: " + path + ": " + why);
+    throw Error("--" + why.substr(0, colon) + ": " + path + why.substr(colon));
+  }
+}
+
 // The flags that depend on how a circuit runs (density matrix, trajectories),
 // each refused with one line where it does not apply.
 void check_method_flags(const Args& args, const Circuit& c, const std::string& path, bool density,
@@ -769,14 +794,8 @@ int run_command(const std::vector<std::string>& argv) {
   engine.seed = seed;
   const bool dynamic = prog.circuit.has_dynamic();
   read_dynamic_flags(args, engine, path, dynamic);
-  if (engine.method == Method::statevector && prog.circuit.has_channels() && !dynamic)
-    throw Error("--method statevector: " + path +
-                " has noise channels, which run on a density matrix or trajectories (--method "
-                "density_matrix|trajectories)");
-  const bool density = dynamic ? dynamic_runs_on_density_matrix(prog.circuit, engine)
-                               : runs_on_density_matrix(prog.circuit, engine);
-  const bool by_trajectories =
-      dynamic ? engine.method == Method::trajectories : runs_on_trajectories(prog.circuit, engine);
+  const MethodChoice method = choose_method_for(prog.circuit, engine, path);
+  const bool density = method.density_matrix(), by_trajectories = method.trajectories();
   const bool distributed = args.has("--distributed");
   const std::string state_out = args.get("--state-out").value_or("");
   check_method_flags(args, prog.circuit, path, density, by_trajectories);
@@ -824,16 +843,11 @@ int run_command(const std::vector<std::string>& argv) {
                                           density, shots, seed, gradient, state_out);
   // the samples' bits read through the error (its own stream: the true samples stay the same)
   out.counts = read_through(out.counts, readout, readout_seed(seed));
-  if (!state_out.empty() && !distributed && density) {
+  if (!state_out.empty() && !distributed) {
     if (prec == Precision::c64)
-      write_density_matrix<float>(prog, engine, state_out);
+      write_state<float>(prog, engine, density, state_out);
     else
-      write_density_matrix<double>(prog, engine, state_out);
-  } else if (!state_out.empty() && !distributed) {
-    if (prec == Precision::c64)
-      write_state<float>(prog, threads, fusion, state_out);
-    else
-      write_state<double>(prog, threads, fusion, state_out);
+      write_state<double>(prog, engine, density, state_out);
   }
   if (world && !world->root()) return 0;  // rank 0 reports
   const double sim_s = seconds_since(t1);
@@ -855,9 +869,7 @@ int run_command(const std::vector<std::string>& argv) {
                       parse_s,
                       sim_s,
                       total_s,
-                      density           ? "density_matrix"
-                      : by_trajectories ? "trajectories"
-                                        : "statevector",
+                      std::string(method.name()),
                       engine.trajectories};
   if (args.has("--json"))
     print_json(report);

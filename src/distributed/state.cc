@@ -175,7 +175,7 @@ void DistState<R>::run(const DistPlan& p) {
       Specialized sp = specialize(g, m_, slice());
       if (!sp.skip) gates.push_back(std::move(sp.gate));
     }
-    if (options_.fusion > 0) gates = fuse(gates, {options_.fusion, std::max(10, options_.fusion)});
+    gates = fuse_up_to(gates, options_.fusion);
     local_.apply(gates);
   });
 }

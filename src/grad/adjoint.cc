@@ -218,7 +218,7 @@ Segmented segment(const std::vector<TapeStep>& tape, int fusion, int diagonal_qu
   // as in the forward pass. fusion 0: every step alone.
   std::vector<BoundGate> fixed;
   auto flush_fixed = [&] {
-    if (fusion > 0 && !fixed.empty()) fixed = fuse(fixed, {fusion, std::max(10, fusion)});
+    if (!fixed.empty()) fixed = fuse_up_to(fixed, fusion);
     for (BoundGate& g : fixed) {
       s.gates.push_back(std::move(g));
       s.steps.emplace_back();
@@ -314,7 +314,7 @@ std::vector<BoundGate> forward_gates(const std::vector<TapeStep>& tape, int fusi
   std::vector<BoundGate> gates;
   gates.reserve(tape.size());
   for (const TapeStep& t : tape) gates.push_back(t.gate);
-  return fusion > 0 ? fuse(gates, {fusion, std::max(10, fusion)}) : gates;
+  return fuse_up_to(gates, fusion);
 }
 
 PauliSum weighted_sum(const std::vector<PauliSum>& obs, std::span<const double> w) {
@@ -640,14 +640,14 @@ namespace {
 
 // Whether c runs noisy (a density matrix or trajectories), and its VJP then.
 bool runs_noisy(const Circuit& c, const EngineOptions& options) {
-  return runs_on_trajectories(c, options) || runs_on_density_matrix(c, options);
+  return choose_method(c, options).method != Method::statevector;
 }
 
 template <class R>
 AdjointResult noisy_vjp(const Circuit& c, std::span<const double> theta,
                         const std::vector<PauliSum>& observables, std::span<const double> weights,
                         const EngineOptions& options) {
-  return runs_on_trajectories(c, options)
+  return choose_method(c, options).trajectories()
              ? trajectories_vjp<R>(c, theta, observables, weights, options)
              : density_matrix_vjp<R>(c, theta, observables, weights, options);
 }
@@ -671,9 +671,10 @@ template <class R>
 AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, const WeightsFn& weights,
                           const EngineOptions& options) {
-  if (runs_on_density_matrix(c, options))  // the weights from its own forward pass
+  const MethodChoice method = choose_method(c, options);
+  if (method.density_matrix())  // the weights from its own forward pass
     return density_matrix_vjp<R>(c, theta, observables, weights, options);
-  if (runs_on_trajectories(c, options)) {  // the readouts first: a forward pass more
+  if (method.trajectories()) {  // the readouts first: a forward pass more
     SimulateRequest req;
     req.observables = observables;
     const std::vector<double> w = weights(simulate<R>(c, theta, req, options).expvals);
@@ -691,12 +692,12 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
 template <class R>
 std::vector<double> state_vjp(const Circuit& c, std::span<const double> theta,
                               std::span<const cplx> cotangent, const EngineOptions& options) {
-  if (runs_on_trajectories(c, options))
+  const MethodChoice method = choose_method(c, options);
+  if (method.trajectories())
     throw Error(
         "the VJP of the final state: a noisy circuit run by trajectories has no single final "
         "state (the density-matrix method has)");
-  if (runs_on_density_matrix(c, options))
-    return density_matrix_state_vjp<R>(c, theta, cotangent, options);
+  if (method.density_matrix()) return density_matrix_state_vjp<R>(c, theta, cotangent, options);
   if (cotangent.size() != index_t{1} << c.num_qubits())
     throw Error("state VJP: a cotangent of " + std::to_string(cotangent.size()) + " entries for " +
                 std::to_string(c.num_qubits()) + " qubit(s)");
@@ -711,7 +712,7 @@ std::vector<std::vector<double>> adjoint_jacobian(const Circuit& c, std::span<co
                                                   const EngineOptions& options,
                                                   std::vector<double>* expvals) {
   if (runs_noisy(c, options)) {
-    if (!runs_on_trajectories(c, options))  // the density matrix: one forward pass
+    if (choose_method(c, options).density_matrix())  // one forward pass
       return density_matrix_jacobian<R>(c, theta, observables, options, expvals);
     // trajectories: a run per observable
     std::vector<std::vector<double>> rows;

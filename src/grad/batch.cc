@@ -52,7 +52,7 @@ void check_batch_fits(const std::vector<BatchItem>& items, int states, Precision
   for (const BatchItem& it : items) {
     EngineOptions o = options;
     if (!it.initial_state.empty()) o.initial_state = it.initial_state;
-    if (runs_on_density_matrix(*it.circuit, o)) largest = &it;
+    if (choose_method(*it.circuit, o).density_matrix()) largest = &it;
   }
   EngineOptions o = options;
   if (!largest->initial_state.empty()) o.initial_state = largest->initial_state;
@@ -153,9 +153,9 @@ void check_states_fit(const Circuit& c, int states, Precision precision,
                       const EngineOptions& options) {
   if (options.backend != Backend::cpu) return;
   const int n = c.num_qubits();
-  const bool dm = runs_on_density_matrix(c, options);
-  const std::uint64_t bytes =
-      dm ? density_matrix_bytes(n, precision) : cpu::state_bytes(n, precision);
+  const MethodChoice method = choose_method(c, options);
+  const bool dm = method.density_matrix();
+  const std::uint64_t bytes = cpu::state_bytes(method.state_qubits, precision);
   check_fits_in_memory(static_cast<std::uint64_t>(states) * bytes,
                        std::to_string(states) + " " + std::to_string(n) + "-qubit " +
                            (dm ? "density matri(ces)" : "state(s)"));

@@ -154,7 +154,7 @@ std::vector<TapeStep> density_tape(const Circuit& stretch, std::span<const doubl
 // Gates or superoperators (channels, their inverses or duals) fused as
 // options say.
 std::vector<BoundGate> fused(const std::vector<BoundGate>& gates, const EngineOptions& options) {
-  return options.fusion > 0 ? fuse(gates, {options.fusion, std::max(10, options.fusion)}) : gates;
+  return fuse_up_to(gates, options.fusion);
 }
 
 // Every operation of c in density-matrix form, fused.
@@ -417,31 +417,6 @@ class BackwardSweep {
 };
 
 }  // namespace
-
-std::uint64_t density_matrix_bytes(int n, Precision p) { return cpu::state_bytes(2 * n, p); }
-
-bool density_matrix_fits(int n) {
-  const std::uint64_t have = usable_memory().bytes;
-  return 2 * n <= 62 &&
-         (have == 0 ? n <= 13 : density_matrix_bytes(n, Precision::c128) <= have / 10 * 9);
-}
-
-bool starts_mixed(const Circuit& c, const EngineOptions& options) {
-  const int n = c.num_qubits();
-  return 2 * n < 64 && options.initial_state.size() == index_t{1} << (2 * n);
-}
-
-int noisy_state_qubits(int n, Method method) {
-  const bool density =
-      method == Method::density_matrix || (method == Method::automatic && density_matrix_fits(n));
-  return density ? 2 * n : n;
-}
-
-bool runs_on_density_matrix(const Circuit& c, const EngineOptions& options) {
-  return options.method == Method::density_matrix ||
-         (options.method == Method::automatic && (c.has_channels() || starts_mixed(c, options)) &&
-          density_matrix_fits(c.num_qubits()));
-}
 
 template <class R>
 SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double> theta,

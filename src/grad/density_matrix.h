@@ -30,28 +30,10 @@
 #include "circuit/circuit.h"
 #include "circuit/observable.h"
 #include "grad/adjoint.h"
+#include "grad/method.h"
 #include "grad/simulate.h"
 
 namespace qmlsim {
-
-// Bytes of a density matrix on n qubits (the 2n-qubit vector).
-std::uint64_t density_matrix_bytes(int n, Precision p);
-
-// Whether an n-qubit complex128 density matrix fits in 90% of this machine's
-// memory (Method::automatic picks trajectories beyond).
-bool density_matrix_fits(int n);
-
-// Whether options.initial_state is a density matrix of c's qubits (4^n entries).
-bool starts_mixed(const Circuit& c, const EngineOptions& options);
-
-// The qubits of the state vector that noisy n-qubit circuits run on under
-// `method`, as memory counts them: 2n on a density matrix
-// (Method::density_matrix, or automatic where it fits), n by trajectories.
-int noisy_state_qubits(int n, Method method);
-
-// Whether these options run c on a density matrix (Method, options.h): with
-// Method::automatic, when it has channels or starts mixed and fits.
-bool runs_on_density_matrix(const Circuit& c, const EngineOptions& options);
 
 // The final density matrix of c read out as requested: Tr(H rho) per
 // observable, the diagonal as probabilities, samples and the most probable

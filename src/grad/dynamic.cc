@@ -76,7 +76,7 @@ Plan plan_of(const Circuit& c, std::span<const double> theta, bool density,
       s.gates = density_matrix_gates(run, theta, o);
     } else {
       s.gates = bind_params(run, theta);
-      if (o.fusion > 0) s.gates = fuse(s.gates, {o.fusion, std::max(10, o.fusion)});
+      s.gates = fuse_up_to(s.gates, o.fusion);
     }
     p.steps.push_back(std::move(s));
     run = Circuit(c.num_qubits());
@@ -407,11 +407,6 @@ class Walker {
 
 }  // namespace
 
-bool dynamic_runs_on_density_matrix(const Circuit& c, const EngineOptions& options) {
-  return (c.has_channels() || starts_mixed(c, options)) && options.method != Method::trajectories &&
-         (options.method == Method::density_matrix || density_matrix_fits(c.num_qubits()));
-}
-
 template <class R>
 SimulateResult simulate_dynamic(const Circuit& c, std::span<const double> theta,
                                 const SimulateRequest& req, const EngineOptions& options) {
@@ -423,7 +418,8 @@ SimulateResult simulate_dynamic(const Circuit& c, std::span<const double> theta,
     throw Error(
         "a dynamic circuit (mid-circuit measurement, reset or classical control) ends in a "
         "mixture of branches: it has no single final state");
-  const bool trajectories = options.method == Method::trajectories;
+  const MethodChoice method = choose_method(c, options);
+  const bool trajectories = method.trajectories();
   SimulateResult out;
   if (req.leaves && req.shots > 0) {  // the shot walk's branches, for the caller to sample
     const Plan plan = plan_of(c, theta, false, options);
@@ -435,7 +431,7 @@ SimulateResult simulate_dynamic(const Circuit& c, std::span<const double> theta,
     return out;
   }
   if (!req.observables.empty() || req.probabilities || req.shots == 0) {
-    const bool density = dynamic_runs_on_density_matrix(c, options);
+    const bool density = method.density_matrix();
     if (trajectories && options.trajectories < 1)
       throw Error("trajectories: " + std::to_string(options.trajectories) +
                   " is not a positive number of trajectories");

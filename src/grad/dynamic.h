@@ -38,11 +38,6 @@ namespace qmlsim {
 // or most probable state is an Error (a dynamic circuit ends in a mixture);
 // so is a walk beyond options.max_branches (naming the limit and sampling
 // with shots as the alternative).
-// Whether simulate_dynamic's exact walk runs on the density matrix: c has
-// channels, the method is not trajectories, and it is density_matrix or the
-// density matrix fits.
-bool dynamic_runs_on_density_matrix(const Circuit& c, const EngineOptions& options);
-
 template <class R>
 SimulateResult simulate_dynamic(const Circuit& c, std::span<const double> theta,
                                 const SimulateRequest& req, const EngineOptions& options);

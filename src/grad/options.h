@@ -15,10 +15,9 @@
 namespace qmlsim {
 
 // How a circuit runs: on a state vector (no channels), a density matrix
-// (grad/density_matrix.h) or trajectories (grad/trajectories.h). automatic:
-// the state vector without channels; with channels the density matrix where
-// it fits in this machine's memory, else trajectories. A circuit without
-// channels runs on the state vector under every method but density_matrix.
+// (grad/density_matrix.h) or trajectories (grad/trajectories.h);
+// grad/method.h: choose_method, the one place that decides, says how each
+// resolves.
 enum class Method { automatic, statevector, density_matrix, trajectories };
 
 // The name users write for each method (--method, Options.method), in enum order.
@@ -59,6 +58,10 @@ struct EngineOptions {
   // Trajectories: how many, and the seed of their random streams.
   std::int64_t trajectories = 1000;
   std::uint64_t seed = 1;
+  // The caller takes the mean of `trajectories` trajectories as a noisy
+  // result (TFQ's estimate): automatic then runs them wherever they cost less
+  // than the density matrix (grad/method.h).
+  bool trajectory_estimate = false;
   // Dynamic circuits read exactly (grad/dynamic.h): the most outcome branches
   // of mid-circuit measurements, resets and (on a state vector) channels.
   std::int64_t max_branches = 65536;

@@ -54,9 +54,7 @@ index_t argmax_probability(index_t size, Amp amp) {
 // c at theta, bound and fused as far as the backend's kernels take.
 std::vector<BoundGate> forward_gates(const Circuit& c, std::span<const double> theta,
                                      const EngineOptions& options) {
-  const std::vector<BoundGate> gates = bind_params(c, theta);
-  const int fusion = detail::for_backend(options).fusion;
-  return fusion > 0 ? fuse(gates, {fusion, std::max(10, fusion)}) : gates;
+  return fuse_up_to(bind_params(c, theta), detail::for_backend(options).fusion);
 }
 
 }  // namespace
@@ -64,10 +62,11 @@ std::vector<BoundGate> forward_gates(const Circuit& c, std::span<const double> t
 template <class R>
 SimulateResult simulate(const Circuit& c, std::span<const double> theta, const SimulateRequest& req,
                         const EngineOptions& options) {
-  if (c.has_dynamic() || (req.leaves && c.has_channels()))
+  const MethodChoice method = choose_method(c, options);
+  if (method.branch_walk || (req.leaves && c.has_channels()))
     return simulate_dynamic<R>(c, theta, req, options);
-  if (runs_on_trajectories(c, options)) return simulate_trajectories<R>(c, theta, req, options);
-  if (runs_on_density_matrix(c, options)) return simulate_density_matrix<R>(c, theta, req, options);
+  if (method.trajectories()) return simulate_trajectories<R>(c, theta, req, options);
+  if (method.density_matrix()) return simulate_density_matrix<R>(c, theta, req, options);
   const std::vector<BoundGate> gates = forward_gates(c, theta, options);
   SimulateResult out;
   out.gates_after_fusion = gates.size();
@@ -94,7 +93,8 @@ SimulateResult simulate(const Circuit& c, std::span<const double> theta, const S
 
 std::size_t gates_after_fusion(const Circuit& c, std::span<const double> theta,
                                const EngineOptions& options) {
-  if (runs_on_density_matrix(c, options)) return density_matrix_gates(c, theta, options).size();
+  if (choose_method(c, options).density_matrix())
+    return density_matrix_gates(c, theta, options).size();
   return forward_gates(c, theta, options).size();
 }
 

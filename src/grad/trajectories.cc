@@ -100,7 +100,7 @@ struct Walk {
 
   void flush(const EngineOptions& o) {
     if (queue.empty()) return;
-    sv.apply(o.fusion > 0 ? fuse(queue, {o.fusion, std::max(10, o.fusion)}) : queue);
+    sv.apply(fuse_up_to(queue, o.fusion));
     queue.clear();
   }
   // Branch i of b, drawn by its lower bound.
@@ -369,12 +369,6 @@ void mean_and_error(const std::vector<std::vector<double>>& rows, std::vector<do
 }
 
 }  // namespace
-
-bool runs_on_trajectories(const Circuit& c, const EngineOptions& options) {
-  if (!c.has_channels()) return false;
-  if (options.method == Method::trajectories) return true;
-  return options.method == Method::automatic && !density_matrix_fits(c.num_qubits());
-}
 
 std::pair<std::int64_t, std::int64_t> trajectory_range(std::int64_t count, int part, int parts) {
   const std::int64_t blocks = (count + kTrajectoryBlock - 1) / kTrajectoryBlock;

@@ -41,11 +41,6 @@
 
 namespace qmlsim {
 
-// Whether these options run c by trajectories (Method, options.h): asked for
-// and c has channels, or automatic and c's density matrix does not fit in
-// this machine's memory.
-bool runs_on_trajectories(const Circuit& c, const EngineOptions& options);
-
 // The mean over options.trajectories trajectories of each readout: <H_k> (with
 // their standard errors in expval_errors), probabilities, and req.shots
 // samples shared out over the trajectories (trajectory t draws its share from

@@ -231,10 +231,6 @@ TEST(Trajectories, RefuseWhatTheyCannotGive) {
   state.state = true;
   EXPECT_THROW(simulate<double>(c, theta, state, trajectories(10)), Error);
   EXPECT_THROW(simulate<double>(c, theta, {}, trajectories(0)), Error);
-  EngineOptions automatic;
-  EXPECT_FALSE(runs_on_trajectories(c, automatic));  // two qubits' density matrix fits
-  EXPECT_TRUE(runs_on_trajectories(c, trajectories(10)));
-  EXPECT_FALSE(runs_on_trajectories(Circuit(2), trajectories(10)));  // no channels
 }
 
 }  // namespace

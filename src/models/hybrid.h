@@ -21,7 +21,7 @@
 #include "core/types.h"
 #include "distributed/state.h"
 #include "grad/adjoint.h"
-#include "grad/density_matrix.h"
+#include "grad/method.h"
 #include "ml/datasets.h"
 #include "ml/loss.h"
 #include "ml/params.h"
@@ -107,7 +107,8 @@ class HybridModel {
   // The qubits of one state as memory counts them under o.method: a density
   // matrix of n qubits takes what a state vector of 2n does.
   int state_qubits(const EvalOptions& o) const {
-    return has_channels_ ? noisy_state_qubits(num_qubits_, o.method) : num_qubits_;
+    return has_channels_ ? choose_method(num_qubits_, {.channels = true}, engine(o)).state_qubits
+                         : num_qubits_;
   }
 
   // outputs() predictions per example data.x[index[i]], example after example.

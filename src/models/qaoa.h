@@ -35,7 +35,8 @@ class QaoaMaxCut {
   // The qubits of one state as memory counts them under o.method (2n for a
   // density matrix).
   int state_qubits(const EvalOptions& o) const {
-    return has_channels() ? noisy_state_qubits(graph_.nodes, o.method) : graph_.nodes;
+    return has_channels() ? choose_method(graph_.nodes, {.channels = true}, engine(o)).state_qubits
+                          : graph_.nodes;
   }
 
   // scale * U(0, 1) for every parameter.

@@ -329,4 +329,9 @@ void pair_single_qubit_gates(std::vector<BoundGate>& out) {
   out.resize(kept);
 }
 
+std::vector<BoundGate> fuse_up_to(const std::vector<BoundGate>& gates, int max_qubits) {
+  if (max_qubits <= 0) return gates;
+  return fuse(gates, {max_qubits, std::max(10, max_qubits)});
+}
+
 }  // namespace qmlsim

@@ -31,6 +31,11 @@ double gate_cost(const BoundGate& g);
 
 std::vector<BoundGate> fuse(const std::vector<BoundGate>& gates, const FusionOptions& options);
 
+// The engine's fusion of a gate list at width `max_qubits` (0: none, the
+// gates as given): dense blocks of up to max_qubits, diagonal runs of up to
+// max(10, max_qubits).
+std::vector<BoundGate> fuse_up_to(const std::vector<BoundGate>& gates, int max_qubits);
+
 // Replaces each uncontrolled one-qubit gate and the next such gate on another
 // qubit that can move back to it (no gate in between touches its qubit) by
 // their product, a two-qubit gate: in a cache chunk a 2q gate costs about what
