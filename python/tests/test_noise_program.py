@@ -207,3 +207,10 @@ def test_the_engine_chooses_the_method_and_the_doors_ask_it():
     assert method(10, True, trajectories=100, trajectory_estimate=True) == "trajectories"
     with pytest.raises(ValueError, match="method statevector: the circuit has noise channels"):
         method(3, True, method="statevector")
+
+
+def test_an_oversized_density_matrix_is_refused_before_allocating():
+    c = qmlsim.Circuit(18)
+    c.channel("depolarizing", [0], [0.1])
+    with pytest.raises(MemoryError, match="18-qubit density matri"):
+        qmlsim.vjp(c, "Z0", [1.0], method="density_matrix")

@@ -436,8 +436,7 @@ void bench_gradient(int n, int threads, int layers, int reps, Backend backend,
     auto forward = [&] { return simulate<R>(c, theta, req, engine).expvals[0]; };
     auto gradient = [&] { adjoint_vjp<R>(c, theta, obs, w, engine); };
     const Timing t = measure(reps, gradient, forward);
-    const double state =
-        static_cast<double>(cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128));
+    const double state = static_cast<double>(cpu::state_bytes(n, kPrecisionOf<R>));
     const double peak = static_cast<double>(peak_rss_bytes());
     const double buffers = static_cast<double>(buffer_bytes_peak());
     std::printf(

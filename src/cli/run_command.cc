@@ -330,21 +330,18 @@ Outcome run_program(const QasmProgram& prog, const std::vector<PauliSum>& observ
 
 // A density matrix is 4^n amplitudes: refused with its size when it cannot fit
 // (the state vector's qubit limit over 2n, or this machine's memory).
-void check_density_matrix_fits(const Circuit& c, Precision prec, const std::string& precision,
-                               bool gradient, const std::string& path) {
+void check_density_matrix_fits(const Circuit& c, const EngineOptions& engine, Precision prec,
+                               const std::string& precision, bool gradient,
+                               const std::string& path) {
   const int n = c.num_qubits();
   const std::string what = path + ": a density matrix of " + std::to_string(n) + " qubits (4^" +
                            std::to_string(n) + " " + precision + " amplitudes)";
   if (2 * n > kMaxQubits)
     throw Error(what + " is beyond the " + std::to_string(kMaxQubits / 2) +
                 "-qubit limit of the density-matrix method");
-  // The forward state; for gradients also the adjoint's and the states kept
-  // before channels (within EngineOptions::checkpoint_bytes).
-  const std::uint64_t bytes = density_matrix_bytes(n, prec);
-  const auto channels = static_cast<std::uint64_t>(std::count_if(
-      c.ops().begin(), c.ops().end(), [](const Operation& op) { return op.is_channel(); }));
-  const std::uint64_t kept = std::min(channels * bytes, EngineOptions{}.checkpoint_bytes + bytes);
-  check_fits_in_memory(gradient ? 2 * bytes + kept : bytes, what);
+  // The forward state; for the Jacobian also the adjoint's, the final state's
+  // copy and the states kept before channels.
+  check_fits_in_memory(item_size(c, gradient ? 3 : 1, prec, engine).bytes, what);
 }
 
 // Binds every input of the program from the --input flags (all required).
@@ -800,7 +797,7 @@ int run_command(const std::vector<std::string>& argv) {
   const std::string state_out = args.get("--state-out").value_or("");
   check_method_flags(args, prog.circuit, path, density, by_trajectories);
   if (density && !distributed)
-    check_density_matrix_fits(prog.circuit, prec, precision, gradient, path);
+    check_density_matrix_fits(prog.circuit, engine, prec, precision, gradient, path);
   const int states = gradient ? 3 : 1;  // the adjoint Jacobian keeps three
   require_file_path(state_out, "--state-out");
   if (args.has("--exchange-mib") && !distributed)

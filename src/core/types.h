@@ -20,6 +20,10 @@ enum class Precision { c64, c128 };  // complex64 (float) or complex128 (double)
 
 inline const char* precision_name(Precision p) { return p == Precision::c64 ? "c64" : "c128"; }
 
+// The precision of amplitudes whose parts are R (float or double).
+template <class R>
+inline constexpr Precision kPrecisionOf = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
+
 // Where state vectors live: host memory (SIMD + threads) or an NVIDIA GPU.
 enum class Backend { cpu, cuda };
 

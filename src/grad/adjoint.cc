@@ -740,7 +740,7 @@ std::vector<AdjointResult> adjoint_vjp_batch(const Circuit& c,
                                              const EngineOptions& options) {
   assert(thetas.size() == weights.size());
   std::vector<AdjointResult> out(thetas.size());
-  detail::for_each_sweep<R>(thetas.size(), c.num_qubits(), options,
+  detail::for_each_sweep<R>(thetas.size(), item_size(c, 2, kPrecisionOf<R>, options), options,
                             [&](std::size_t i, const EngineOptions& inner) {
                               out[i] = adjoint_vjp<R>(c, thetas[i], observables, weights[i], inner);
                             });
@@ -799,7 +799,7 @@ std::vector<AdjointResult> adjoint_vjp_many(const std::vector<const Circuit*>& c
   assert(circuits.size() == thetas.size() && circuits.size() == weights.size());
   if (circuits.empty()) return {};
   const int n = detail::common_qubits(circuits, "adjoint_vjp_many");
-  const Precision p = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
+  const Precision p = kPrecisionOf<R>;
   const bool noisy = std::any_of(circuits.begin(), circuits.end(),
                                  [&](const Circuit* c) { return runs_noisy(*c, options); });
   if (options.backend == Backend::cuda && options.initial_state.empty() && !noisy &&
@@ -807,10 +807,11 @@ std::vector<AdjointResult> adjoint_vjp_many(const std::vector<const Circuit*>& c
     return vjp_small_batch<R>(n, circuits, thetas, observables, weights,
                               detail::for_backend(options));
   std::vector<AdjointResult> out(circuits.size());
-  detail::for_each_sweep<R>(
-      circuits.size(), n, options, [&](std::size_t i, const EngineOptions& inner) {
-        out[i] = adjoint_vjp<R>(*circuits[i], thetas[i], observables, weights[i], inner);
-      });
+  detail::for_each_sweep<R>(circuits.size(), largest_item(circuits, 2, p, options), options,
+                            [&](std::size_t i, const EngineOptions& inner) {
+                              out[i] = adjoint_vjp<R>(*circuits[i], thetas[i], observables,
+                                                      weights[i], inner);
+                            });
   return out;
 }
 

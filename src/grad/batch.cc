@@ -45,36 +45,56 @@ std::vector<std::vector<double>> thetas_of(const std::vector<BatchItem>& items) 
   return out;
 }
 
-// `states` states of every item's circuit fit (the largest item decides).
+// The options an item runs with: the batch's, with its own starting state.
+EngineOptions options_of(const BatchItem& item, const EngineOptions& options) {
+  EngineOptions o = options;
+  if (!item.initial_state.empty()) o.initial_state = item.initial_state;
+  return o;
+}
+
+// The largest item's size with `states` states (method.h: item_size).
+ItemSize largest_of(const std::vector<BatchItem>& items, int states, Precision precision,
+                    const EngineOptions& options) {
+  ItemSize out;
+  for (const BatchItem& it : items) {
+    const ItemSize s = item_size(*it.circuit, states, precision, options_of(it, options));
+    out = {std::max(out.state_qubits, s.state_qubits), std::max(out.bytes, s.bytes)};
+  }
+  return out;
+}
+
+// One item with `states` states fits (the largest item decides; the item
+// policies run fewer at once where one per thread would not fit).
 void check_batch_fits(const std::vector<BatchItem>& items, int states, Precision precision,
                       const EngineOptions& options) {
   const BatchItem* largest = &items[0];
+  std::uint64_t most = 0;
   for (const BatchItem& it : items) {
-    EngineOptions o = options;
-    if (!it.initial_state.empty()) o.initial_state = it.initial_state;
-    if (choose_method(*it.circuit, o).density_matrix()) largest = &it;
+    const std::uint64_t bytes =
+        item_size(*it.circuit, states, precision, options_of(it, options)).bytes;
+    if (bytes > most) {
+      most = bytes;
+      largest = &it;
+    }
   }
-  EngineOptions o = options;
-  if (!largest->initial_state.empty()) o.initial_state = largest->initial_state;
-  check_states_fit(*largest->circuit, states, precision, o);
+  check_states_fit(*largest->circuit, states, precision, options_of(*largest, options));
 }
 
-// Runs fn(i, item_options) for every item (its starting state in
-// item_options), as detail::for_each_sweep for adjoint sweeps, else as
-// detail::for_each_item.
+// Runs fn(i, item_options) for every item of `states` states (its starting
+// state in item_options): as detail::for_each_sweep for adjoint sweeps (two
+// states or more), else as detail::for_each_item.
 template <class R, class Fn>
-void for_each_batch_item(const std::vector<BatchItem>& items, bool sweeps,
+void for_each_batch_item(const std::vector<BatchItem>& items, int states,
                          const EngineOptions& options, Fn&& fn) {
-  const int n = detail::common_qubits(circuits_of(items), "batch");
+  detail::common_qubits(circuits_of(items), "batch");
   auto item = [&](std::size_t i, const EngineOptions& inner) {
-    EngineOptions o = inner;
-    if (!items[i].initial_state.empty()) o.initial_state = items[i].initial_state;
-    fn(i, o);
+    fn(i, options_of(items[i], inner));
   };
-  if (sweeps)
-    detail::for_each_sweep<R>(items.size(), n, options, item);
+  const ItemSize size = largest_of(items, states, kPrecisionOf<R>, options);
+  if (states > 1)
+    detail::for_each_sweep<R>(items.size(), size, options, item);
   else
-    detail::for_each_item(items.size(), n, options, item);
+    detail::for_each_item(items.size(), size, options, item);
 }
 
 template <class R>
@@ -90,7 +110,7 @@ std::vector<SimulateResult> simulate_items(const std::vector<BatchItem>& items,
     for (std::size_t i = 0; i < items.size(); ++i) out[i].expvals = e[i];
     return out;
   }
-  for_each_batch_item<R>(items, false, options, [&](std::size_t i, const EngineOptions& o) {
+  for_each_batch_item<R>(items, 1, options, [&](std::size_t i, const EngineOptions& o) {
     out[i] = simulate<R>(*items[i].circuit, items[i].theta, request, o);
   });
   return out;
@@ -108,7 +128,7 @@ std::vector<AdjointResult> vjp_items(const std::vector<BatchItem>& items,
     return adjoint_vjp_many<R>(circuits_of(items), thetas_of(items), observables, fns, options);
   }
   std::vector<AdjointResult> out(items.size());
-  for_each_batch_item<R>(items, true, options, [&](std::size_t i, const EngineOptions& o) {
+  for_each_batch_item<R>(items, 2, options, [&](std::size_t i, const EngineOptions& o) {
     out[i] = adjoint_vjp<R>(*items[i].circuit, items[i].theta,
                             observables_of(items[i], observables), weights[i], o);
   });
@@ -136,7 +156,8 @@ std::vector<JacobianResult> jacobian_items(const std::vector<BatchItem>& items,
                                            const std::vector<PauliSum>& observables,
                                            bool keep_forward, const EngineOptions& options) {
   std::vector<JacobianResult> out(items.size());
-  for_each_batch_item<R>(items, true, options, [&](std::size_t i, const EngineOptions& o) {
+  const int states = keep_forward ? 3 : 2;
+  for_each_batch_item<R>(items, states, options, [&](std::size_t i, const EngineOptions& o) {
     if (!keep_forward) {
       out[i] = jacobian_by_vjp<R>(items[i], observables, o);
       return;
@@ -152,13 +173,12 @@ std::vector<JacobianResult> jacobian_items(const std::vector<BatchItem>& items,
 void check_states_fit(const Circuit& c, int states, Precision precision,
                       const EngineOptions& options) {
   if (options.backend != Backend::cpu) return;
-  const int n = c.num_qubits();
   const MethodChoice method = choose_method(c, options);
   const bool dm = method.density_matrix();
-  const std::uint64_t bytes = cpu::state_bytes(method.state_qubits, precision);
-  check_fits_in_memory(static_cast<std::uint64_t>(states) * bytes,
-                       std::to_string(states) + " " + std::to_string(n) + "-qubit " +
-                           (dm ? "density matri(ces)" : "state(s)"));
+  check_fits_in_memory(item_size(c, states, precision, options).bytes,
+                       std::to_string(states) + " " + std::to_string(c.num_qubits()) + "-qubit " +
+                           (dm ? "density matri(ces)" : "state(s)") +
+                           (dm && states > 1 ? " and the states its gradient keeps" : ""));
 }
 
 std::vector<SimulateResult> simulate_batch(const std::vector<BatchItem>& items,

@@ -27,8 +27,11 @@ struct BatchItem {
 };
 
 // Throws OutOfMemory naming the need when `states` states of c (state vectors,
-// or density matrices where the options run c on one) do not fit in this
+// or density matrices where the options run c on one, with the states a
+// density-matrix gradient keeps: grad/method.h, item_size) do not fit in this
 // machine's memory. The GPU backend checks its own memory when it allocates.
+// The batch entry points check one item so; more run at once only where they
+// fit together (grad/engine.h: in_flight_fits).
 void check_states_fit(const Circuit& c, int states, Precision precision,
                       const EngineOptions& options);
 

@@ -10,6 +10,8 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/memory.h"
+#include "grad/engine.h"
 #include "testing/dense_oracle.h"
 
 namespace qmlsim {
@@ -147,6 +149,61 @@ TEST(Batch, RefusesMismatchedWeightsAndStatesTooLargeForMemory) {
   } catch (const OutOfMemory& e) {
     EXPECT_NE(std::string(e.what()).find("1 40-qubit state(s): needs"), std::string::npos)
         << e.what();
+  }
+}
+
+// A density matrix counts as the 2n-qubit state it is, with the states its
+// gradient keeps; an oversized one is refused before anything is allocated.
+TEST(Batch, ItemSizesCountTheStateActuallySimulated) {
+  Circuit c(11);
+  for (int q = 0; q < 11; ++q) {
+    c.add(GateId::RY, {q}, {ParamExpr::literal(0.3)});
+    Operation noise;
+    noise.channel = ChannelId::depolarizing;
+    noise.wires = {q};
+    noise.params = {ParamExpr::literal(0.01)};
+    c.add(noise);
+  }
+  const std::uint64_t dm = std::uint64_t{16} << 22;  // 2^22 complex128 amplitudes
+  EXPECT_EQ(item_size(c, 1, Precision::c128, {}).state_qubits, 22);
+  EXPECT_EQ(item_size(c, 1, Precision::c128, {}).bytes, dm);
+  EXPECT_EQ(item_size(c, 1, Precision::c64, {}).bytes, dm / 2);
+  EXPECT_EQ(item_size(c, 2, Precision::c128, {}).bytes, 13 * dm);  // and 11 kept
+  EngineOptions small_budget;
+  small_budget.checkpoint_bytes = dm;  // beyond it: 2 ceil(sqrt(11)) = 8 states at most
+  EXPECT_EQ(item_size(c, 2, Precision::c128, small_budget).bytes, 10 * dm);
+  EXPECT_EQ(item_size(Circuit(11), 2, Precision::c128, {}).bytes, 2 * (std::uint64_t{16} << 11));
+  Circuit huge(18);
+  huge.add(c.ops()[1]);
+  EngineOptions dm_method;  // automatic would take trajectories
+  dm_method.method = Method::density_matrix;
+  try {
+    check_states_fit(huge, 2, Precision::c128, dm_method);
+    FAIL() << "an 18-qubit density matrix fits";
+  } catch (const OutOfMemory& e) {
+    EXPECT_NE(std::string(e.what()).find("2 18-qubit density matri(ces) and the states its "
+                                         "gradient keeps: needs"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Items run one per thread only where that many fit in memory together;
+// otherwise in turn, with the threads inside each.
+TEST(Batch, ItemsRunOnePerThreadOnlyWhereTheyFitTogether) {
+  const std::uint64_t have = usable_memory().bytes;
+  if (have == 0) GTEST_SKIP() << "this machine's memory is unknown";
+  EngineOptions two;
+  two.threads = 2;
+  const ItemSize half{10, have / 10 * 9 / 2 + 1}, small{10, 1 << 20};
+  EXPECT_TRUE(detail::in_flight_fits(1, half, two));
+  EXPECT_FALSE(detail::in_flight_fits(2, half, two));
+  EXPECT_TRUE(detail::in_flight_fits(8, small, two));
+  for (const auto& [size, inside] : {std::pair{half, 2}, {small, 1}}) {
+    std::vector<int> threads(4, 0);
+    detail::for_each_item(threads.size(), size, two,
+                          [&](std::size_t i, const EngineOptions& o) { threads[i] = o.threads; });
+    EXPECT_EQ(threads, std::vector<int>(4, inside)) << size.bytes;
   }
 }
 

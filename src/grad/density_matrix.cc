@@ -469,7 +469,7 @@ BackwardPlan plan_backward(const Circuit& c, std::span<const double> theta,
   // noise after every gate, keeping would cut the forward pass into a leg per
   // gate and copy the state as often; otherwise the forward pass keeps the
   // states it can (every stride-th group) and recomputes the others.
-  const Precision precision = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
+  const Precision precision = kPrecisionOf<R>;
   const std::uint64_t bytes = density_matrix_bytes(n, precision);
   Cut cut = cut_at_channels(c, /*trainable_alone=*/true);
   std::size_t channels = 0;
@@ -533,7 +533,7 @@ PullBack pull_back(const Circuit& c, std::span<const double> theta,
                    const EngineOptions& options) {
   require_cpu(options);
   const int n = c.num_qubits();
-  const Precision precision = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
+  const Precision precision = kPrecisionOf<R>;
   const std::uint64_t bytes = density_matrix_bytes(n, precision);
   BackwardPlan plan = plan_backward<R>(c, theta, options);
   const bool uncompute = plan.uncompute;

@@ -125,7 +125,7 @@ class Walker {
         rng_(seed),
         binomial_engine_(Rng(seed ^ 0x5851f42d4c957f2dULL).next()) {
     const int width = plan.density ? 2 * plan.n : plan.n;
-    state_bytes_ = cpu::state_bytes(width, sizeof(R) == 4 ? Precision::c64 : Precision::c128);
+    state_bytes_ = cpu::state_bytes(width, kPrecisionOf<R>);
     out.expvals.assign(req.observables.size(), 0.0);
     if (sampling) out.expval_errors.assign(req.observables.size(), 0.0);  // sums of squares first
     if (req.probabilities) out.probabilities.assign(std::size_t{1} << plan.n, 0.0);

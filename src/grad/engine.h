@@ -11,8 +11,10 @@
 #include "backends/cuda/statevector.h"
 #include "circuit/circuit.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "core/parallel.h"
 #include "grad/adjoint.h"
+#include "grad/method.h"
 
 namespace qmlsim::detail {
 
@@ -124,9 +126,19 @@ void run_items(std::size_t count, bool one_per_thread, const EngineOptions& opti
   });
 }
 
+// Whether one item per thread (as many as `count` at once) of `size` fit in
+// memory: where they do not, items run in turn, one in flight.
+inline bool in_flight_fits(std::size_t count, const ItemSize& size, const EngineOptions& o) {
+  const auto in_flight = std::min<std::uint64_t>(count, static_cast<std::uint64_t>(o.threads));
+  return fits_in_memory(in_flight * size.bytes);
+}
+
+// Items whose states are smaller than kMinParallelWork amplitudes (a density
+// matrix counts its 2n qubits) run one per thread where memory allows.
 template <class Fn>
-void for_each_item(std::size_t count, int n, const EngineOptions& options, Fn&& fn) {
-  run_items(count, options.backend == Backend::cpu && (std::int64_t{1} << n) < kMinParallelWork,
+void for_each_item(std::size_t count, const ItemSize& size, const EngineOptions& options, Fn&& fn) {
+  const bool small = (std::int64_t{1} << size.state_qubits) < kMinParallelWork;
+  run_items(count, options.backend == Backend::cpu && small && in_flight_fits(count, size, options),
             options, fn);
 }
 
@@ -164,8 +176,12 @@ bool sweeps_one_per_thread(std::size_t count, int n, const EngineOptions& o) {
 
 // for_each_item for items that are adjoint sweeps (see sweeps_one_per_thread).
 template <class R, class Fn>
-void for_each_sweep(std::size_t count, int n, const EngineOptions& options, Fn&& fn) {
-  run_items(count, sweeps_one_per_thread<R>(count, n, options), options, fn);
+void for_each_sweep(std::size_t count, const ItemSize& size, const EngineOptions& options,
+                    Fn&& fn) {
+  run_items(count,
+            sweeps_one_per_thread<R>(count, size.state_qubits, options) &&
+                in_flight_fits(count, size, options),
+            options, fn);
 }
 
 // Trajectories do not differentiate channel parameters (their branch

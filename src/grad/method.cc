@@ -1,5 +1,8 @@
 #include "grad/method.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "backends/cpu/statevector.h"
 #include "core/error.h"
 #include "core/memory.h"
@@ -36,7 +39,40 @@ Method method_for(int n, const CircuitNeeds& k, const EngineOptions& o) {
   return k.channels && !k.dynamic ? Method::trajectories : Method::statevector;
 }
 
+// States a density-matrix gradient keeps before `channels` channels
+// (grad/density_matrix.cc: plan_backward, pull_back): all of them within
+// `budget` bytes of `state` each, else every stride-th, stride ~
+// sqrt(channels), and one block recomputed from it.
+double kept_states(double channels, double state, double budget) {
+  if (channels * state <= budget) return channels;
+  return std::min(channels, 2 * std::ceil(std::sqrt(channels)));
+}
+
 }  // namespace
+
+ItemSize item_size(const Circuit& c, int states, Precision p, const EngineOptions& o) {
+  const MethodChoice m = choose_method(c, o);
+  // In double: a density matrix forced beyond the qubit limit overflows 64 bits.
+  const double state = std::ldexp(p == Precision::c64 ? 8.0 : 16.0, m.state_qubits);
+  double bytes = states * state;
+  if (m.density_matrix() && states > 1) {
+    const auto channels = static_cast<double>(std::count_if(
+        c.ops().begin(), c.ops().end(), [](const Operation& op) { return op.is_channel(); }));
+    bytes += kept_states(channels, state, static_cast<double>(o.checkpoint_bytes)) * state;
+  }
+  const double most = std::ldexp(1.0, 62);
+  return {m.state_qubits, static_cast<std::uint64_t>(std::min(bytes, most))};
+}
+
+ItemSize largest_item(const std::vector<const Circuit*>& circuits, int states, Precision p,
+                      const EngineOptions& o) {
+  ItemSize out;
+  for (const Circuit* c : circuits) {
+    const ItemSize s = item_size(*c, states, p, o);
+    out = {std::max(out.state_qubits, s.state_qubits), std::max(out.bytes, s.bytes)};
+  }
+  return out;
+}
 
 MethodChoice choose_method(int n, const CircuitNeeds& needs, const EngineOptions& o) {
   MethodChoice out;

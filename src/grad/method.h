@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "circuit/circuit.h"
 #include "grad/options.h"
@@ -49,6 +50,23 @@ struct MethodChoice {
 MethodChoice choose_method(int n, const CircuitNeeds& needs, const EngineOptions& o);
 // The same with c's needs (a mixed start: o.initial_state holds 4^n entries).
 MethodChoice choose_method(const Circuit& c, const EngineOptions& o);
+
+// What one run of a circuit holds at its peak: the qubits of its state (2n
+// on a density matrix; the item policies go by them, grad/engine.h) and its
+// bytes (what memory checks count, per item in flight).
+struct ItemSize {
+  int state_qubits = 0;
+  std::uint64_t bytes = 0;
+};
+
+// ItemSize of c run under o with `states` states of the chosen method (a
+// forward pass 1, a VJP 2, a Jacobian 3); a gradient on the density matrix
+// adds the states its backward pass keeps before channels (at most
+// o.checkpoint_bytes' worth, or about 2 sqrt(channels) states beyond it).
+ItemSize item_size(const Circuit& c, int states, Precision p, const EngineOptions& o);
+// The largest ItemSize among the circuits (each with o).
+ItemSize largest_item(const std::vector<const Circuit*>& circuits, int states, Precision p,
+                      const EngineOptions& o);
 
 // Bytes of a density matrix on n qubits (the 2n-qubit vector).
 std::uint64_t density_matrix_bytes(int n, Precision p);

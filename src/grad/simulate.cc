@@ -105,7 +105,7 @@ std::vector<std::vector<double>> expvals_many(const std::vector<const Circuit*>&
                                               const EngineOptions& options) {
   if (circuits.empty()) return {};
   const int n = detail::common_qubits(circuits, "expvals_many");
-  const Precision p = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
+  const Precision p = kPrecisionOf<R>;
   const bool noisy = std::any_of(circuits.begin(), circuits.end(), [](const Circuit* c) {
     return c->has_channels() || c->has_dynamic();
   });
@@ -119,7 +119,7 @@ std::vector<std::vector<double>> expvals_many(const std::vector<const Circuit*>&
   std::vector<std::vector<double>> out(circuits.size());
   SimulateRequest req;
   req.observables = observables;
-  detail::for_each_item(circuits.size(), n, options,
+  detail::for_each_item(circuits.size(), largest_item(circuits, 1, p, options), options,
                         [&](std::size_t i, const EngineOptions& inner) {
                           out[i] = simulate<R>(*circuits[i], thetas[i], req, inner).expvals;
                         });

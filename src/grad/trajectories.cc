@@ -235,7 +235,7 @@ Spine spine_of(const Plan& plan, std::uint64_t seed, std::uint64_t first, std::s
 template <class R>
 bool share_prefixes(int n) {
   if (env_switch("QMLSIM_SHARED_PREFIXES") == 0) return false;
-  return fits_in_memory(2 * cpu::state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128));
+  return fits_in_memory(2 * cpu::state_bytes(n, kPrecisionOf<R>));
 }
 
 // Trajectories [first, first + outs.size()) of a group, each as run alone
@@ -260,7 +260,8 @@ void run_group(const Plan& plan, std::uint64_t first, const SimulateRequest& req
   std::vector<Leaving> pending;
   std::vector<std::unique_ptr<cpu::StateVector<R>>> copies;  // small states' spine states
   auto run_pending = [&] {
-    detail::for_each_item(pending.size(), plan.n, o, [&](std::size_t i, const EngineOptions& in) {
+    const ItemSize size{plan.n, cpu::state_bytes(plan.n, kPrecisionOf<R>)};
+    detail::for_each_item(pending.size(), size, o, [&](std::size_t i, const EngineOptions& in) {
       const Leaving& l = pending[i];
       Walk<R> w(detail::make_state<cpu::StateVector<R>>(plan.n, in), l.normalised);
       w.sv.copy_from(*l.from);
@@ -345,7 +346,9 @@ void for_each_trajectory(std::int64_t count, int n, const EngineOptions& options
   for (std::int64_t first = 0; first < count; first += block) {
     const auto size = static_cast<std::size_t>(std::min(block, count - first));
     std::vector<Out> outs(size);
-    detail::for_each_item(size, n, options, [&](std::size_t i, const EngineOptions& inner) {
+    // a trajectory's state and, for its gradient, its adjoint (at most complex128)
+    const ItemSize item{n, 2 * cpu::state_bytes(n, Precision::c128)};
+    detail::for_each_item(size, item, options, [&](std::size_t i, const EngineOptions& inner) {
       outs[i] = fn(static_cast<std::uint64_t>(first) + i, inner);
     });
     for (std::size_t i = 0; i < size; ++i) add(static_cast<std::uint64_t>(first) + i, outs[i]);

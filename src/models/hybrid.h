@@ -71,20 +71,21 @@ class HybridModel {
 
   const ml::ParamLayout& layout() const { return layout_; }
   // The batch policy: true when `count` examples run one per thread (enough of
-  // them, states of at most 2^18 amplitudes), false when they run in turn with
-  // the threads inside each state. Measured with the QCNN at 14-20 qubits, 2
-  // threads: one state per thread is faster up to 16 qubits and equal at 18-20.
+  // them, states of at most 2^18 amplitudes: a density matrix counts its 2n
+  // qubits), false when they run in turn with the threads inside each state.
+  // Measured with the QCNN at 14-20 qubits, 2 threads: one state per thread is
+  // faster up to 16 qubits and equal at 18-20.
   // On the GPU, examples run in turn on the calling thread (it holds the device;
   // small circuits go to the GPU's own batches instead). A state spread over
   // ranks (`distributed`) runs its examples in turn too: its collectives are
   // called by one thread per rank (MPI_THREAD_FUNNELED).
-  bool one_example_per_thread(std::size_t count, int threads, Backend backend,
-                              bool distributed) const {
-    return backend == Backend::cpu && !distributed && num_qubits_ <= 18 &&
+  bool one_example_per_thread(std::size_t count, int threads, Backend backend, bool distributed,
+                              Method method) const {
+    return backend == Backend::cpu && !distributed && state_qubits(method) <= 18 &&
            count >= static_cast<std::size_t>(threads);
   }
   bool one_example_per_thread(std::size_t count, const EvalOptions& o) const {
-    return one_example_per_thread(count, o.threads, o.backend, o.distributed());
+    return one_example_per_thread(count, o.threads, o.backend, o.distributed(), o.method);
   }
   const std::vector<PauliSum>& readouts() const { return readouts_; }
   // Predictions per example.
@@ -106,9 +107,11 @@ class HybridModel {
   bool has_channels() const { return has_channels_; }
   // The qubits of one state as memory counts them under o.method: a density
   // matrix of n qubits takes what a state vector of 2n does.
-  int state_qubits(const EvalOptions& o) const {
-    return has_channels_ ? choose_method(num_qubits_, {.channels = true}, engine(o)).state_qubits
-                         : num_qubits_;
+  int state_qubits(const EvalOptions& o) const { return state_qubits(o.method); }
+  int state_qubits(Method method) const {
+    EngineOptions e;
+    e.method = method;
+    return choose_method(num_qubits_, {.channels = has_channels_}, e).state_qubits;
   }
 
   // outputs() predictions per example data.x[index[i]], example after example.

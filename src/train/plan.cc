@@ -130,8 +130,8 @@ Plan make_plan(const io::Config& config, const PlanOptions& options) {
     const auto batch = static_cast<std::int64_t>(t.batch_size);
     const auto n = static_cast<std::int64_t>(job.train.size());
     const std::int64_t share = ceil_div(std::min(batch, n), groups);
-    const bool per_thread = model.one_example_per_thread(static_cast<std::size_t>(share), p.threads,
-                                                         eval.backend, p.state_ranks > 1);
+    const bool per_thread = model.one_example_per_thread(
+        static_cast<std::size_t>(share), p.threads, eval.backend, p.state_ranks > 1, eval.method);
     p.steps_per_epoch = ceil_div(n, batch);
     p.epochs = t.epochs;
     // A noisy model's states are density matrices: twice the qubits.

@@ -160,8 +160,7 @@ template <class R>
 bool StateVector<R>::sweep_in_segments(int n, int chunk_qubits, bool serial) {
   const int chunk = chunk_qubits < 0 ? default_chunk_qubits() : chunk_qubits;
   if (blocked(n, chunk)) return true;
-  return serial && chunk > 0 &&
-         state_bytes(n, sizeof(R) == 4 ? Precision::c64 : Precision::c128) >= kSegmentedSweepBytes;
+  return serial && chunk > 0 && state_bytes(n, kPrecisionOf<R>) >= kSegmentedSweepBytes;
 }
 
 namespace {

@@ -165,7 +165,7 @@ void check_small_batch() {
   // Items with different gates, forward and backward in one launch each,
   // against the CPU backend item by item.
   std::mt19937_64 rng(12);
-  for (int n : {3, 8, small_batch_max_qubits(sizeof(R) == 4 ? Precision::c64 : Precision::c128)}) {
+  for (int n : {3, 8, small_batch_max_qubits(kPrecisionOf<R>)}) {
     std::vector<std::vector<BoundGate>> forward, inverse;
     std::vector<std::vector<char>> measure;
     std::vector<PauliSum> h;

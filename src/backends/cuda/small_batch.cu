@@ -73,7 +73,7 @@ struct SmallBatch<R>::Impl {
 template <class R>
 SmallBatch<R>::SmallBatch(int n, const std::vector<std::vector<BoundGate>>& forward)
     : impl_(new Impl) {
-  const Precision p = sizeof(R) == 4 ? Precision::c64 : Precision::c128;
+  const Precision p = kPrecisionOf<R>;
   if (n < 1 || n > small_batch_max_qubits(p)) {
     delete impl_;
     throw Error("cuda small batch: " + std::to_string(n) + " qubits (at most " +
