@@ -63,6 +63,11 @@ run_tests src/backends/cuda/cuda_backend_test '*'
 run_tests src/grad/grad_test '*Cuda*:*Gpu*'
 run_tests src/train/train_test '*Cuda*'
 
+step "density matrix: 12 qubits on the GPU against the CPU (forward and gradient)"
+python3 scripts/gpu_density_check.py "$bin/qmlsim" "$out" >"$out/density-matrix.txt" 2>>"$log" ||
+  fail "density matrix"
+cat "$out/density-matrix.txt" | tee -a "$log"
+
 step "kernel benchmarks (time / the GPU's bandwidth pass)"
 "$bin/qmlsim" bench --backend cuda --qubits 24,28 --precision c64,c128 --repetitions 7 \
   --json "$out/bench-kernels.json" >"$out/bench-kernels.txt" 2>&1 || fail "bench kernels"
@@ -121,6 +126,10 @@ try:
 except OSError as e:
     print(f"job results missing: {e}")
 print("\n" + "\n".join(f"- {v}" for v in verdicts))
+try:
+    print("\n## Density matrix on the GPU\n\n" + open(f"{out}/density-matrix.txt").read().rstrip())
+except OSError as e:
+    print(f"density-matrix results missing: {e}")
 EOF
 cat "$summary"
 exit $status

@@ -340,8 +340,9 @@ void check_density_matrix_fits(const Circuit& c, const EngineOptions& engine, Pr
     throw Error(what + " is beyond the " + std::to_string(kMaxQubits / 2) +
                 "-qubit limit of the density-matrix method");
   // The forward state; for the Jacobian also the adjoint's, the final state's
-  // copy and the states kept before channels.
-  check_fits_in_memory(item_size(c, gradient ? 3 : 1, prec, engine).bytes, what);
+  // copy and the states kept before channels (GPU states report their own size).
+  if (engine.backend == Backend::cpu)
+    check_fits_in_memory(item_size(c, gradient ? 3 : 1, prec, engine).bytes, what);
 }
 
 // Binds every input of the program from the --input flags (all required).

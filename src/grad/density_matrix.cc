@@ -22,32 +22,26 @@ namespace qmlsim {
 
 namespace {
 
-template <class R>
-using State = cpu::StateVector<R>;
+template <class SV>
+using Traits = detail::BackendTraits<SV>;
 
-void require_cpu(const EngineOptions& options) {
-  if (options.backend != Backend::cpu)
-    throw Error("the density-matrix method runs on the CPU backend only (not yet on the GPU)");
-}
-
-template <class R>
-std::unique_ptr<State<R>> new_state(int n, const EngineOptions& options) {
-  auto s = std::make_unique<State<R>>(2 * n, options.threads, typename State<R>::Unset{});
-  if (options.chunk_qubits >= 0) s->set_chunk_qubits(options.chunk_qubits);
-  return s;
+// A density matrix on n qubits: a state of 2n on the options' backend.
+template <class SV>
+std::unique_ptr<SV> new_state(int n, const EngineOptions& options) {
+  return std::make_unique<SV>(detail::make_state<SV>(2 * n, options));
 }
 
 // States of one pass, reused: a checkpoint is read once, by the backward pass,
 // which then hands its old state back (allocating each anew cost more than the
 // copies: the kernel zeroes every new page).
-template <class R>
+template <class SV>
 class StatePool {
  public:
   StatePool(int n, const EngineOptions& options) : n_(n), options_(options) {}
-  std::unique_ptr<State<R>> copy_of(const State<R>& s) {
-    std::unique_ptr<State<R>> out;
+  std::unique_ptr<SV> copy_of(const SV& s) {
+    std::unique_ptr<SV> out;
     if (spare_.empty()) {
-      out = new_state<R>(n_, options_);
+      out = new_state<SV>(n_, options_);
     } else {
       out = std::move(spare_.back());
       spare_.pop_back();
@@ -55,18 +49,18 @@ class StatePool {
     out->copy_from(s);
     return out;
   }
-  void give_back(std::unique_ptr<State<R>> s) { spare_.push_back(std::move(s)); }
+  void give_back(std::unique_ptr<SV> s) { spare_.push_back(std::move(s)); }
 
  private:
   int n_;
   const EngineOptions& options_;
-  std::vector<std::unique_ptr<State<R>>> spare_;
+  std::vector<std::unique_ptr<SV>> spare_;
 };
 
 // rho = |0><0|, |psi><psi| for a given initial state psi, or a given
 // density matrix (row-major).
-template <class R>
-void set_initial(State<R>& rho, int n, const EngineOptions& options) {
+template <class SV>
+void set_initial(SV& rho, int n, const EngineOptions& options) {
   const std::span<const cplx> init = options.initial_state;
   if (init.empty()) {
     rho.set_basis_state(0);
@@ -127,10 +121,9 @@ Cut cut_at_channels(const Circuit& c, bool trainable_alone) {
 // d/dtheta of Re <lambda| S(theta) |rho> for a channel op with superoperator
 // S, added to gradient: each trainable parameter's superoperator derivative
 // between lambda (after op) and rho (before it), times its scale.
-template <class R>
+template <class SV>
 void add_channel_gradient(const Operation& op, std::span<const double> theta, int n,
-                          const State<R>& lambda, const State<R>& rho,
-                          std::vector<double>& gradient) {
+                          const SV& lambda, const SV& rho, std::vector<double>& gradient) {
   for (std::size_t k = 0; k < op.params.size(); ++k) {
     const ParamExpr& p = op.params[k];
     if (p.slot < 0) continue;
@@ -201,14 +194,24 @@ double trace_with_columns(const R* columns, int n, index_t c0, index_t c1, const
   return sum;
 }
 
+// Tr(H rho), vec(H) and the diagonal on each backend: the CPU's here, the
+// GPU's by its kernels (cuda/density_ops.h).
 template <class R>
-double trace_with(const State<R>& rho, int n, const PauliSum& h) {
+double trace_with(const cpu::StateVector<R>& rho, int n, const PauliSum& h) {
   return trace_with_columns(rho.data(), n, 0, index_t{1} << n, h);
+}
+template <class R>
+double trace_with(const cuda::StateVector<R>& rho, int, const PauliSum& h) {
+  return rho.density_trace(h);
 }
 
 // lambda = vec(H): H[r][c] at r + 2^n c, with H[k ^ x][k] = coeff phase(k).
 template <class R>
-void set_observable(State<R>& lambda, int n, const PauliSum& h) {
+void set_observable(cuda::StateVector<R>& lambda, int, const PauliSum& h) {
+  lambda.set_density_observable(h);
+}
+template <class R>
+void set_observable(cpu::StateVector<R>& lambda, int n, const PauliSum& h) {
   R* a = lambda.data();
   std::fill(a, a + 2 * lambda.size(), R(0));
   const index_t dim = index_t{1} << n;
@@ -233,18 +236,41 @@ std::vector<double> diagonal_of_columns(const R* columns, int n, index_t c0, ind
 }
 
 template <class R>
-void read_out(const State<R>& rho, int n, const SimulateRequest& req, SimulateResult& out) {
-  for (const PauliSum& h : req.observables) out.expvals.push_back(trace_with(rho, n, h));
+std::vector<double> diagonal_of(const cpu::StateVector<R>& rho, int n) {
+  return diagonal_of_columns(rho.data(), n, 0, index_t{1} << n);
+}
+template <class R>
+std::vector<double> diagonal_of(const cuda::StateVector<R>& rho, int) {
+  return rho.density_diagonal();
+}
+
+// rho row-major (rho[r][c] at r 2^n + c).
+template <class R>
+std::vector<cplx> matrix_of(const cpu::StateVector<R>& rho, int n) {
   const index_t dim = index_t{1} << n;
-  if (req.state) {
-    out.state.resize(dim * dim);
-    const R* a = rho.data();
-    for (index_t r = 0; r < dim; ++r)
-      for (index_t c = 0; c < dim; ++c)
-        out.state[r * dim + c] = {a[2 * (r + dim * c)], a[2 * (r + dim * c) + 1]};
-  }
+  std::vector<cplx> out(dim * dim);
+  const R* a = rho.data();
+  for (index_t r = 0; r < dim; ++r)
+    for (index_t c = 0; c < dim; ++c)
+      out[r * dim + c] = {a[2 * (r + dim * c)], a[2 * (r + dim * c) + 1]};
+  return out;
+}
+template <class R>
+std::vector<cplx> matrix_of(const cuda::StateVector<R>& rho, int n) {
+  const index_t dim = index_t{1} << n;
+  const std::vector<cplx> v = rho.to_vector();
+  std::vector<cplx> out(dim * dim);
+  for (index_t r = 0; r < dim; ++r)
+    for (index_t c = 0; c < dim; ++c) out[r * dim + c] = v[r + dim * c];
+  return out;
+}
+
+template <class SV>
+void read_out(const SV& rho, int n, const SimulateRequest& req, SimulateResult& out) {
+  for (const PauliSum& h : req.observables) out.expvals.push_back(trace_with(rho, n, h));
+  if (req.state) out.state = matrix_of(rho, n);
   if (req.probabilities || req.shots > 0 || req.most_probable)
-    read_out_diagonal(diagonal_of_columns(rho.data(), n, 0, dim), req, out);
+    read_out_diagonal(diagonal_of(rho, n), req, out);
 }
 
 // m^-1 in place by Gauss-Jordan elimination with partial pivoting; false
@@ -321,8 +347,8 @@ struct GroupMaps {
 // Operations queued for a state in the order they apply, applied fused when
 // the state is next read: runs of channels, inverses and gates without
 // trainable parameters fuse across stretch and group boundaries.
-template <class R>
-void flush(State<R>& s, std::vector<BoundGate>& queued, const EngineOptions& options) {
+template <class SV>
+void flush(SV& s, std::vector<BoundGate>& queued, const EngineOptions& options) {
   if (!queued.empty()) s.apply(fused(queued, options));
   queued.clear();
 }
@@ -335,7 +361,7 @@ void flush(State<R>& s, std::vector<BoundGate>& queued, const EngineOptions& opt
 // on one state, so the sweep's cache-blocked segments carry it: one pass over
 // both states for many gates and channels, where a queue applied on its own
 // costs a pass per state.
-template <class R>
+template <class SV>
 class BackwardSweep {
  public:
   explicit BackwardSweep(const EngineOptions& options) : options_(options) {}
@@ -361,7 +387,7 @@ class BackwardSweep {
 
   // Applies every step added since the last run and adds the measured
   // stretches' gradients; with undo_all the states are read afterwards.
-  void run(State<R>& rho, State<R>& lambda, bool undo_all, std::vector<double>& gradient) {
+  void run(SV& rho, SV& lambda, bool undo_all, std::vector<double>& gradient) {
     if (stretches_.empty()) {  // nothing measured: each state's run by apply (larger chunks)
       if (undo_all) {
         flush(rho, rho_run_, options_);
@@ -416,21 +442,28 @@ class BackwardSweep {
   std::vector<std::pair<Segmented, std::size_t>> stretches_;  // with the end of their steps
 };
 
-}  // namespace
-
-template <class R>
-SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double> theta,
-                                       const SimulateRequest& req, const EngineOptions& options) {
-  require_cpu(options);
+template <class SV>
+SimulateResult simulate_on(const Circuit& c, std::span<const double> theta,
+                           const SimulateRequest& req, const EngineOptions& options) {
   const int n = c.num_qubits();
   const std::vector<BoundGate> gates = density_gates(c, theta, options);
-  auto rho = new_state<R>(n, options);
+  auto rho = new_state<SV>(n, options);
   set_initial(*rho, n, options);
   rho->apply(gates);
   SimulateResult out;
   out.gates_after_fusion = gates.size();
   read_out(*rho, n, req, out);
   return out;
+}
+
+}  // namespace
+
+template <class R>
+SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double> theta,
+                                       const SimulateRequest& req, const EngineOptions& options) {
+  if (options.backend == Backend::cuda)
+    return simulate_on<cuda::StateVector<R>>(c, theta, req, detail::for_backend(options));
+  return simulate_on<cpu::StateVector<R>>(c, theta, req, options);
 }
 
 namespace {
@@ -517,144 +550,204 @@ struct PullBack {
   std::vector<std::vector<double>> gradients;
 };
 
-// Writes a backward pass's adjoint state lambda0 = vec(L), L Hermitian,
-// given <H_k> of the final rho (a loss's weights may depend on them).
-template <class R>
-using Start = std::function<void(State<R>& lambda, const std::vector<double>& expvals)>;
+// A backward pass's adjoint state lambda0 = vec(L), L Hermitian: vec(h), or
+// the given amplitudes when there are any (owned by the caller).
+struct AdjointStart {
+  PauliSum h;
+  std::span<const cplx> amplitudes;
+};
+// lambda0 given <H_k> of the final rho (a loss's weights may depend on them).
+using Start = std::function<AdjointStart(const std::vector<double>& expvals)>;
+
+// One forward pass of a density-matrix gradient, keeping the states its
+// backward passes restore, and backward passes from its final rho.
+template <class SV>
+class PullBackRun {
+ public:
+  PullBackRun(const Circuit& c, std::span<const double> theta, const EngineOptions& options)
+      : c_(c),
+        theta_(theta),
+        options_(options),
+        n_(c.num_qubits()),
+        plan_(plan_backward<typename SV::real_type>(c, theta, options)),
+        pool_(n_, options) {
+    const std::uint64_t bytes = density_matrix_bytes(n_, kPrecisionOf<typename SV::real_type>);
+    const std::size_t kept = plan_.cuts.size();
+    if (!plan_.uncompute && kept > 0 && bytes * kept > options.checkpoint_bytes)
+      stride_ = static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(kept))));
+  }
+
+  // The final rho, every stride-th state before a cut kept on the way.
+  const SV& forward() {
+    rho_ = new_state<SV>(n_, options_);
+    set_initial(*rho_, n_, options_);
+    if (plan_.uncompute) rho_->apply(density_gates(c_, theta_, options_));  // fused across groups
+    for (std::size_t u = 0; !plan_.uncompute && u < plan_.legs.size(); ++u) {
+      rho_->apply(plan_.legs[u]);
+      if (u < plan_.cuts.size() && u % stride_ == 0) kept_[u] = pool_.copy_of(*rho_);
+    }
+    return *rho_;
+  }
+  std::unique_ptr<SV> copy_of(const SV& s) { return pool_.copy_of(s); }
+  // The gradient of <lambda|vec(rho)> from lambda as set (vec(H_w)), rho the
+  // final state (`rho`, handed over; null: the forward pass's); `last`: no
+  // pass follows (the kept states are then taken, not copied). lambda is
+  // pulled back through stretches and dual channels, rho undone (one sweep:
+  // BackwardSweep) or restored from the kept states.
+  std::vector<double> backward(SV& lambda, std::unique_ptr<SV> rho, bool last) {
+    if (rho) pool_.give_back(std::exchange(rho_, std::move(rho)));
+    last_pass_ = last;
+    return plan_.uncompute ? backward_undoing(lambda) : backward_restoring(lambda);
+  }
+
+ private:
+  // The state at cut k (before channel group cuts[k]), taken out (each is
+  // read once per backward pass): kept (a copy while another pass follows),
+  // or recomputed with the rest of its block when the pass enters the block.
+  std::unique_ptr<SV> at_cut(std::size_t k) {
+    if (k % stride_ == 0 && !last_pass_) return pool_.copy_of(*kept_.at(k));
+    if (k % stride_ != 0 && !block_.count(k)) {
+      const std::size_t first = k - k % stride_;
+      auto s = pool_.copy_of(*kept_.at(first));
+      for (std::size_t i = first + 1; i <= k; ++i) {
+        s->apply(plan_.legs[i]);
+        block_[i] = i == k ? std::move(s) : pool_.copy_of(*s);
+      }
+    }
+    auto& from = k % stride_ == 0 ? kept_ : block_;
+    auto out = std::move(from.at(k));
+    from.erase(k);
+    return out;
+  }
+
+  // Channels undone by their inverses: one sweep over both states between
+  // the reads a trainable channel's term makes.
+  std::vector<double> backward_undoing(SV& lambda) {
+    std::vector<double> gradient(theta_.size(), 0.0);
+    BackwardSweep<SV> sweep(options_);
+    const std::vector<std::vector<TapeStep>>& tapes = plan_.tapes;
+    for (std::size_t j = plan_.groups.size() + 1; j-- > 0;) {
+      if (has_trainable_gates(tapes[j])) {
+        sweep.measure(tapes[j]);
+      } else {
+        for (std::size_t i = tapes[j].size(); i-- > 0;) sweep.undo_both(adjoint(tapes[j][i].gate));
+      }
+      if (j == 0) break;
+      // Back through channel group j - 1: rho before each channel, lambda after it.
+      const GroupMaps& g = plan_.groups[j - 1];
+      for (std::size_t i = g.ops.size(); i-- > 0;) {
+        sweep.undo_rho(g.inverse[i]);
+        if (has_trainable_params(*g.ops[i])) {
+          sweep.run(*rho_, lambda, /*undo_all=*/true, gradient);
+          add_channel_gradient(*g.ops[i], theta_, n_, lambda, *rho_, gradient);
+        }
+        sweep.pull_back_lambda(g.dual[i]);
+      }
+    }
+    sweep.run(*rho_, lambda, /*undo_all=*/false, gradient);
+    return gradient;
+  }
+
+  // A stretch with trainable gates swept; rho is not read after it (the next
+  // one swept, or channel measured, restores it from a cut). Where no gate
+  // needs undoing for another's sums (a layer on distinct wires) and the
+  // backend's sweep then leaves the states alone, it forms them in place,
+  // and lambda's undo joins its queue.
+  void sweep_stretch(const std::vector<TapeStep>& tape, bool more, SV& lambda,
+                     std::vector<BoundGate>& lambda_queue, std::vector<double>& gradient) {
+    flush(lambda, lambda_queue, options_);
+    const Segmented seg = segment(tape, options_.fusion);  // cost-aware: only where swept
+    std::vector<BoundGate> inverse;
+    std::vector<char> measure;
+    inverse_gates(seg, inverse, measure);
+    const std::vector<char> needed = undo_needed(inverse, measure, false);
+    const bool in_place = Traits<SV>::kSweepSkipsUnneededSteps &&
+                          std::none_of(needed.begin(), needed.end(), [](char c) { return c; });
+    std::vector<Matrix> cross;
+    rho_->adjoint_sweep(lambda, inverse, measure, cross, /*undo_all=*/more && !in_place);
+    accumulate(seg, cross, gradient);
+    if (in_place && more) lambda_queue.insert(lambda_queue.end(), inverse.rbegin(), inverse.rend());
+  }
+
+  // States restored at the cuts: a stretch without trainable gates is not
+  // swept (its inverse joins lambda's queue).
+  std::vector<double> backward_restoring(SV& lambda) {
+    std::vector<double> gradient(theta_.size(), 0.0);
+    std::vector<BoundGate> lambda_queue;
+    const std::vector<std::vector<TapeStep>>& tapes = plan_.tapes;
+    std::size_t cut = plan_.cuts.size();  // rho is the state at cut `cut` (the end: all of them)
+    for (std::size_t j = plan_.groups.size() + 1; j-- > 0;) {
+      if (has_trainable_gates(tapes[j])) {
+        sweep_stretch(tapes[j], j > 0, lambda, lambda_queue, gradient);
+      } else if (j > 0) {
+        for (std::size_t i = tapes[j].size(); i-- > 0;)
+          lambda_queue.push_back(adjoint(tapes[j][i].gate));
+      }
+      if (j == 0) break;
+      const GroupMaps& g = plan_.groups[j - 1];
+      if (cut > 0 && plan_.cuts[cut - 1] == j - 1)
+        pool_.give_back(std::exchange(rho_, at_cut(--cut)));
+      for (const Operation* op : g.ops)  // a trainable one is alone in its group
+        if (has_trainable_params(*op)) {
+          flush(lambda, lambda_queue, options_);
+          add_channel_gradient(*op, theta_, n_, lambda, *rho_, gradient);
+        }
+      lambda_queue.insert(lambda_queue.end(), g.dual.rbegin(), g.dual.rend());
+    }
+    return gradient;
+  }
+
+  const Circuit& c_;
+  std::span<const double> theta_;
+  const EngineOptions& options_;
+  int n_;
+  BackwardPlan plan_;
+  std::size_t stride_ = 1;  // unused when channels are undone
+  StatePool<SV> pool_;
+  std::map<std::size_t, std::unique_ptr<SV>> kept_, block_;  // by cut
+  std::unique_ptr<SV> rho_;
+  bool last_pass_ = true;
+};
 
 // <H_k> of the final rho, and d/dtheta <lambda0|vec(rho)> for each adjoint
 // state that one of `starts` writes: one forward pass, then a backward pass
 // per start from a copy of the final rho (the kept states copied too, but
 // for the last). The backward pass of density_matrix_vjp,
 // density_matrix_jacobian and density_matrix_state_vjp.
-template <class R>
+template <class SV>
 PullBack pull_back(const Circuit& c, std::span<const double> theta,
-                   const std::vector<PauliSum>& observables, const std::vector<Start<R>>& starts,
+                   const std::vector<PauliSum>& observables, const std::vector<Start>& starts,
                    const EngineOptions& options) {
-  require_cpu(options);
   const int n = c.num_qubits();
-  const Precision precision = kPrecisionOf<R>;
-  const std::uint64_t bytes = density_matrix_bytes(n, precision);
-  BackwardPlan plan = plan_backward<R>(c, theta, options);
-  const bool uncompute = plan.uncompute;
-  const std::vector<GroupMaps>& groups = plan.groups;
-  const std::vector<std::vector<TapeStep>>& tapes = plan.tapes;
-  const std::vector<std::size_t>& cuts = plan.cuts;
-  const std::vector<std::vector<BoundGate>>& legs = plan.legs;
-  const std::size_t m = groups.size(), kept_count = cuts.size();
-
-  std::size_t stride = 1;  // unused when channels are undone
-  if (!uncompute && kept_count > 0 && bytes * kept_count > options.checkpoint_bytes)
-    stride = static_cast<std::size_t>(std::ceil(std::sqrt(static_cast<double>(kept_count))));
-  StatePool<R> pool(n, options);
-  std::map<std::size_t, std::unique_ptr<State<R>>> kept, block;  // by cut
-  auto rho = new_state<R>(n, options);
-  set_initial(*rho, n, options);
-  if (uncompute) rho->apply(density_gates(c, theta, options));  // fused across groups
-  for (std::size_t u = 0; !uncompute && u < legs.size(); ++u) {
-    rho->apply(legs[u]);
-    if (u < kept_count && u % stride == 0) kept[u] = pool.copy_of(*rho);
-  }
+  PullBackRun<SV> run(c, theta, options);
+  const SV& rho = run.forward();
   PullBack result;
-  for (const PauliSum& h : observables) result.expvals.push_back(trace_with(*rho, n, h));
-  std::unique_ptr<State<R>> final_rho = starts.size() > 1 ? pool.copy_of(*rho) : nullptr;
-
-  // The state at cut k (before channel group cuts[k]), taken out (each is
-  // read once per backward pass): kept (a copy while another pass follows),
-  // or recomputed with the rest of its block when the pass enters the block.
-  bool last_pass = true;
-  auto at_cut = [&](std::size_t k) {
-    if (k % stride == 0 && !last_pass) return pool.copy_of(*kept.at(k));
-    if (k % stride != 0 && !block.count(k)) {
-      const std::size_t first = k - k % stride;
-      auto s = pool.copy_of(*kept.at(first));
-      for (std::size_t i = first + 1; i <= k; ++i) {
-        s->apply(legs[i]);
-        block[i] = i == k ? std::move(s) : pool.copy_of(*s);
-      }
-    }
-    auto& from = k % stride == 0 ? kept : block;
-    auto out = std::move(from.at(k));
-    from.erase(k);
-    return out;
-  };
-
-  // One backward pass from lambda as set (vec(H_w)), its gradient: lambda
-  // pulled back through stretches and dual channels, rho undone (one sweep:
-  // BackwardSweep) or restored. Restored, a stretch without trainable gates
-  // is not swept: its inverse joins lambda's queue.
-  auto backward = [&](State<R>& lambda) {
-    std::vector<double> gradient(theta.size(), 0.0);
-    if (uncompute) {
-      BackwardSweep<R> sweep(options);
-      for (std::size_t j = m + 1; j-- > 0;) {
-        if (has_trainable_gates(tapes[j])) {
-          sweep.measure(tapes[j]);
-        } else {
-          for (std::size_t i = tapes[j].size(); i-- > 0;)
-            sweep.undo_both(adjoint(tapes[j][i].gate));
-        }
-        if (j == 0) break;
-        // Back through channel group j - 1: rho before each channel, lambda after it.
-        const GroupMaps& g = groups[j - 1];
-        for (std::size_t i = g.ops.size(); i-- > 0;) {
-          sweep.undo_rho(g.inverse[i]);
-          if (has_trainable_params(*g.ops[i])) {
-            sweep.run(*rho, lambda, /*undo_all=*/true, gradient);
-            add_channel_gradient(*g.ops[i], theta, n, lambda, *rho, gradient);
-          }
-          sweep.pull_back_lambda(g.dual[i]);
-        }
-      }
-      sweep.run(*rho, lambda, /*undo_all=*/false, gradient);
-      return gradient;
-    }
-    std::vector<BoundGate> lambda_queue;
-    std::size_t cut = kept_count;  // rho is the state at cut `cut` (the end: kept_count)
-    for (std::size_t j = m + 1; j-- > 0;) {
-      if (has_trainable_gates(tapes[j])) {  // segmented (cost-aware fusion) only when swept
-        flush(lambda, lambda_queue, options);
-        const Segmented seg = segment(tapes[j], options.fusion);
-        std::vector<BoundGate> inverse;
-        std::vector<char> measure;
-        inverse_gates(seg, inverse, measure);
-        // rho is not read after this stretch (the next one swept, or channel
-        // measured, restores it from a cut). Where no gate needs undoing for
-        // another's sums (a layer on distinct wires), the sweep forms them in
-        // place, changing neither state, and lambda's undo joins its queue.
-        const std::vector<char> needed = undo_needed(inverse, measure, false);
-        const bool in_place = std::none_of(needed.begin(), needed.end(), [](char c) { return c; });
-        std::vector<Matrix> cross;
-        rho->adjoint_sweep(lambda, inverse, measure, cross, /*undo_all=*/j > 0 && !in_place);
-        accumulate(seg, cross, gradient);
-        if (in_place && j > 0)
-          lambda_queue.insert(lambda_queue.end(), inverse.rbegin(), inverse.rend());
-      } else if (j > 0) {
-        for (std::size_t i = tapes[j].size(); i-- > 0;)
-          lambda_queue.push_back(adjoint(tapes[j][i].gate));
-      }
-      if (j == 0) break;
-      const GroupMaps& g = groups[j - 1];
-      if (cut > 0 && cuts[cut - 1] == j - 1) pool.give_back(std::exchange(rho, at_cut(--cut)));
-      for (const Operation* op : g.ops)  // a trainable one is alone in its group
-        if (has_trainable_params(*op)) {
-          flush(lambda, lambda_queue, options);
-          add_channel_gradient(*op, theta, n, lambda, *rho, gradient);
-        }
-      lambda_queue.insert(lambda_queue.end(), g.dual.rbegin(), g.dual.rend());
-    }
-    return gradient;
-  };
-  auto lambda = new_state<R>(n, options);
+  for (const PauliSum& h : observables) result.expvals.push_back(trace_with(rho, n, h));
+  std::unique_ptr<SV> final_rho = starts.size() > 1 ? run.copy_of(rho) : nullptr;
+  auto lambda = new_state<SV>(n, options);
   for (std::size_t pass = 0; pass < starts.size(); ++pass) {
-    last_pass = pass + 1 == starts.size();
-    if (pass > 0)
-      pool.give_back(
-          std::exchange(rho, last_pass ? std::move(final_rho) : pool.copy_of(*final_rho)));
-    starts[pass](*lambda, result.expvals);
-    result.gradients.push_back(backward(*lambda));
+    const bool last = pass + 1 == starts.size();
+    std::unique_ptr<SV> from;  // the final rho again after the first pass
+    if (pass > 0) from = last ? std::move(final_rho) : run.copy_of(*final_rho);
+    const AdjointStart start = starts[pass](result.expvals);
+    if (start.amplitudes.empty())
+      set_observable(*lambda, n, start.h);
+    else
+      lambda->set_amplitudes(start.amplitudes);
+    result.gradients.push_back(run.backward(*lambda, std::move(from), last));
   }
   return result;
+}
+
+// pull_back on the options' backend.
+template <class R>
+PullBack pull_back_on_backend(const Circuit& c, std::span<const double> theta,
+                              const std::vector<PauliSum>& observables,
+                              const std::vector<Start>& starts, const EngineOptions& options) {
+  if (options.backend == Backend::cuda)
+    return pull_back<cuda::StateVector<R>>(c, theta, observables, starts,
+                                           detail::for_backend(options));
+  return pull_back<cpu::StateVector<R>>(c, theta, observables, starts, options);
 }
 
 }  // namespace
@@ -664,11 +757,10 @@ AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta
                                  const std::vector<PauliSum>& observables,
                                  std::span<const double> weights, const EngineOptions& options) {
   const PauliSum h = weighted_sum(observables, weights);
-  const int n = c.num_qubits();
-  PullBack p = pull_back<R>(
-      c, theta, observables,
-      {[&](State<R>& lambda, const std::vector<double>&) { set_observable(lambda, n, h); }},
-      options);
+  PullBack p = pull_back_on_backend<R>(c, theta, observables, {[&](const std::vector<double>&) {
+                                         return AdjointStart{h, {}};
+                                       }},
+                                       options);
   return {std::move(p.expvals), std::move(p.gradients[0])};
 }
 
@@ -676,15 +768,14 @@ template <class R>
 AdjointResult density_matrix_vjp(const Circuit& c, std::span<const double> theta,
                                  const std::vector<PauliSum>& observables, const WeightsFn& weights,
                                  const EngineOptions& options) {
-  const int n = c.num_qubits();
-  auto start = [&](State<R>& lambda, const std::vector<double>& expvals) {
+  auto start = [&](const std::vector<double>& expvals) {
     const std::vector<double> w = weights(expvals);
     if (w.size() != observables.size())
       throw Error("adjoint_vjp: " + std::to_string(w.size()) + " weights for " +
                   std::to_string(observables.size()) + " observables");
-    set_observable(lambda, n, weighted_sum(observables, w));
+    return AdjointStart{weighted_sum(observables, w), {}};
   };
-  PullBack p = pull_back<R>(c, theta, observables, {start}, options);
+  PullBack p = pull_back_on_backend<R>(c, theta, observables, {start}, options);
   return {std::move(p.expvals), std::move(p.gradients[0])};
 }
 
@@ -694,12 +785,10 @@ std::vector<std::vector<double>> density_matrix_jacobian(const Circuit& c,
                                                          const std::vector<PauliSum>& observables,
                                                          const EngineOptions& options,
                                                          std::vector<double>* expvals) {
-  const int n = c.num_qubits();
-  std::vector<Start<R>> starts;
+  std::vector<Start> starts;
   for (const PauliSum& h : observables)
-    starts.push_back(
-        [&h, n](State<R>& lambda, const std::vector<double>&) { set_observable(lambda, n, h); });
-  PullBack p = pull_back<R>(c, theta, observables, starts, options);
+    starts.push_back([&h](const std::vector<double>&) { return AdjointStart{h, {}}; });
+  PullBack p = pull_back_on_backend<R>(c, theta, observables, starts, options);
   if (expvals) *expvals = std::move(p.expvals);
   return std::move(p.gradients);
 }
@@ -720,10 +809,8 @@ std::vector<double> density_matrix_state_vjp(const Circuit& c, std::span<const d
     for (index_t k = 0; k < dim; ++k)
       start[r + dim * k] =
           std::conj(0.5 * (cotangent[r * dim + k] + std::conj(cotangent[k * dim + r])));
-  const auto set = [&](State<R>& lambda, const std::vector<double>&) {
-    lambda.set_amplitudes(start);
-  };
-  return std::move(pull_back<R>(c, theta, {}, {set}, options).gradients[0]);
+  const auto set = [&](const std::vector<double>&) { return AdjointStart{{}, start}; };
+  return std::move(pull_back_on_backend<R>(c, theta, {}, {set}, options).gradients[0]);
 }
 
 std::vector<BoundGate> density_matrix_gates(const Circuit& c, std::span<const double> theta,
@@ -748,7 +835,7 @@ void read_out_diagonal(const std::vector<double>& p, const SimulateRequest& req,
   if (req.shots > 0) {
     // The state vector's sampler on amplitudes sqrt(p): the same outcomes for
     // the same seed as a pure state with these probabilities.
-    State<double> amplitudes(std::countr_zero(dim));
+    cpu::StateVector<double> amplitudes(std::countr_zero(dim));
     std::vector<cplx> v(dim);
     for (index_t k = 0; k < dim; ++k) v[k] = std::sqrt(p[k]);
     amplitudes.set_amplitudes(v);
@@ -759,13 +846,13 @@ void read_out_diagonal(const std::vector<double>& p, const SimulateRequest& req,
   if (req.probabilities) out.probabilities = p;
 }
 
-template <class R>
-void start_density_matrix(State<R>& rho, int n, const EngineOptions& options) {
+template <class SV>
+void start_density_matrix(SV& rho, int n, const EngineOptions& options) {
   set_initial(rho, n, options);
 }
 
-template <class R>
-void read_out_density_matrix(const State<R>& rho, int n, const SimulateRequest& req,
+template <class SV>
+void read_out_density_matrix(const SV& rho, int n, const SimulateRequest& req,
                              SimulateResult& out) {
   read_out(rho, n, req, out);
 }
@@ -786,18 +873,21 @@ void read_out_density_matrix(const State<R>& rho, int n, const SimulateRequest& 
       const Circuit&, std::span<const double>, std::span<const cplx>, const EngineOptions&);
 QMLSIM_INSTANTIATE(float)
 QMLSIM_INSTANTIATE(double)
-template void start_density_matrix<float>(State<float>&, int, const EngineOptions&);
-template void start_density_matrix<double>(State<double>&, int, const EngineOptions&);
 template double density_matrix_trace_with<float>(const float*, int, index_t, index_t,
                                                  const PauliSum&);
 template double density_matrix_trace_with<double>(const double*, int, index_t, index_t,
                                                   const PauliSum&);
 template std::vector<double> density_matrix_diagonal<float>(const float*, int, index_t, index_t);
 template std::vector<double> density_matrix_diagonal<double>(const double*, int, index_t, index_t);
-template void read_out_density_matrix<float>(const State<float>&, int, const SimulateRequest&,
-                                             SimulateResult&);
-template void read_out_density_matrix<double>(const State<double>&, int, const SimulateRequest&,
-                                              SimulateResult&);
+#undef QMLSIM_INSTANTIATE
+#define QMLSIM_INSTANTIATE(SV)                                                      \
+  template void start_density_matrix<SV>(SV&, int, const EngineOptions&);           \
+  template void read_out_density_matrix<SV>(const SV&, int, const SimulateRequest&, \
+                                            SimulateResult&);
+QMLSIM_INSTANTIATE(cpu::StateVector<float>)
+QMLSIM_INSTANTIATE(cpu::StateVector<double>)
+QMLSIM_INSTANTIATE(cuda::StateVector<float>)
+QMLSIM_INSTANTIATE(cuda::StateVector<double>)
 #undef QMLSIM_INSTANTIATE
 
 }  // namespace qmlsim

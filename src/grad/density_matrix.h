@@ -1,6 +1,8 @@
 // Noisy circuits on a density matrix. The state is rho on n qubits held as
-// the 2n-qubit vector vec(rho)[r + 2^n c] = rho[r][c] in the CPU state
-// vector, so every kernel, the fusion and the cache blocking apply unchanged:
+// the 2n-qubit vector vec(rho)[r + 2^n c] = rho[r][c] in a state vector of the
+// options' backend (CPU or GPU: the engine is written once against the state
+// type, grad/engine.h's BackendTraits), so every kernel, the fusion and (on the
+// CPU) the cache blocking apply unchanged:
 // a gate U is U on the row qubits and conj(U) on the column qubits, a channel
 // its superoperator on both (circuit/bound.h). 4^n amplitudes: 13 qubits take
 // 1 GiB in complex128.
@@ -39,8 +41,9 @@ namespace qmlsim {
 // observable, the diagonal as probabilities, samples and the most probable
 // basis state from it; `state` is rho, row-major (rho[r][c] at r 2^n + c).
 // initial_state, when given, is a pure state |psi> (rho = |psi><psi|) or a
-// density matrix (program.h: check_initial_state).
-// CPU only (an Error on the cuda backend).
+// density matrix (program.h: check_initial_state). On the options' backend:
+// rho is a state of 2n qubits there, and every pass below is the backend's
+// own (its kernels, its sweep, its readouts).
 template <class R>
 SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double> theta,
                                        const SimulateRequest& req, const EngineOptions& options);
@@ -84,8 +87,8 @@ std::vector<double> density_matrix_state_vjp(const Circuit& c, std::span<const d
 // rho read out as simulate_density_matrix reads it.
 std::vector<BoundGate> density_matrix_gates(const Circuit& c, std::span<const double> theta,
                                             const EngineOptions& options);
-template <class R>
-void start_density_matrix(cpu::StateVector<R>& rho, int n, const EngineOptions& options);
+template <class SV>
+void start_density_matrix(SV& rho, int n, const EngineOptions& options);
 
 // Partial readouts for a density matrix held in pieces (the distributed
 // density matrix, distributed/simulate.h): `columns` holds columns c0..c1-1 of
@@ -102,8 +105,7 @@ std::vector<double> density_matrix_diagonal(const R* columns, int n, index_t c0,
 void read_out_diagonal(const std::vector<double>& p, const SimulateRequest& req,
                        SimulateResult& out);
 
-template <class R>
-void read_out_density_matrix(const cpu::StateVector<R>& rho, int n, const SimulateRequest& req,
-                             SimulateResult& out);
+template <class SV>
+void read_out_density_matrix(const SV& rho, int n, const SimulateRequest& req, SimulateResult& out);
 
 }  // namespace qmlsim

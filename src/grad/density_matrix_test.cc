@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "backends/cuda/statevector.h"
 #include "core/error.h"
 #include "grad/simulate.h"
 #include "testing/dense_oracle.h"
@@ -302,33 +303,42 @@ TEST(DensityMatrix, GradientsUndoInvertibleChannelsAndKeepStatesForOthers) {
 // sit between literal ones, against finite differences; with the channels
 // undone (where all are invertible), and with a reset after them the states
 // kept or recomputed.
+// A random noisy circuit on n qubits with a noise layer (channels back to
+// back) in the middle, most channel parameters trainable slots after the
+// gates' three; theta gets every slot's value.
+Circuit with_trainable_noise(int n, std::vector<double>& theta, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0, 1);
+  const int gate_slots = 3;
+  Circuit noisy = noisy_circuit(n, 12, gate_slots, rng);
+  for (int q = 0; q < n; ++q) {  // a noise layer: channels back to back
+    Operation op = random_channel(n, rng);
+    op.wires.resize(1);
+    op.wires[0] = q;
+    if (channel_info(op.channel).num_wires == 2) op.wires.push_back((q + 1) % n);
+    noisy.add(op);
+  }
+  const Circuit tail = noisy_circuit(n, 6, gate_slots, rng);
+  for (const Operation& op : tail.ops()) noisy.add(op);
+  theta = random_theta(gate_slots, rng);
+  Circuit c(n);
+  for (Operation op : noisy.ops()) {
+    for (ParamExpr& p : op.params)
+      if (op.is_channel() && u(rng) < 0.7) {  // trainable, same value
+        const double t = 2 * p.shift * u(rng);
+        p = ParamExpr::ref(static_cast<int>(theta.size()), 0.5, p.shift - 0.5 * t);
+        theta.push_back(t);
+      }
+    c.add(op);
+  }
+  return c;
+}
+
 TEST(DensityMatrix, ChannelParameterGradientsEqualFiniteDifferences) {
   std::mt19937_64 rng(52);
-  std::uniform_real_distribution<double> u(0, 1);
   for (int trial = 0; trial < 12; ++trial) {
     const int n = 2 + trial % 3;
-    const int gate_slots = 3;
-    Circuit noisy = noisy_circuit(n, 12, gate_slots, rng);
-    for (int q = 0; q < n; ++q) {  // a noise layer: channels back to back
-      Operation op = random_channel(n, rng);
-      op.wires.resize(1);
-      op.wires[0] = q;
-      if (channel_info(op.channel).num_wires == 2) op.wires.push_back((q + 1) % n);
-      noisy.add(op);
-    }
-    const Circuit tail = noisy_circuit(n, 6, gate_slots, rng);
-    for (const Operation& op : tail.ops()) noisy.add(op);
-    std::vector<double> theta = random_theta(gate_slots, rng);
-    Circuit c(n);
-    for (Operation op : noisy.ops()) {
-      for (ParamExpr& p : op.params)
-        if (op.is_channel() && u(rng) < 0.7) {  // trainable, same value
-          const double t = 2 * p.shift * u(rng);
-          p = ParamExpr::ref(static_cast<int>(theta.size()), 0.5, p.shift - 0.5 * t);
-          theta.push_back(t);
-        }
-      c.add(op);
-    }
+    std::vector<double> theta;
+    Circuit c = with_trainable_noise(n, theta, rng);
     const std::vector<PauliSum> obs = {random_observable(n, rng)};
     const double w[] = {1.3};
     // A reset at the end (damping with gamma = 1: singular) keeps the pass
@@ -431,12 +441,61 @@ TEST(DensityMatrix, RefusesWhatItCannotDo) {
   req.observables = {z};
   EXPECT_NEAR(simulate<double>(c, p, req, {}).expvals[0], 0.8, 1e-15);
   EXPECT_NEAR(adjoint_vjp<double>(c, p, {z}, w, {}).gradient[0], -2, 1e-15);
-  EngineOptions gpu;
-  gpu.backend = Backend::cuda;
-  EXPECT_THROW(simulate<double>(c, p, req, gpu), Error);
   EngineOptions sv;
   sv.method = Method::statevector;
   EXPECT_THROW(simulate<double>(c, p, req, sv), Error);
+}
+
+// The density matrix on the GPU (its kernels, two-sided sweep and readouts)
+// against the CPU's on random noisy circuits with trainable channels: values,
+// probabilities, the matrix, VJPs with states kept and channels undone,
+// Jacobians and the state VJP, c128 and c64; skipped where there is no GPU.
+template <class R>
+void expect_gpu_density_matrix_equals_cpu(double tol) {
+  std::mt19937_64 rng(61);
+  for (int trial = 0; trial < 10; ++trial) {
+    const int n = 2 + trial % 5;
+    std::vector<double> theta;
+    const Circuit c = with_trainable_noise(n, theta, rng);
+    const std::vector<PauliSum> obs = {random_observable(n, rng), random_observable(n, rng)};
+    EngineOptions cpu, gpu;
+    gpu.backend = Backend::cuda;
+    SimulateRequest req;
+    req.observables = obs;
+    req.probabilities = req.state = true;
+    const SimulateResult a = simulate<R>(c, theta, req, cpu), b = simulate<R>(c, theta, req, gpu);
+    for (std::size_t k = 0; k < obs.size(); ++k) EXPECT_NEAR(b.expvals[k], a.expvals[k], tol);
+    for (std::size_t i = 0; i < a.probabilities.size(); ++i)
+      EXPECT_NEAR(b.probabilities[i], a.probabilities[i], tol);
+    for (std::size_t i = 0; i < a.state.size(); ++i)
+      EXPECT_NEAR(std::abs(b.state[i] - a.state[i]), 0, tol);
+    const double w[] = {0.9, -0.4};
+    for (std::uint64_t budget : {std::uint64_t{1} << 40, std::uint64_t{1}}) {
+      cpu.checkpoint_bytes = gpu.checkpoint_bytes = budget;
+      const AdjointResult x = adjoint_vjp<R>(c, theta, obs, w, cpu);
+      const AdjointResult y = adjoint_vjp<R>(c, theta, obs, w, gpu);
+      for (std::size_t s = 0; s < theta.size(); ++s)
+        ASSERT_NEAR(y.gradient[s], x.gradient[s], tol) << "trial " << trial << " slot " << s;
+      const auto jx = adjoint_jacobian<R>(c, theta, obs, cpu);
+      const auto jy = adjoint_jacobian<R>(c, theta, obs, gpu);
+      for (std::size_t k = 0; k < obs.size(); ++k)
+        for (std::size_t s = 0; s < theta.size(); ++s) EXPECT_NEAR(jy[k][s], jx[k][s], tol);
+    }
+    std::vector<cplx> g(a.state.size());
+    for (cplx& e : g) e = {std::uniform_real_distribution<double>(-1, 1)(rng), 0.3};
+    const std::vector<double> sx = state_vjp<R>(c, theta, g, cpu),
+                              sy = state_vjp<R>(c, theta, g, gpu);
+    for (std::size_t s = 0; s < theta.size(); ++s) EXPECT_NEAR(sy[s], sx[s], tol);
+  }
+}
+
+TEST(DensityMatrix, CudaBackendEqualsCpu) {
+  const cuda::DeviceStatus gpu = cuda::device_status();
+  if (gpu.count == 0)
+    GTEST_SKIP() << "no GPU here (" << gpu.error << "): CUDA density matrix skipped";
+  cuda::select_device(0);
+  expect_gpu_density_matrix_equals_cpu<double>(1e-10);
+  expect_gpu_density_matrix_equals_cpu<float>(2e-4);
 }
 
 }  // namespace

@@ -57,6 +57,9 @@ struct BackendTraits {
   static constexpr bool kSweepFromObservable = false;
   // apply_from_zero(gates): the forward pass writes the state from |0...0>.
   static constexpr bool kForwardFromZero = false;
+  // adjoint_sweep skips steps no measured gate needs undone (leaving both
+  // states unspecified without undo_all); otherwise every step is taken.
+  static constexpr bool kSweepSkipsUnneededSteps = false;
   // A new state; where the backend allows, its amplitudes left unset.
   static SV make_state(int n, const EngineOptions&) { return SV(n); }
   // The sweeps of n qubits run on one thread (serial_sweep below).
@@ -76,6 +79,7 @@ struct BackendTraits<cpu::StateVector<R>> {
   static constexpr int kDiagonalBlockQubits = 6;
   static constexpr bool kSweepFromObservable = true;
   static constexpr bool kForwardFromZero = true;
+  static constexpr bool kSweepSkipsUnneededSteps = true;
   static SV make_state(int n, const EngineOptions& o) {
     SV s(n, o.threads, typename SV::Unset{});
     if (o.chunk_qubits >= 0) s.set_chunk_qubits(o.chunk_qubits);

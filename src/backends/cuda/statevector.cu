@@ -4,6 +4,7 @@
 #include <string>
 
 #include "backends/cpu/statevector.h"
+#include "backends/cuda/density_ops.h"
 #include "backends/cuda/device_util.cuh"
 #include "backends/cuda/index_math.h"
 #include "backends/cuda/small_batch_ops.h"
@@ -128,6 +129,20 @@ __global__ void pauli_element_kernel(const R* bra, const R* ket, int n, PackedTe
   __shared__ double shared[kThreads];
   const double s = block_sum(element_partial_packed(bra, ket, n, h, worker(), workers()), shared);
   if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+// partial[block] = this block's share of Tr(H rho), rho held as vec(rho) on 2m qubits.
+template <class R>
+__global__ void density_trace_kernel(const R* rho, int m, PackedTerms h, double* partial) {
+  __shared__ double shared[kThreads];
+  const double s = block_sum(trace_partial_packed(rho, m, h, worker(), workers()), shared);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+// a = vec(H), H on m qubits.
+template <class R>
+__global__ void density_observable_kernel(R* a, int m, PackedTerms h) {
+  observable_packed(a, m, h, worker(), workers());
 }
 
 // partial[block][e] = this block's share of the measured gate's cross matrix;
@@ -355,7 +370,9 @@ void StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
 
 template <class R>
 void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
-                                   const std::vector<char>& measure, std::vector<Matrix>& out) {
+                                   const std::vector<char>& measure, std::vector<Matrix>& out,
+                                   bool /*undo_all: every step is taken*/,
+                                   const std::vector<char>& sides) {
   out.assign(inverse.size(), Matrix{});
   const int n = impl_->n;
   // Packing checks that the GPU forms every measured gate's cross matrix; the
@@ -366,11 +383,12 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
   const std::vector<PackedGate>& g = packed.gates;
   DeviceArray<double> partial(kReduceBlocks * packed.cross_doubles);
   for (std::size_t j = inverse.size(); j-- > 0;) {
-    launch_gate(impl_->a, n, g[j], d.matrices.p);
+    const char side = sides.empty() ? kBothStates : sides[j];
+    if (side != kLambdaOnly) launch_gate(impl_->a, n, g[j], d.matrices.p);
     if (g[j].cross >= 0) {
       launch_cross(lambda.impl_->a, impl_->a, n, g[j], partial.p + kReduceBlocks * g[j].cross);
     }
-    launch_gate(lambda.impl_->a, n, g[j], d.matrices.p);
+    if (side != kThisOnly) launch_gate(lambda.impl_->a, n, g[j], d.matrices.p);
   }
   const std::vector<double> host = partial.to_host();
   for (std::size_t i = 0; i < inverse.size(); ++i) {
@@ -382,6 +400,70 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
       for (int k = 0; k < doubles; ++k) sum[k] += p[b * doubles + k];
     out[i] = cross_matrix_of(g[i], inverse[i], sum.data());
   }
+}
+
+template <class R>
+cplx StateVector<R>::matrix_element(const BoundGate& g, const StateVector& ket) const {
+  const int n = impl_->n;
+  StateVector applied(n);
+  applied.copy_from(ket);
+  applied.apply(g);
+  // <this|applied>: the sums of a diagonal gate on qubit 0, conj(this_a) applied_a
+  // for a = 0, 1, add up to it.
+  BoundGate whole;
+  whole.targets = {0};
+  whole.diagonal = true;
+  whole.matrix = {1, 1};
+  const std::vector<std::vector<char>> measured = {{1}};
+  const PackedItems packed = pack_items(n, {{whole}}, &measured);
+  DeviceArray<double> partial(kReduceBlocks * packed.cross_doubles);
+  launch_cross(impl_->a, applied.impl_->a, n, packed.gates[0], partial.p);
+  const std::vector<double> host = partial.to_host();
+  cplx sum = 0;
+  for (int b = 0; b < kReduceBlocks; ++b)  // block order: reproducible
+    for (int e = 0; e < 2; ++e) sum += cplx(host[4 * b + 2 * e], host[4 * b + 2 * e + 1]);
+  return sum;
+}
+
+template <class R>
+double StateVector<R>::density_trace(const PauliSum& h) const {
+  if (h.terms.empty()) return 0;
+  const PackedSums ps = pack_sums({h});
+  const DeviceSums t(ps);
+  DeviceArray<double> partial(kReduceBlocks);
+  density_trace_kernel<R>
+      <<<kReduceBlocks, kThreads>>>(impl_->a, impl_->n / 2, t.terms(ps, 0), partial.p);
+  QMLSIM_CUDA_CHECK(cudaGetLastError());
+  const std::vector<double> host = partial.to_host();
+  double sum = 0;
+  for (double v : host) sum += v;  // block order: reproducible
+  return sum;
+}
+
+template <class R>
+void StateVector<R>::set_density_observable(const PauliSum& h) {
+  const int m = impl_->n / 2;
+  if (h.terms.empty()) {
+    QMLSIM_CUDA_CHECK(cudaMemset(impl_->a, 0, (std::size_t{2} << impl_->n) * sizeof(R)));
+    return;
+  }
+  const PackedSums ps = pack_sums({h});
+  const DeviceSums t(ps);
+  density_observable_kernel<R><<<grid_for(u64{1} << m), kThreads>>>(impl_->a, m, t.terms(ps, 0));
+  QMLSIM_CUDA_CHECK(cudaGetLastError());
+  synchronize();
+}
+
+template <class R>
+std::vector<double> StateVector<R>::density_diagonal() const {
+  const std::size_t dim = std::size_t{1} << (impl_->n / 2);
+  // rho[c][c] is amplitude c (2^m + 1): its real part, one strided copy.
+  std::vector<R> re(dim);
+  QMLSIM_CUDA_CHECK(cudaMemcpy2D(re.data(), sizeof(R), impl_->a, 2 * (dim + 1) * sizeof(R),
+                                 sizeof(R), dim, cudaMemcpyDeviceToHost));
+  std::vector<double> p(dim);
+  for (std::size_t c = 0; c < dim; ++c) p[c] = std::max(0.0, static_cast<double>(re[c]));
+  return p;
 }
 
 template <class R>

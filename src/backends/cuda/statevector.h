@@ -80,12 +80,28 @@ class StateVector {
   void assign_applied(const PauliSum& h, const StateVector& src);
 
   // The reverse sweep of adjoint differentiation, with the CPU's contract
-  // (backends/cpu/statevector.h): for i from last to first, this = inverse[i]
-  // this; where measure[i], out[i][a][b] = sum conj(lambda_a) this_b over gate
-  // i's targets (controls set); then lambda = inverse[i] lambda. Measured gates:
-  // dense with at most 2 targets, or diagonal with at most 5.
+  // (backends/cpu/statevector.h: `out` as the CPU forms it, `sides` too):
+  // for i from last to first, this = inverse[i] this; where measure[i], the
+  // sums of conj(lambda_a) this_b over gate i's targets (controls set); then
+  // lambda = inverse[i] lambda; a step of kThisOnly or kLambdaOnly applies to
+  // that state alone. Every step is taken, so both states are always undone
+  // (`undo_all` is accepted for the CPU's signature). Measured gates: dense
+  // with at most 2 targets, or diagonal with at most 5.
   void adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
-                     const std::vector<char>& measure, std::vector<Matrix>& out);
+                     const std::vector<char>& measure, std::vector<Matrix>& out,
+                     bool undo_all = false, const std::vector<char>& sides = {});
+
+  // <this|g|ket> for a gate (any matrix the kernels take) on its targets,
+  // controls 1: g applied to a copy of ket (one more state while it runs),
+  // then the inner product, summed in double over fixed blocks.
+  cplx matrix_element(const BoundGate& g, const StateVector& ket) const;
+
+  // Where this holds a density matrix rho on m = num_qubits() / 2 qubits as
+  // vec(rho) (rho[r][c] at r + 2^m c; grad/density_matrix.h), with H on the m
+  // qubits: Tr(H rho); this = vec(H); rho[c][c] for every c, clamped at 0.
+  double density_trace(const PauliSum& h) const;
+  void set_density_observable(const PauliSum& h);
+  std::vector<double> density_diagonal() const;
 
   // `shots` samples with the CPU backend's algorithm (same seed, same counts).
   std::map<index_t, std::int64_t> sample(std::int64_t shots, std::uint64_t seed) const;

@@ -74,7 +74,24 @@ void StateVector<R>::assign_applied(const PauliSum&, const StateVector&) {
 }
 template <class R>
 void StateVector<R>::adjoint_sweep(StateVector&, const std::vector<BoundGate>&,
-                                   const std::vector<char>&, std::vector<Matrix>&) {
+                                   const std::vector<char>&, std::vector<Matrix>&, bool,
+                                   const std::vector<char>&) {
+  unavailable();
+}
+template <class R>
+cplx StateVector<R>::matrix_element(const BoundGate&, const StateVector&) const {
+  unavailable();
+}
+template <class R>
+double StateVector<R>::density_trace(const PauliSum&) const {
+  unavailable();
+}
+template <class R>
+void StateVector<R>::set_density_observable(const PauliSum&) {
+  unavailable();
+}
+template <class R>
+std::vector<double> StateVector<R>::density_diagonal() const {
   unavailable();
 }
 template <class R>
