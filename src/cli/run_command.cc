@@ -642,8 +642,6 @@ void read_dynamic_flags(const Args& args, EngineOptions& engine, const std::stri
     throw Error("--state-out: " + what + ": it ends in a mixture, not one state");
   if (args.has("--plan-processes"))
     throw Error("--plan-processes: " + what + ": it runs in one process");
-  if (engine.backend != Backend::cpu)
-    throw Error("--backend: " + what + ": it runs on the cpu backend");
 }
 
 // choose_method, its Error ("method M: why") as "--method M: path: why".

@@ -1,5 +1,6 @@
 #include "distributed/simulate.h"
 
+#include "backends/cpu/density.h"
 #include "circuit/bound.h"
 #include "core/error.h"
 #include "grad/adjoint_parts.h"
@@ -41,12 +42,12 @@ SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double>
   SimulateResult out;
   std::vector<double> partial;
   for (const PauliSum& h : req.observables)
-    partial.push_back(density_matrix_trace_with(mine, n, c0, c1, h));
+    partial.push_back(cpu::density_trace_columns(mine, n, c0, c1, h));
   const std::vector<double> all = group.allgather(partial);  // rank after rank
   out.expvals.assign(req.observables.size(), 0.0);
   for (std::size_t i = 0; i < all.size(); ++i) out.expvals[i % partial.size()] += all[i];
   if (req.probabilities || req.shots > 0 || req.most_probable)
-    read_out_diagonal(group.allgather(density_matrix_diagonal(mine, n, c0, c1)), req, out);
+    read_out_diagonal(group.allgather(cpu::density_diagonal_columns(mine, n, c0, c1)), req, out);
   if (req.state) {
     const std::vector<cplx> v = s.gather();  // vec(rho) to row-major rho
     const index_t dim = index_t{1} << n;

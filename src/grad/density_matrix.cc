@@ -167,110 +167,13 @@ std::vector<BoundGate> density_gates(const Circuit& c, std::span<const double> t
   return fused(gates, options);
 }
 
-// i^popcount(x & z): the phase of a Pauli word's Y factors.
-cplx y_phase(const PauliTerm& t) {
-  static const cplx powers[4] = {1, {0, 1}, -1, {0, -1}};
-  return powers[std::popcount(t.xmask & t.zmask) % 4];
-}
-
-// Tr(H rho) = sum over terms c P of c sum_k phase(k) rho[k][k ^ x], with
-// P|k> = phase(k) |k ^ x>; here the terms whose column k ^ x is among
-// columns c0..c1-1, held from column c0 on.
-template <class R>
-double trace_with_columns(const R* columns, int n, index_t c0, index_t c1, const PauliSum& h) {
-  const index_t dim = index_t{1} << n;
-  double sum = 0;
-  for (const PauliTerm& t : h.terms) {
-    const cplx y = y_phase(t);
-    double term = 0;
-    for (index_t c = c0; c < c1; ++c) {
-      const index_t k = c ^ t.xmask;
-      const index_t i = k + dim * (c - c0);
-      const cplx v = y * cplx(columns[2 * i], columns[2 * i + 1]);
-      term += std::popcount(k & t.zmask) % 2 ? -v.real() : v.real();
-    }
-    sum += t.coeff * term;
-  }
-  return sum;
-}
-
-// Tr(H rho), vec(H) and the diagonal on each backend: the CPU's here, the
-// GPU's by its kernels (cuda/density_ops.h).
-template <class R>
-double trace_with(const cpu::StateVector<R>& rho, int n, const PauliSum& h) {
-  return trace_with_columns(rho.data(), n, 0, index_t{1} << n, h);
-}
-template <class R>
-double trace_with(const cuda::StateVector<R>& rho, int, const PauliSum& h) {
-  return rho.density_trace(h);
-}
-
-// lambda = vec(H): H[r][c] at r + 2^n c, with H[k ^ x][k] = coeff phase(k).
-template <class R>
-void set_observable(cuda::StateVector<R>& lambda, int, const PauliSum& h) {
-  lambda.set_density_observable(h);
-}
-template <class R>
-void set_observable(cpu::StateVector<R>& lambda, int n, const PauliSum& h) {
-  R* a = lambda.data();
-  std::fill(a, a + 2 * lambda.size(), R(0));
-  const index_t dim = index_t{1} << n;
-  for (const PauliTerm& t : h.terms) {
-    const cplx y = y_phase(t) * t.coeff;
-    for (index_t k = 0; k < dim; ++k) {
-      const index_t i = (k ^ t.xmask) + dim * k;
-      const cplx v = std::popcount(k & t.zmask) % 2 ? -y : y;
-      a[2 * i] += static_cast<R>(v.real());
-      a[2 * i + 1] += static_cast<R>(v.imag());
-    }
-  }
-}
-
-template <class R>
-std::vector<double> diagonal_of_columns(const R* columns, int n, index_t c0, index_t c1) {
-  const index_t dim = index_t{1} << n;
-  std::vector<double> p(c1 - c0);
-  for (index_t c = c0; c < c1; ++c)
-    p[c - c0] = std::max(0.0, double(columns[2 * (c + dim * (c - c0))]));
-  return p;
-}
-
-template <class R>
-std::vector<double> diagonal_of(const cpu::StateVector<R>& rho, int n) {
-  return diagonal_of_columns(rho.data(), n, 0, index_t{1} << n);
-}
-template <class R>
-std::vector<double> diagonal_of(const cuda::StateVector<R>& rho, int) {
-  return rho.density_diagonal();
-}
-
-// rho row-major (rho[r][c] at r 2^n + c).
-template <class R>
-std::vector<cplx> matrix_of(const cpu::StateVector<R>& rho, int n) {
-  const index_t dim = index_t{1} << n;
-  std::vector<cplx> out(dim * dim);
-  const R* a = rho.data();
-  for (index_t r = 0; r < dim; ++r)
-    for (index_t c = 0; c < dim; ++c)
-      out[r * dim + c] = {a[2 * (r + dim * c)], a[2 * (r + dim * c) + 1]};
-  return out;
-}
-template <class R>
-std::vector<cplx> matrix_of(const cuda::StateVector<R>& rho, int n) {
-  const index_t dim = index_t{1} << n;
-  const std::vector<cplx> v = rho.to_vector();
-  std::vector<cplx> out(dim * dim);
-  for (index_t r = 0; r < dim; ++r)
-    for (index_t c = 0; c < dim; ++c) out[r * dim + c] = v[r + dim * c];
-  return out;
-}
-
+// rho's readouts: the state type's own (its density_* operations).
 template <class SV>
-void read_out(const SV& rho, int n, const SimulateRequest& req, SimulateResult& out) {
-  for (const PauliSum& h : req.observables) out.expvals.push_back(trace_with(rho, n, h));
-  if (req.state) out.state = matrix_of(rho, n);
+void read_out(const SV& rho, const SimulateRequest& req, SimulateResult& out) {
+  for (const PauliSum& h : req.observables) out.expvals.push_back(rho.density_trace(h));
+  if (req.state) out.state = rho.density_rows();
   if (req.probabilities || req.shots > 0 || req.most_probable)
-    read_out_diagonal(diagonal_of(rho, n), req, out);
+    read_out_diagonal(rho.density_diagonal(), req, out);
 }
 
 // m^-1 in place by Gauss-Jordan elimination with partial pivoting; false
@@ -452,7 +355,7 @@ SimulateResult simulate_on(const Circuit& c, std::span<const double> theta,
   rho->apply(gates);
   SimulateResult out;
   out.gates_after_fusion = gates.size();
-  read_out(*rho, n, req, out);
+  read_out(*rho, req, out);
   return out;
 }
 
@@ -461,9 +364,8 @@ SimulateResult simulate_on(const Circuit& c, std::span<const double> theta,
 template <class R>
 SimulateResult simulate_density_matrix(const Circuit& c, std::span<const double> theta,
                                        const SimulateRequest& req, const EngineOptions& options) {
-  if (options.backend == Backend::cuda)
-    return simulate_on<cuda::StateVector<R>>(c, theta, req, detail::for_backend(options));
-  return simulate_on<cpu::StateVector<R>>(c, theta, req, options);
+  return detail::on_backend<R>(
+      options, [&]<class SV>(const EngineOptions& o) { return simulate_on<SV>(c, theta, req, o); });
 }
 
 namespace {
@@ -722,7 +624,7 @@ PullBack pull_back(const Circuit& c, std::span<const double> theta,
   PullBackRun<SV> run(c, theta, options);
   const SV& rho = run.forward();
   PullBack result;
-  for (const PauliSum& h : observables) result.expvals.push_back(trace_with(rho, n, h));
+  for (const PauliSum& h : observables) result.expvals.push_back(rho.density_trace(h));
   std::unique_ptr<SV> final_rho = starts.size() > 1 ? run.copy_of(rho) : nullptr;
   auto lambda = new_state<SV>(n, options);
   for (std::size_t pass = 0; pass < starts.size(); ++pass) {
@@ -731,7 +633,7 @@ PullBack pull_back(const Circuit& c, std::span<const double> theta,
     if (pass > 0) from = last ? std::move(final_rho) : run.copy_of(*final_rho);
     const AdjointStart start = starts[pass](result.expvals);
     if (start.amplitudes.empty())
-      set_observable(*lambda, n, start.h);
+      lambda->set_density_observable(start.h);
     else
       lambda->set_amplitudes(start.amplitudes);
     result.gradients.push_back(run.backward(*lambda, std::move(from), last));
@@ -744,10 +646,9 @@ template <class R>
 PullBack pull_back_on_backend(const Circuit& c, std::span<const double> theta,
                               const std::vector<PauliSum>& observables,
                               const std::vector<Start>& starts, const EngineOptions& options) {
-  if (options.backend == Backend::cuda)
-    return pull_back<cuda::StateVector<R>>(c, theta, observables, starts,
-                                           detail::for_backend(options));
-  return pull_back<cpu::StateVector<R>>(c, theta, observables, starts, options);
+  return detail::on_backend<R>(options, [&]<class SV>(const EngineOptions& o) {
+    return pull_back<SV>(c, theta, observables, starts, o);
+  });
 }
 
 }  // namespace
@@ -818,17 +719,6 @@ std::vector<BoundGate> density_matrix_gates(const Circuit& c, std::span<const do
   return density_gates(c, theta, options);
 }
 
-template <class R>
-double density_matrix_trace_with(const R* columns, int n, index_t c0, index_t c1,
-                                 const PauliSum& h) {
-  return trace_with_columns(columns, n, c0, c1, h);
-}
-
-template <class R>
-std::vector<double> density_matrix_diagonal(const R* columns, int n, index_t c0, index_t c1) {
-  return diagonal_of_columns(columns, n, c0, c1);
-}
-
 void read_out_diagonal(const std::vector<double>& p, const SimulateRequest& req,
                        SimulateResult& out) {
   const index_t dim = p.size();
@@ -852,9 +742,8 @@ void start_density_matrix(SV& rho, int n, const EngineOptions& options) {
 }
 
 template <class SV>
-void read_out_density_matrix(const SV& rho, int n, const SimulateRequest& req,
-                             SimulateResult& out) {
-  read_out(rho, n, req, out);
+void read_out_density_matrix(const SV& rho, const SimulateRequest& req, SimulateResult& out) {
+  read_out(rho, req, out);
 }
 
 #define QMLSIM_INSTANTIATE(R)                                                                      \
@@ -873,17 +762,10 @@ void read_out_density_matrix(const SV& rho, int n, const SimulateRequest& req,
       const Circuit&, std::span<const double>, std::span<const cplx>, const EngineOptions&);
 QMLSIM_INSTANTIATE(float)
 QMLSIM_INSTANTIATE(double)
-template double density_matrix_trace_with<float>(const float*, int, index_t, index_t,
-                                                 const PauliSum&);
-template double density_matrix_trace_with<double>(const double*, int, index_t, index_t,
-                                                  const PauliSum&);
-template std::vector<double> density_matrix_diagonal<float>(const float*, int, index_t, index_t);
-template std::vector<double> density_matrix_diagonal<double>(const double*, int, index_t, index_t);
 #undef QMLSIM_INSTANTIATE
-#define QMLSIM_INSTANTIATE(SV)                                                      \
-  template void start_density_matrix<SV>(SV&, int, const EngineOptions&);           \
-  template void read_out_density_matrix<SV>(const SV&, int, const SimulateRequest&, \
-                                            SimulateResult&);
+#define QMLSIM_INSTANTIATE(SV)                                            \
+  template void start_density_matrix<SV>(SV&, int, const EngineOptions&); \
+  template void read_out_density_matrix<SV>(const SV&, const SimulateRequest&, SimulateResult&);
 QMLSIM_INSTANTIATE(cpu::StateVector<float>)
 QMLSIM_INSTANTIATE(cpu::StateVector<double>)
 QMLSIM_INSTANTIATE(cuda::StateVector<float>)

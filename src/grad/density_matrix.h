@@ -90,22 +90,12 @@ std::vector<BoundGate> density_matrix_gates(const Circuit& c, std::span<const do
 template <class SV>
 void start_density_matrix(SV& rho, int n, const EngineOptions& options);
 
-// Partial readouts for a density matrix held in pieces (the distributed
-// density matrix, distributed/simulate.h): `columns` holds columns c0..c1-1 of
-// rho, vec order (rho[r][c] at r + 2^n (c - c0)). The trace gives the terms of
-// Tr(H rho) whose column is among them (the pieces' sums add up to Tr(H rho));
-// the diagonal gives rho[c][c] for c in c0..c1-1 (clamped at 0).
-template <class R>
-double density_matrix_trace_with(const R* columns, int n, index_t c0, index_t c1,
-                                 const PauliSum& h);
-template <class R>
-std::vector<double> density_matrix_diagonal(const R* columns, int n, index_t c0, index_t c1);
 // The probabilities, samples and most probable basis state that req asks for,
 // from the whole diagonal p of rho (2^n entries).
 void read_out_diagonal(const std::vector<double>& p, const SimulateRequest& req,
                        SimulateResult& out);
 
 template <class SV>
-void read_out_density_matrix(const SV& rho, int n, const SimulateRequest& req, SimulateResult& out);
+void read_out_density_matrix(const SV& rho, const SimulateRequest& req, SimulateResult& out);
 
 }  // namespace qmlsim

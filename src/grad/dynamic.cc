@@ -21,9 +21,6 @@
 namespace qmlsim {
 namespace {
 
-template <class R>
-using State = cpu::StateVector<R>;
-
 // Outcomes less likely than this are not walked in exact mode.
 constexpr double kPrune = 1e-14;
 
@@ -112,8 +109,10 @@ Plan plan_of(const Circuit& c, std::span<const double> theta, bool density,
 // The depth-first walk over outcomes. Exact: each leaf weighted by its
 // probability. Sampling: each leaf weighted by its share of `count` shots,
 // drawn binomially at each branch point, and sampled for them when asked.
-template <class R>
+template <class SV>
 class Walker {
+  using R = typename SV::real_type;
+
  public:
   Walker(const Plan& plan, const SimulateRequest& req, const EngineOptions& options, bool sampling,
          bool sample_leaves, std::uint64_t seed)
@@ -134,7 +133,7 @@ class Walker {
   // Walks from the initial state with `count` shots (sampling) or weight 1.
   void run(std::int64_t count) {
     total_ = count;
-    std::unique_ptr<State<R>> s = new_state();
+    std::unique_ptr<SV> s = new_state();
     if (plan_.density) {
       start_density_matrix(*s, plan_.n, options_);
     } else {
@@ -156,11 +155,11 @@ class Walker {
   std::int64_t total_ = 1, leaves_ = 1;
   std::uint64_t state_bytes_ = 0;
   int live_states_ = 0;
-  std::vector<std::unique_ptr<State<R>>> spare_;
+  std::vector<std::unique_ptr<SV>> spare_;
 
-  std::unique_ptr<State<R>> new_state() {
+  std::unique_ptr<SV> new_state() {
     if (!spare_.empty()) {
-      std::unique_ptr<State<R>> s = std::move(spare_.back());
+      std::unique_ptr<SV> s = std::move(spare_.back());
       spare_.pop_back();
       return s;
     }
@@ -170,22 +169,20 @@ class Walker {
                   " MiB at once, more than this machine's memory");
     ++live_states_;
     const int width = plan_.density ? 2 * plan_.n : plan_.n;
-    auto s = std::make_unique<State<R>>(width, options_.threads, typename State<R>::Unset{});
-    if (options_.chunk_qubits >= 0) s->set_chunk_qubits(options_.chunk_qubits);
-    return s;
+    return std::make_unique<SV>(detail::make_state<SV>(width, options_));
   }
 
-  double expval(const State<R>& s, const PauliSum& h) const {
+  double expval(const SV& s, const PauliSum& h) const {
     if (!plan_.density) return s.expval(h);
     SimulateRequest req;
     req.observables = {h};
     SimulateResult r;
-    read_out_density_matrix(s, plan_.n, req, r);
+    read_out_density_matrix(s, req, r);
     return r.expvals[0];
   }
 
   // The probability of each outcome of a branch point in state s.
-  std::vector<double> outcome_probabilities(const Step& st, const State<R>& s) const {
+  std::vector<double> outcome_probabilities(const Step& st, const SV& s) const {
     std::vector<double> p;
     if (st.kind == Step::Kind::channel) {
       const Branches& b = st.branches;
@@ -215,7 +212,7 @@ class Walker {
   }
 
   // Collapses s onto outcome i of probability p (renormalised).
-  void enter(const Step& st, std::size_t i, double p, State<R>& s) const {
+  void enter(const Step& st, std::size_t i, double p, SV& s) const {
     if (st.kind == Step::Kind::channel) {
       const Branches& b = st.branches;
       if (b.unitary[i]) {
@@ -260,8 +257,8 @@ class Walker {
 
   // One path of the walk: a state (owned, or the walk's first) at step k.
   struct Path {
-    std::unique_ptr<State<R>> owned;
-    State<R>* s = nullptr;
+    std::unique_ptr<SV> owned;
+    SV* s = nullptr;
     std::size_t k = 0;
     double weight = 1;
     std::int64_t shots = 0;
@@ -341,7 +338,7 @@ class Walker {
 
   // Depth first over the outcomes, in order, without recursion (a chain of
   // branch points as long as the circuit keeps its forks on the heap).
-  void walk(State<R>& start, std::int64_t shots) {
+  void walk(SV& start, std::int64_t shots) {
     std::vector<Fork> forks;
     Path path;
     path.s = &start;
@@ -365,14 +362,14 @@ class Walker {
     }
   }
 
-  void leaf(const State<R>& s, double weight, std::int64_t shots, std::uint64_t record) {
+  void leaf(const SV& s, double weight, std::int64_t shots, std::uint64_t record) {
     if (weight == 0) return;
     SimulateRequest req;
     req.observables = req_.observables;
     req.probabilities = req_.probabilities;
     SimulateResult r;
     if (plan_.density) {
-      read_out_density_matrix(s, plan_.n, req, r);
+      read_out_density_matrix(s, req, r);
     } else {
       for (const PauliSum& h : req.observables) r.expvals.push_back(s.expval(h));
       if (req.probabilities) r.probabilities = s.probabilities();
@@ -390,7 +387,7 @@ class Walker {
         SimulateRequest as_matrix;
         as_matrix.state = true;
         SimulateResult rho;
-        read_out_density_matrix(s, plan_.n, as_matrix, rho);
+        read_out_density_matrix(s, as_matrix, rho);
         l.state = std::move(rho.state);
       } else if (req_.leaf_states) {
         l.state = s.to_vector();
@@ -405,25 +402,16 @@ class Walker {
   }
 };
 
-}  // namespace
-
-template <class R>
-SimulateResult simulate_dynamic(const Circuit& c, std::span<const double> theta,
-                                const SimulateRequest& req, const EngineOptions& options) {
-  if (options.backend != Backend::cpu)
-    throw Error(
-        "dynamic circuits (mid-circuit measurement, reset, classical control) run on the "
-        "CPU backend only");
-  if (req.state || req.most_probable)
-    throw Error(
-        "a dynamic circuit (mid-circuit measurement, reset or classical control) ends in a "
-        "mixture of branches: it has no single final state");
+// simulate_dynamic on the state type SV.
+template <class SV>
+SimulateResult dynamic_on(const Circuit& c, std::span<const double> theta,
+                          const SimulateRequest& req, const EngineOptions& options) {
   const MethodChoice method = choose_method(c, options);
   const bool trajectories = method.trajectories();
   SimulateResult out;
   if (req.leaves && req.shots > 0) {  // the shot walk's branches, for the caller to sample
     const Plan plan = plan_of(c, theta, false, options);
-    Walker<R> walk(plan, req, options, true, false, req.seed);
+    Walker<SV> walk(plan, req, options, true, false, req.seed);
     walk.run(req.shots);
     out = std::move(walk.out);
     out.expvals.clear();
@@ -437,7 +425,7 @@ SimulateResult simulate_dynamic(const Circuit& c, std::span<const double> theta,
                   " is not a positive number of trajectories");
     const Plan plan = plan_of(c, theta, density, options);
     for (const Step& st : plan.steps) out.gates_after_fusion += st.gates.size();
-    Walker<R> values(plan, req, options, trajectories, false, options.seed);
+    Walker<SV> values(plan, req, options, trajectories, false, options.seed);
     values.run(trajectories ? options.trajectories : 1);
     values.out.gates_after_fusion = out.gates_after_fusion;
     out = std::move(values.out);
@@ -453,7 +441,7 @@ SimulateResult simulate_dynamic(const Circuit& c, std::span<const double> theta,
     if (out.gates_after_fusion == 0)
       for (const Step& st : plan.steps) out.gates_after_fusion += st.gates.size();
     SimulateRequest bare;  // the samples only
-    Walker<R> samples(plan, bare, options, true, true, req.seed);
+    Walker<SV> samples(plan, bare, options, true, true, req.seed);
     samples.run(req.shots);
     out.counts = std::move(samples.out.counts);
     out.records = std::move(samples.out.records);
@@ -464,6 +452,19 @@ SimulateResult simulate_dynamic(const Circuit& c, std::span<const double> theta,
     }
   }
   return out;
+}
+
+}  // namespace
+
+template <class R>
+SimulateResult simulate_dynamic(const Circuit& c, std::span<const double> theta,
+                                const SimulateRequest& req, const EngineOptions& options) {
+  if (req.state || req.most_probable)
+    throw Error(
+        "a dynamic circuit (mid-circuit measurement, reset or classical control) ends in a "
+        "mixture of branches: it has no single final state");
+  return detail::on_backend<R>(
+      options, [&]<class SV>(const EngineOptions& o) { return dynamic_on<SV>(c, theta, req, o); });
 }
 
 template SimulateResult simulate_dynamic<float>(const Circuit&, std::span<const double>,

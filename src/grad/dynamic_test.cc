@@ -14,6 +14,7 @@
 #include <map>
 #include <random>
 
+#include "backends/cuda/statevector.h"
 #include "circuit/qasm.h"
 #include "core/error.h"
 #include "grad/adjoint.h"
@@ -206,6 +207,27 @@ TEST(Dynamic, NoisyExactWalksAgreeWithTheDeferredOracle) {
     SCOPED_TRACE(trial);
     expect_exact(c, obs, options(), e);                     // density matrix (fits)
     expect_exact(c, obs, options(Method::statevector), e);  // Kraus branches on a state
+  }
+}
+
+// The walk on the GPU (state vector and density matrix) against the
+// deferred oracle, as on the CPU; skipped where there is no GPU.
+TEST(Dynamic, CudaBackendAgreesWithTheDeferredOracle) {
+  const cuda::DeviceStatus gpu = cuda::device_status();
+  if (gpu.count == 0) GTEST_SKIP() << "no GPU here (" << gpu.error << "): CUDA walks skipped";
+  cuda::select_device(0);
+  std::mt19937_64 rng(92);
+  for (int trial = 0; trial < 16; ++trial) {
+    const int n = 1 + trial % 3;
+    const Circuit c = random_dynamic(n, 10, trial % 2 == 1, rng);
+    const std::vector<PauliSum> obs = {testing::random_observable(n, rng)};
+    const Exact e = oracle(c, obs);
+    SCOPED_TRACE(trial);
+    for (Method m : {Method::automatic, Method::density_matrix, Method::statevector}) {
+      EngineOptions o = options(m);
+      o.backend = Backend::cuda;
+      expect_exact(c, obs, o, e);
+    }
   }
 }
 

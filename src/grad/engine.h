@@ -94,6 +94,16 @@ struct BackendTraits<cpu::StateVector<R>> {
   }
 };
 
+// fn.template operator()<SV>(options) with SV the state vector of the
+// options' backend in precision R (on the GPU with the options it takes,
+// for_backend): where an engine written over the state type is dispatched.
+template <class R, class Fn>
+decltype(auto) on_backend(const EngineOptions& o, Fn&& fn) {
+  if (o.backend == Backend::cuda)
+    return fn.template operator()<cuda::StateVector<R>>(for_backend(o));
+  return fn.template operator()<cpu::StateVector<R>>(o);
+}
+
 // A state of the options' backend (threads and chunks apply to the CPU's).
 template <class SV>
 SV make_state(int n, const EngineOptions& o) {

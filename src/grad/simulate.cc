@@ -15,25 +15,12 @@
 namespace qmlsim {
 namespace {
 
-// |a_i|^2 of every basis state (the GPU's from its host copy).
-template <class R>
-std::vector<double> probabilities_of(const cpu::StateVector<R>& sv) {
-  return sv.probabilities();
-}
-template <class R>
-std::vector<double> probabilities_of(const cuda::StateVector<R>& sv) {
-  const std::vector<cplx> a = sv.to_vector();
-  std::vector<double> p(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) p[i] = std::norm(a[i]);
-  return p;
-}
-
 template <class SV>
 void read_out(const SV& sv, const SimulateRequest& req, SimulateResult& out) {
   for (const PauliSum& h : req.observables) out.expvals.push_back(sv.expval(h));
   if (req.shots > 0) out.counts = sv.sample(req.shots, req.seed);
   if (req.state) out.state = sv.to_vector();
-  if (req.probabilities) out.probabilities = probabilities_of(sv);
+  if (req.probabilities) out.probabilities = sv.probabilities();
 }
 
 // Index of the largest |a_i|^2 (the first one on ties).

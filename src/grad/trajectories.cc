@@ -89,12 +89,12 @@ struct TrajectoryOut {
 // the norm is measured only where a branch's probability is (rarely: with
 // probability 1 - sum lb) or a readout needs it; a measured branch
 // renormalises the state.
-template <class R>
+template <class SV>
 struct Walk {
-  explicit Walk(cpu::StateVector<R> state, bool is_normalised = true)
+  explicit Walk(SV state, bool is_normalised = true)
       : sv(std::move(state)), normalised(is_normalised) {}
 
-  cpu::StateVector<R> sv;
+  SV sv;
   bool normalised = true;
   std::vector<BoundGate> queue;
 
@@ -175,9 +175,9 @@ struct Walk {
   }
 };
 
-template <class R>
-Walk<R> start(const Plan& plan, const EngineOptions& o) {
-  Walk<R> w(detail::make_state<cpu::StateVector<R>>(plan.n, o));
+template <class SV>
+Walk<SV> start(const Plan& plan, const EngineOptions& o) {
+  Walk<SV> w(detail::make_state<SV>(plan.n, o));
   w.sv.set_basis_state(0);
   detail::set_initial_state(w.sv, o);
   return w;
@@ -246,24 +246,26 @@ bool share_prefixes(int n) {
 // time with the threads inside, small ones a trajectory per thread from
 // copies the spine keeps. The group and its spine do not depend on the
 // thread count, so neither do the results.
-template <class R>
+template <class SV>
 void run_group(const Plan& plan, std::uint64_t first, const SimulateRequest& req,
                const std::function<std::int64_t(std::uint64_t)>& shots, const EngineOptions& o,
                std::vector<TrajectoryOut>& outs) {
+  using R = typename SV::real_type;
   Spine s = spine_of(plan, o.seed, first, outs.size());
-  const bool small = (std::int64_t{1} << plan.n) < kMinParallelWork;
+  // small states on the CPU run the leaving trajectories one per thread
+  const bool small = o.backend == Backend::cpu && (std::int64_t{1} << plan.n) < kMinParallelWork;
   struct Leaving {
     std::size_t member, op, channel;
-    const cpu::StateVector<R>* from;
+    const SV* from;
     bool normalised;
   };
   std::vector<Leaving> pending;
-  std::vector<std::unique_ptr<cpu::StateVector<R>>> copies;  // small states' spine states
+  std::vector<std::unique_ptr<SV>> copies;  // small states' spine states
   auto run_pending = [&] {
     const ItemSize size{plan.n, cpu::state_bytes(plan.n, kPrecisionOf<R>)};
     detail::for_each_item(pending.size(), size, o, [&](std::size_t i, const EngineOptions& in) {
       const Leaving& l = pending[i];
-      Walk<R> w(detail::make_state<cpu::StateVector<R>>(plan.n, in), l.normalised);
+      Walk<SV> w(detail::make_state<SV>(plan.n, in), l.normalised);
       w.sv.copy_from(*l.from);
       Rng& rng = s.rng[l.member];
       w.take(plan.channels[l.channel], s.draw[l.member], in);
@@ -274,7 +276,7 @@ void run_group(const Plan& plan, std::uint64_t first, const SimulateRequest& req
     pending.clear();
     copies.clear();
   };
-  Walk<R> spine = start<R>(plan, o);
+  Walk<SV> spine = start<SV>(plan, o);
   std::size_t on = outs.size(), channel = 0;
   for (std::size_t op = 0; op < plan.gates.size() && on > 0; ++op) {
     if (plan.gates[op]) {
@@ -283,10 +285,9 @@ void run_group(const Plan& plan, std::uint64_t first, const SimulateRequest& req
     }
     if (!s.leave[channel].empty()) {
       spine.flush(o);
-      const cpu::StateVector<R>* from = &spine.sv;
+      const SV* from = &spine.sv;
       if (small) {
-        copies.push_back(std::make_unique<cpu::StateVector<R>>(
-            detail::make_state<cpu::StateVector<R>>(plan.n, o)));
+        copies.push_back(std::make_unique<SV>(detail::make_state<SV>(plan.n, o)));
         copies.back()->copy_from(spine.sv);
         from = copies.back().get();
       }
@@ -315,11 +316,11 @@ void run_group(const Plan& plan, std::uint64_t first, const SimulateRequest& req
 }
 
 // Trajectory t run alone.
-template <class R>
+template <class SV>
 TrajectoryOut run_one(const Plan& plan, std::uint64_t t, const SimulateRequest& req,
                       std::int64_t shots, const EngineOptions& o) {
   Rng rng = stream(o.seed, t);
-  Walk<R> w = start<R>(plan, o);
+  Walk<SV> w = start<SV>(plan, o);
   w.run(plan, 0, 0, rng, o);
   TrajectoryOut out;
   w.values(req, out);
@@ -327,9 +328,7 @@ TrajectoryOut run_one(const Plan& plan, std::uint64_t t, const SimulateRequest& 
   return out;
 }
 
-void require_cpu(const EngineOptions& options) {
-  if (options.backend != Backend::cpu)
-    throw Error("the trajectory method runs on the CPU backend only (not yet on the GPU)");
+void require_trajectories(const EngineOptions& options) {
   if (options.trajectories < 1)
     throw Error("trajectories: " + std::to_string(options.trajectories) +
                 " is not a positive number of trajectories");
@@ -379,15 +378,14 @@ std::pair<std::int64_t, std::int64_t> trajectory_range(std::int64_t count, int p
   return {start(part), start(part + 1)};
 }
 
-template <class R>
-TrajectoryShare trajectory_share(const Circuit& c, std::span<const double> theta,
-                                 const SimulateRequest& req, const EngineOptions& options,
-                                 std::int64_t first, std::int64_t last) {
-  require_cpu(options);
-  if (req.state || req.most_probable)
-    throw Error(
-        "trajectories: a noisy circuit has no single final state (use the density "
-        "matrix for the state, probabilities or samples)");
+namespace {
+
+// trajectory_share on the state type SV.
+template <class SV>
+TrajectoryShare share_on(const Circuit& c, std::span<const double> theta,
+                         const SimulateRequest& req, const EngineOptions& options,
+                         std::int64_t first, std::int64_t last) {
+  using R = typename SV::real_type;
   const Plan plan = plan_of(c, theta);
   const std::int64_t count = options.trajectories;
   const std::size_t dim = std::size_t{1} << plan.n;
@@ -409,7 +407,7 @@ TrajectoryShare trajectory_share(const Circuit& c, std::span<const double> theta
         last - first, plan.n, options,
         [&](std::uint64_t i, const EngineOptions& o) {
           const std::uint64_t t = static_cast<std::uint64_t>(first) + i;
-          return run_one<R>(plan, t, req, shots(t), o);
+          return run_one<SV>(plan, t, req, shots(t), o);
         },
         add);
     return out;
@@ -417,11 +415,27 @@ TrajectoryShare trajectory_share(const Circuit& c, std::span<const double> theta
   for (std::int64_t group = first; group < last; group += kTrajectoryBlock) {
     std::vector<TrajectoryOut> outs(
         static_cast<std::size_t>(std::min(kTrajectoryBlock, last - group)));
-    run_group<R>(plan, static_cast<std::uint64_t>(group), req, shots, options, outs);
+    run_group<SV>(plan, static_cast<std::uint64_t>(group), req, shots, options, outs);
     for (std::size_t m = 0; m < outs.size(); ++m)
       add(static_cast<std::uint64_t>(group - first) + m, outs[m]);
   }
   return out;
+}
+
+}  // namespace
+
+template <class R>
+TrajectoryShare trajectory_share(const Circuit& c, std::span<const double> theta,
+                                 const SimulateRequest& req, const EngineOptions& options,
+                                 std::int64_t first, std::int64_t last) {
+  require_trajectories(options);
+  if (req.state || req.most_probable)
+    throw Error(
+        "trajectories: a noisy circuit has no single final state (use the density "
+        "matrix for the state, probabilities or samples)");
+  return detail::on_backend<R>(options, [&]<class SV>(const EngineOptions& o) {
+    return share_on<SV>(c, theta, req, o, first, last);
+  });
 }
 
 SimulateResult combine_trajectories(const TrajectoryShare& all, const SimulateRequest& req,
@@ -459,7 +473,7 @@ std::vector<double> trajectory_vjp_share(const Circuit& c, std::span<const doubl
                                          std::span<const double> weights,
                                          const EngineOptions& options, std::int64_t first,
                                          std::int64_t last) {
-  require_cpu(options);
+  require_trajectories(options);
   std::vector<Branches> branches;
   for (const Operation& op : c.ops()) {
     if (!op.is_channel()) continue;

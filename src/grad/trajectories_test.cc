@@ -10,6 +10,7 @@
 #include <cmath>
 #include <random>
 
+#include "backends/cuda/statevector.h"
 #include "core/error.h"
 #include "grad/density_matrix.h"
 #include "testing/dense_oracle.h"
@@ -231,6 +232,49 @@ TEST(Trajectories, RefuseWhatTheyCannotGive) {
   state.state = true;
   EXPECT_THROW(simulate<double>(c, theta, state, trajectories(10)), Error);
   EXPECT_THROW(simulate<double>(c, theta, {}, trajectories(0)), Error);
+}
+
+// Trajectories on the GPU against the CPU's: the same seeded draws (Pauli
+// mixtures: every branch decided by its lower bound, none by the state), so
+// the same trajectories; their means, probabilities, samples and gradients
+// agree to rounding, with prefixes shared and without. Skipped without a GPU.
+TEST(Trajectories, CudaBackendEqualsCpu) {
+  const cuda::DeviceStatus gpu = cuda::device_status();
+  if (gpu.count == 0)
+    GTEST_SKIP() << "no GPU here (" << gpu.error << "): CUDA trajectories skipped";
+  cuda::select_device(0);
+  std::mt19937_64 rng(71);
+  for (int trial = 0; trial < 6; ++trial) {
+    const int n = 2 + trial;
+    const Circuit c = mixture_circuit(n, rng);
+    const std::vector<double> theta = random_theta(3, rng);
+    const std::vector<PauliSum> obs = {testing::random_observable(n, rng)};
+    EngineOptions cpu = trajectories(64), gpu = trajectories(64);
+    gpu.backend = Backend::cuda;
+    SimulateRequest req;
+    req.observables = obs;
+    req.probabilities = true;
+    req.shots = 100;
+    const SimulateResult a = simulate<double>(c, theta, req, cpu);
+    const SimulateResult b = simulate<double>(c, theta, req, gpu);
+    EXPECT_NEAR(b.expvals[0], a.expvals[0], 1e-10) << "trial " << trial;
+    for (std::size_t i = 0; i < a.probabilities.size(); ++i)
+      EXPECT_NEAR(b.probabilities[i], a.probabilities[i], 1e-10);
+    std::int64_t total = 0, apart = 0;  // samples: the same to rounding at bin edges
+    for (const auto& [k, hits] : b.counts) total += hits;
+    for (std::uint64_t k = 0; k < (std::uint64_t{1} << n); ++k) {
+      const auto x = a.counts.find(k), y = b.counts.find(k);
+      apart +=
+          std::abs((x == a.counts.end() ? 0 : x->second) - (y == b.counts.end() ? 0 : y->second));
+    }
+    EXPECT_EQ(total, req.shots);
+    EXPECT_LE(apart, 4) << "trial " << trial;
+    const double w[] = {1.0};
+    const AdjointResult x = adjoint_vjp<double>(c, theta, obs, w, cpu);
+    const AdjointResult y = adjoint_vjp<double>(c, theta, obs, w, gpu);
+    for (std::size_t s = 0; s < theta.size(); ++s)
+      EXPECT_NEAR(y.gradient[s], x.gradient[s], 1e-10) << "trial " << trial << " slot " << s;
+  }
 }
 
 }  // namespace

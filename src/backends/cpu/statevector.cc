@@ -15,6 +15,7 @@
 #include <string>
 
 #include "backends/cpu/chunks.h"
+#include "backends/cpu/density.h"
 #include "core/bits.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -104,6 +105,32 @@ template <class R>
 std::vector<cplx> StateVector<R>::to_vector() const {
   std::vector<cplx> out(size());
   for (index_t i = 0; i < size(); ++i) out[i] = amplitude(i);
+  return out;
+}
+
+template <class R>
+double StateVector<R>::density_trace(const PauliSum& h) const {
+  const int m = n_ / 2;
+  return density_trace_columns(data(), m, 0, index_t{1} << m, h);
+}
+
+template <class R>
+void StateVector<R>::set_density_observable(const PauliSum& h) {
+  qmlsim::cpu::set_density_observable(data(), n_ / 2, h);
+}
+
+template <class R>
+std::vector<double> StateVector<R>::density_diagonal() const {
+  const int m = n_ / 2;
+  return density_diagonal_columns(data(), m, 0, index_t{1} << m);
+}
+
+template <class R>
+std::vector<cplx> StateVector<R>::density_rows() const {
+  const index_t dim = index_t{1} << (n_ / 2);
+  std::vector<cplx> out(dim * dim);
+  for (index_t r = 0; r < dim; ++r)
+    for (index_t c = 0; c < dim; ++c) out[r * dim + c] = amplitude(r + dim * c);
   return out;
 }
 

@@ -137,6 +137,16 @@ class StateVector {
   // rounding to R and summed over fixed blocks in order, as expval() is.
   double assign_applied(const PauliSum& h, const StateVector& src);
 
+  // Where this holds a density matrix rho on m = num_qubits() / 2 qubits as
+  // vec(rho) (rho[r][c] at r + 2^m c; grad/density_matrix.h), with H on the m
+  // qubits: Tr(H rho); this = vec(H); rho[c][c] for every c, clamped at 0; rho
+  // row-major (rho[r][c] at r 2^m + c). backends/cpu/density.h; the GPU's
+  // state vector has the same.
+  double density_trace(const PauliSum& h) const;
+  void set_density_observable(const PauliSum& h);
+  std::vector<double> density_diagonal() const;
+  std::vector<cplx> density_rows() const;
+
   // `shots` samples of all qubits from the Born distribution with a seeded RNG,
   // counted per outcome. Shots are drawn `chunk` at a time (sorted uniforms,
   // one scan of the state per chunk), so memory is the counts and one chunk,

@@ -1,14 +1,18 @@
 // The GPU's density-matrix readouts (density_ops.h), run here by one CPU
-// worker and by several taking turns, against dense matrices: Tr(H rho) and
-// vec(H), with H built from Kronecker products of Pauli matrices.
+// worker and by several taking turns, and the CPU state vector's
+// (backends/cpu/density.h), against dense matrices: Tr(H rho), vec(H), the
+// diagonal and the matrix, with H built from Kronecker products of Pauli
+// matrices.
 #include "backends/cuda/density_ops.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <complex>
 #include <random>
 #include <vector>
 
+#include "backends/cpu/statevector.h"
 #include "backends/cuda/small_batch_pack.h"
 
 namespace qmlsim::cuda {
@@ -85,6 +89,21 @@ void check_readouts() {
     const PackedSums s = pack_sums({h});
     const PackedTerms t = s.terms(0, s.x.data(), s.z.data(), s.c.data());
     const double tol = sizeof(R) == 4 ? 1e-4 : 1e-11;
+    // The CPU state vector's own readouts (backends/cpu/density.h) too.
+    cpu::StateVector<R> held(2 * m);
+    std::copy(vec.begin(), vec.end(), held.data());
+    EXPECT_NEAR(held.density_trace(h), want.real(), tol) << "cpu, m=" << m;
+    const std::vector<double> diagonal = held.density_diagonal();
+    const std::vector<cplx> rows = held.density_rows();
+    for (u64 r = 0; r < dim; ++r) {
+      EXPECT_NEAR(diagonal[r], std::max(0.0, double(vec[2 * (r + dim * r)])), 0) << r;
+      for (u64 c = 0; c < dim; ++c)
+        EXPECT_EQ(rows[r * dim + c], cplx(vec[2 * (r + dim * c)], vec[2 * (r + dim * c) + 1]));
+    }
+    held.set_density_observable(h);
+    for (u64 r = 0; r < dim; ++r)
+      for (u64 c = 0; c < dim; ++c)
+        EXPECT_NEAR(std::abs(held.amplitude(r + dim * c) - hd[r * dim + c]), 0, tol) << r << c;
     for (int nt : {1, 3}) {
       double got = 0;
       for (int tid = 0; tid < nt; ++tid) got += trace_partial_packed(vec.data(), m, t, tid, nt);

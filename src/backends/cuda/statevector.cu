@@ -340,6 +340,18 @@ double StateVector<R>::norm_squared() const {
 }
 
 template <class R>
+std::vector<double> StateVector<R>::probabilities() const {
+  std::vector<R> host(std::size_t{2} << impl_->n);
+  QMLSIM_CUDA_CHECK(
+      cudaMemcpy(host.data(), impl_->a, host.size() * sizeof(R), cudaMemcpyDeviceToHost));
+  std::vector<double> p(size());
+  for (std::size_t i = 0; i < p.size(); ++i)
+    p[i] = static_cast<double>(host[2 * i]) * host[2 * i] +
+           static_cast<double>(host[2 * i + 1]) * host[2 * i + 1];
+  return p;
+}
+
+template <class R>
 double StateVector<R>::expval(const PauliSum& h) const {
   if (h.terms.empty()) return 0;
   const PackedSums ps = pack_sums({h});
@@ -452,6 +464,16 @@ void StateVector<R>::set_density_observable(const PauliSum& h) {
   density_observable_kernel<R><<<grid_for(u64{1} << m), kThreads>>>(impl_->a, m, t.terms(ps, 0));
   QMLSIM_CUDA_CHECK(cudaGetLastError());
   synchronize();
+}
+
+template <class R>
+std::vector<cplx> StateVector<R>::density_rows() const {
+  const std::size_t dim = std::size_t{1} << (impl_->n / 2);
+  const std::vector<cplx> v = to_vector();
+  std::vector<cplx> out(dim * dim);
+  for (std::size_t r = 0; r < dim; ++r)
+    for (std::size_t c = 0; c < dim; ++c) out[r * dim + c] = v[r + dim * c];
+  return out;
 }
 
 template <class R>

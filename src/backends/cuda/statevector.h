@@ -75,6 +75,8 @@ class StateVector {
   void apply(const std::vector<BoundGate>& gates);
 
   double norm_squared() const;
+  // |a_i|^2 of every basis state, in double (from a host copy of the state).
+  std::vector<double> probabilities() const;
   double expval(const PauliSum& h) const;
   // this = H src (REQUIRES src is another state of the same size).
   void assign_applied(const PauliSum& h, const StateVector& src);
@@ -98,10 +100,12 @@ class StateVector {
 
   // Where this holds a density matrix rho on m = num_qubits() / 2 qubits as
   // vec(rho) (rho[r][c] at r + 2^m c; grad/density_matrix.h), with H on the m
-  // qubits: Tr(H rho); this = vec(H); rho[c][c] for every c, clamped at 0.
+  // qubits: Tr(H rho); this = vec(H); rho[c][c] for every c, clamped at 0;
+  // rho row-major (rho[r][c] at r 2^m + c, from a host copy).
   double density_trace(const PauliSum& h) const;
   void set_density_observable(const PauliSum& h);
   std::vector<double> density_diagonal() const;
+  std::vector<cplx> density_rows() const;
 
   // `shots` samples with the CPU backend's algorithm (same seed, same counts).
   std::map<index_t, std::int64_t> sample(std::int64_t shots, std::uint64_t seed) const;

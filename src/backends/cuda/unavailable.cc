@@ -65,6 +65,10 @@ double StateVector<R>::norm_squared() const {
   unavailable();
 }
 template <class R>
+std::vector<double> StateVector<R>::probabilities() const {
+  unavailable();
+}
+template <class R>
 double StateVector<R>::expval(const PauliSum&) const {
   unavailable();
 }
@@ -92,6 +96,10 @@ void StateVector<R>::set_density_observable(const PauliSum&) {
 }
 template <class R>
 std::vector<double> StateVector<R>::density_diagonal() const {
+  unavailable();
+}
+template <class R>
+std::vector<cplx> StateVector<R>::density_rows() const {
   unavailable();
 }
 template <class R>
