@@ -21,7 +21,6 @@
 #include "grad/density_matrix.h"
 #include "grad/dynamic.h"
 #include "grad/simulate.h"
-#include "grad/trajectories.h"
 #include "io/checkpoint.h"
 #include "io/state_file.h"
 #include "passes/fusion.h"
@@ -271,9 +270,8 @@ Outcome simulate_program(const QasmProgram& prog, const std::vector<PauliSum>& o
   return out;
 }
 
-// Trajectories shared out over the processes of `world` (whole blocks, in rank
-// order; trajectory t seeded by its index): every process gets the outcome a
-// single process gives, bit for bit.
+// Trajectories shared out over the processes of `world` (distributed/simulate.h):
+// every process gets the outcome a single process gives, bit for bit.
 template <class R>
 Outcome trajectories_over(const comm::Comm& world, const QasmProgram& prog,
                           const std::vector<PauliSum>& observables, const EngineOptions& engine,
@@ -282,20 +280,8 @@ Outcome trajectories_over(const comm::Comm& world, const QasmProgram& prog,
   req.observables = observables;
   req.shots = shots;
   req.seed = seed;
-  const auto [first, last] = trajectory_range(engine.trajectories, world.rank(), world.size());
-  const TrajectoryShare mine =
-      trajectory_share<R>(prog.circuit, prog.angles, req, engine, first, last);
-  TrajectoryShare all;
-  all.expvals = world.allgather(mine.expvals);
-  std::vector<double> counts;  // (outcome, hits) pairs: exact as doubles up to 2^53
-  for (const auto& [outcome, hits] : mine.counts) {
-    counts.push_back(static_cast<double>(outcome));
-    counts.push_back(static_cast<double>(hits));
-  }
-  const std::vector<double> gathered = world.allgather(counts);
-  for (std::size_t j = 0; j + 1 < gathered.size(); j += 2)
-    all.counts[static_cast<index_t>(gathered[j])] += static_cast<std::int64_t>(gathered[j + 1]);
-  SimulateResult r = combine_trajectories(all, req, engine.trajectories);
+  SimulateResult r =
+      distributed::simulate_trajectories<R>(prog.circuit, prog.angles, req, engine, world);
   Outcome out;
   out.expvals = std::move(r.expvals);
   out.expval_errors = std::move(r.expval_errors);
@@ -304,10 +290,8 @@ Outcome trajectories_over(const comm::Comm& world, const QasmProgram& prog,
   for (std::size_t k = 0; gradient && k < observables.size(); ++k) {  // a VJP per observable
     std::vector<double> w(observables.size(), 0.0);
     w[k] = 1;
-    const std::vector<double> rows = world.allgather(
-        trajectory_vjp_share<R>(prog.circuit, prog.angles, observables, w, engine, first, last));
     out.gradient.push_back(
-        combine_trajectory_vjps(rows, observables.size(), prog.angles.size(), engine.trajectories)
+        distributed::trajectories_vjp<R>(prog.circuit, prog.angles, observables, w, engine, world)
             .gradient);
   }
   return out;

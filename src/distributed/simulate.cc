@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "grad/adjoint_parts.h"
 #include "grad/density_matrix.h"
+#include "grad/trajectories.h"
 
 namespace qmlsim::distributed {
 
@@ -73,6 +74,37 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
   return r;
 }
 
+template <class R>
+SimulateResult simulate_trajectories(const Circuit& c, std::span<const double> theta,
+                                     const SimulateRequest& req, const EngineOptions& options,
+                                     const comm::Comm& group) {
+  const auto [first, last] = trajectory_range(options.trajectories, group.rank(), group.size());
+  const TrajectoryShare mine = trajectory_share<R>(c, theta, req, options, first, last);
+  TrajectoryShare all;
+  all.expvals = group.allgather(mine.expvals);
+  if (req.probabilities) all.probabilities = group.allgather(mine.probabilities);
+  std::vector<double> counts;  // (outcome, hits) pairs: exact as doubles up to 2^53
+  for (const auto& [outcome, hits] : mine.counts) {
+    counts.push_back(static_cast<double>(outcome));
+    counts.push_back(static_cast<double>(hits));
+  }
+  const std::vector<double> gathered = group.allgather(counts);
+  for (std::size_t j = 0; j + 1 < gathered.size(); j += 2)
+    all.counts[static_cast<index_t>(gathered[j])] += static_cast<std::int64_t>(gathered[j + 1]);
+  return combine_trajectories(all, req, options.trajectories);
+}
+
+template <class R>
+AdjointResult trajectories_vjp(const Circuit& c, std::span<const double> theta,
+                               const std::vector<PauliSum>& observables,
+                               std::span<const double> weights, const EngineOptions& options,
+                               const comm::Comm& group) {
+  const auto [first, last] = trajectory_range(options.trajectories, group.rank(), group.size());
+  const std::vector<double> rows = group.allgather(
+      trajectory_vjp_share<R>(c, theta, observables, weights, options, first, last));
+  return combine_trajectory_vjps(rows, observables.size(), theta.size(), options.trajectories);
+}
+
 #define QMLSIM_DIST_SIMULATE(R)                                                                   \
   template SimulateResult simulate<R>(const Circuit&, std::span<const double>,                    \
                                       const SimulateRequest&, const Options&, const comm::Comm&); \
@@ -81,7 +113,13 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                                                      const comm::Comm&, RunStats*, RunStats*);    \
   template AdjointResult adjoint_vjp<R>(const Circuit&, std::span<const double>,                  \
                                         const std::vector<PauliSum>&, const WeightsFn&,           \
-                                        const Options&, const comm::Comm&);
+                                        const Options&, const comm::Comm&);                       \
+  template SimulateResult simulate_trajectories<R>(const Circuit&, std::span<const double>,       \
+                                                   const SimulateRequest&, const EngineOptions&,  \
+                                                   const comm::Comm&);                            \
+  template AdjointResult trajectories_vjp<R>(                                                     \
+      const Circuit&, std::span<const double>, const std::vector<PauliSum>&,                      \
+      std::span<const double>, const EngineOptions&, const comm::Comm&);
 QMLSIM_DIST_SIMULATE(float)
 QMLSIM_DIST_SIMULATE(double)
 #undef QMLSIM_DIST_SIMULATE

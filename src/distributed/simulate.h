@@ -43,4 +43,19 @@ AdjointResult adjoint_vjp(const Circuit& c, std::span<const double> theta,
                           const std::vector<PauliSum>& observables, const WeightsFn& weights,
                           const Options& options, const comm::Comm& group);
 
+// Trajectories shared out over the processes of `group` (whole blocks of
+// grad/trajectories.h in rank order; trajectory t seeded by its index): every
+// process gets what qmlsim::simulate_trajectories and
+// qmlsim::trajectories_vjp give in one process, bit for bit. Each process runs
+// its share with `options` (its threads, its backend).
+template <class R>
+SimulateResult simulate_trajectories(const Circuit& c, std::span<const double> theta,
+                                     const SimulateRequest& req, const EngineOptions& options,
+                                     const comm::Comm& group);
+template <class R>
+AdjointResult trajectories_vjp(const Circuit& c, std::span<const double> theta,
+                               const std::vector<PauliSum>& observables,
+                               std::span<const double> weights, const EngineOptions& options,
+                               const comm::Comm& group);
+
 }  // namespace qmlsim::distributed
