@@ -539,6 +539,13 @@ std::vector<double> DistState<R>::gradient(const Circuit& c, std::span<const dou
         at += 2;
       }
   }
+  for (std::size_t i = 0; i < cross.size(); ++i) {  // a diagonal gate's: its entries (accumulate)
+    const std::size_t dim = seg.gates[i].dim();
+    if (!seg.gates[i].diagonal || cross[i].size() != dim * dim) continue;
+    Matrix entries(dim);
+    for (std::size_t a = 0; a < dim; ++a) entries[a] = cross[i][a * dim + a];
+    cross[i] = std::move(entries);
+  }
   std::vector<double> grad(theta.size(), 0.0);
   accumulate(seg, cross, grad);
   return grad;

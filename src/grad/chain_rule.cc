@@ -38,7 +38,8 @@ void conjugate_by(const BlockStep& t, Matrix& cur, int k) {
 
 // The step's cross matrix over its own targets (controls 1) from its block's at
 // the step (`cur`), summed over the block's other qubits; a diagonal block's
-// diagonal only, which its gates leave as it is (|G_aa| = 1).
+// diagonal only, which its gates leave as it is (|G_aa| = 1). A diagonal
+// step's as its diagonal entries (add_step_gradient).
 Matrix restrict_to_step(const BlockStep& t, const Matrix& cur, std::size_t dim, bool diag) {
   const std::size_t sdim = std::size_t{1} << t.targets.size();
   std::size_t control_bits = 0, fixed = 0;
@@ -63,20 +64,22 @@ Matrix restrict_to_step(const BlockStep& t, const Matrix& cur, std::size_t dim, 
     }
     if (r == 0) break;
   }
-  return out;
+  if (!t.step->gate.diagonal) return out;
+  Matrix entries(sdim);
+  for (std::size_t a = 0; a < sdim; ++a) entries[a] = out[a * sdim + a];
+  return entries;
 }
 
 // dL/da += 2 Re sum_ab (dU/da U^dagger)_ab m_ab for each angle of step t, m its
 // cross matrix over its own targets (for a diagonal gate its diagonal entries
-// alone, as the CPU sweep forms them, or dense).
+// alone, as every backend's sweep forms them).
 void add_step_gradient(const TapeStep& t, const Matrix& mi, std::vector<double>& grad) {
   const BoundGate& u = t.gate;
   const std::size_t dim = u.dim();
   for (const TapeDerivative& d : t.derivatives) {
     cplx acc = 0;
     if (u.diagonal) {  // dU is diagonal too, held as its diagonal (MultiRZ can be wide: O(dim))
-      const std::size_t stride = mi.size() == dim ? 1 : dim + 1;
-      for (std::size_t a = 0; a < dim; ++a) acc += d.d[a] * std::conj(u.matrix[a]) * mi[a * stride];
+      for (std::size_t a = 0; a < dim; ++a) acc += d.d[a] * std::conj(u.matrix[a]) * mi[a];
     } else {
       const cplx* du = d.d.data();
       for (std::size_t a = 0; a < dim; ++a, du += dim) {
@@ -108,7 +111,7 @@ void accumulate(const Segmented& s, const std::vector<Matrix>& m, std::vector<do
     }
     const BoundGate& block = s.gates[i];
     cur = m[i];
-    if (block.diagonal && cur.size() == block.dim() && block.dim() > 1) {  // diagonal alone
+    if (block.diagonal) {  // its diagonal entries: as a dim x dim matrix
       cur.assign(block.dim() * block.dim(), cplx{0});
       for (std::size_t a = 0; a < block.dim(); ++a) cur[a * block.dim() + a] = m[i][a];
     }

@@ -154,11 +154,28 @@ bool diagonal_run(const std::vector<DiagonalStep<R>>& run, index_t base, R* bra,
   return true;
 }
 
+namespace {
+
+// A diagonal gate's cross matrix as its dim diagonal entries: the form the
+// sweep returns (a fused pair forms a one-qubit diagonal gate's as 2 x 2).
+void keep_diagonals(const std::vector<BoundGate>& inverse, std::vector<Matrix>& out) {
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::size_t dim = inverse[i].dim();
+    if (!inverse[i].diagonal || dim < 2 || out[i].size() != dim * dim) continue;
+    Matrix entries(dim);
+    for (std::size_t a = 0; a < dim; ++a) entries[a] = out[i][a * dim + a];
+    out[i] = std::move(entries);
+  }
+}
+
+}  // namespace
+
 template <class R>
 void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
                                    const std::vector<char>& measure, std::vector<Matrix>& out,
                                    bool undo_all, const std::vector<char>& sides) {
   sweep(lambda, inverse, measure, out, undo_all, nullptr, sides);
+  keep_diagonals(inverse, out);
 }
 
 template <class R>
@@ -166,7 +183,9 @@ double StateVector<R>::adjoint_sweep_from(const PauliSum& h, StateVector& lambda
                                           const std::vector<BoundGate>& inverse,
                                           const std::vector<char>& measure,
                                           std::vector<Matrix>& out) {
-  return sweep(lambda, inverse, measure, out, false, &h);
+  const double value = sweep(lambda, inverse, measure, out, false, &h);
+  keep_diagonals(inverse, out);
+  return value;
 }
 
 namespace {

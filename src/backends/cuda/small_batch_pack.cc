@@ -27,16 +27,17 @@ Matrix cross_matrix_of(const PackedGate& g, const BoundGate& inverse, const doub
     const std::size_t idx = g.diagonal ? e * dim + e : static_cast<std::size_t>(e);
     m[idx] = {v[2 * e], v[2 * e + 1]};
   }
-  Matrix before(dim * dim, 0.0);  // M U^T, U_bc = conj(inverse_cb)
-  if (g.diagonal) {
+  if (g.diagonal) {  // the CPU's form: the dim diagonal entries, i Im (M U^T)_aa
+    Matrix diagonal(dim);
     for (std::size_t a = 0; a < dim; ++a)
-      before[a * dim + a] = m[a * dim + a] * std::conj(inverse.matrix[a]);
-  } else {
-    for (std::size_t a = 0; a < dim; ++a)
-      for (std::size_t b = 0; b < dim; ++b)
-        for (std::size_t c = 0; c < dim; ++c)
-          before[a * dim + b] += m[a * dim + c] * std::conj(inverse.at(c, b));
+      diagonal[a] = cplx{0, (m[a * dim + a] * std::conj(inverse.matrix[a])).imag()};
+    return diagonal;
   }
+  Matrix before(dim * dim, 0.0);  // M U^T, U_bc = conj(inverse_cb)
+  for (std::size_t a = 0; a < dim; ++a)
+    for (std::size_t b = 0; b < dim; ++b)
+      for (std::size_t c = 0; c < dim; ++c)
+        before[a * dim + b] += m[a * dim + c] * std::conj(inverse.at(c, b));
   return antihermitian_part(before);
 }
 

@@ -33,7 +33,8 @@ int cross_entries(const BoundGate& g);
 // `inverse`, from the sums the kernels write (v[2e], v[2e + 1]): those hold M_ab =
 // sum conj(lambda_a) phi_b with phi already undone (zeros off the diagonal of a
 // diagonal gate). Before the undo, phi was U phi with U = inverse^dagger, so the
-// sweep's M' = M U^T, and the result is its anti-Hermitian part.
+// sweep's M' = M U^T, and the result is its anti-Hermitian part, in the CPU
+// sweep's form: a diagonal gate's as its dim diagonal entries alone.
 Matrix cross_matrix_of(const PackedGate& g, const BoundGate& inverse, const double* v);
 
 struct PackedSums {

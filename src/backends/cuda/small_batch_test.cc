@@ -95,7 +95,7 @@ void check_backward() {
       if (!measure[j]) continue;
       const PackedGate& g = p.gates[j];
       const std::size_t dim = inverse[j].dim();
-      const Matrix got = cross_matrix_of(g, inverse[j], &cross[g.cross]);
+      const Matrix got = testing::dense_sums(cross_matrix_of(g, inverse[j], &cross[g.cross]), dim);
       const Matrix w = testing::dense_sums(want[j], dim);
       for (std::size_t e = 0; e < dim * dim; ++e)
         ASSERT_LT(std::abs(got[e] - w[e]), 100 * tol<R>()) << "n=" << n << " gate " << j;
