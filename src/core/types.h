@@ -29,15 +29,12 @@ enum class Backend { cpu, cuda };
 
 inline const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
 
-// An adjoint sweep's measure flag (the backends' StateVector::adjoint_sweep):
-// any nonzero value forms a gate's sums; this one also says that only their
-// real parts will be read (a gate alone whose derivatives dU U^dagger are all
-// real, RY's), so a backend may leave the imaginary parts 0 and skip their work.
-inline constexpr char kMeasureRealPart = 2;
-
-// Which states an adjoint sweep step acts on (StateVector::adjoint_sweep's sides).
-inline constexpr char kBothStates = 0;
-inline constexpr char kThisOnly = 1;
-inline constexpr char kLambdaOnly = 2;
+// What an adjoint sweep forms at a step (the backends' StateVector::adjoint_sweep):
+// nothing, the gate's cross matrix, or only its real part (a gate alone whose
+// derivatives dU U^dagger are all real, RY's: a backend may leave the
+// imaginary parts 0 and skip their work).
+enum class Measure : char { none, whole, real_part };
+// Which of an adjoint sweep's two states a step acts on (its `sides`).
+enum class Side : char { both, this_only, lambda_only };
 
 }  // namespace qmlsim

@@ -456,18 +456,19 @@ std::vector<double> DistState<R>::gradient(const Circuit& c, std::span<const dou
 
   // The sweep: the inverse gates from last to first, planned from the current map.
   std::vector<BoundGate> inverse;
-  std::vector<char> measure;
+  std::vector<Measure> measure;
   inverse_gates(seg, inverse, measure);
   const std::size_t count = inverse.size();
   std::vector<BoundGate> backward(inverse.rbegin(), inverse.rend());
   const DistPlan p = plan(backward, n_, g_, map_);
   std::vector<Matrix> cross(count);
   for (std::size_t i = 0; i < count; ++i)
-    if (measure[i]) cross[i].assign(seg.gates[i].dim() * seg.gates[i].dim(), cplx{0});
+    if (measure[i] != Measure::none)
+      cross[i].assign(seg.gates[i].dim() * seg.gates[i].dim(), cplx{0});
   run_steps(p, both, [&](const Step& s) {
     // This step's gates in forward order (adjoint_sweep undoes from last to first).
     std::vector<BoundGate> gates;
-    std::vector<char> meas;
+    std::vector<Measure> meas;
     std::vector<std::size_t> which;  // index into s.gates
     std::vector<Specialized> specs;
     for (std::size_t j = s.gates.size(); j-- > 0;) {
@@ -482,13 +483,14 @@ std::vector<double> DistState<R>::gradient(const Circuit& c, std::span<const dou
     std::vector<Matrix> out;
     local_.adjoint_sweep(lambda, gates, meas, out, /*undo_all=*/true);
     for (std::size_t e = 0; e < gates.size(); ++e) {
-      if (!meas[e]) continue;
+      if (meas[e] == Measure::none) continue;
       const std::size_t j = which[e];
       const std::size_t i = count - 1 - static_cast<std::size_t>(s.source[j]);
       const Specialized& sp = specs[e];
       const std::size_t dim = s.gates[j].dim(), sdim = sp.gate.dim();
       auto entry = [&](std::size_t r, std::size_t col) {
-        return out[e].size() == sdim ? (r == col ? out[e][r] : cplx{0}) : out[e][r * sdim + col];
+        // a diagonal gate's sums are its diagonal entries (StateVector::adjoint_sweep)
+        return sp.gate.diagonal ? (r == col ? out[e][r] : cplx{0}) : out[e][r * sdim + col];
       };
       // The physical gate's cross matrix (dim x dim), from the specialized one.
       Matrix phys(dim * dim, cplx{0});

@@ -29,7 +29,7 @@ template <class SV>
 double sweep(const Segmented& s, SV& phi, SV& lambda, std::vector<double>& grad,
              const PauliSum* h = nullptr) {
   std::vector<BoundGate> inverse;
-  std::vector<char> measure;
+  std::vector<Measure> measure;
   inverse_gates(s, inverse, measure);
   std::vector<Matrix> m;
   double e = 0;
@@ -312,7 +312,7 @@ std::vector<AdjointResult> vjp_small_batch(int n, const std::vector<const Circui
   std::vector<std::vector<TapeStep>> tapes(items);  // segmented[i] points into tapes[i]
   std::vector<Segmented> segmented;
   std::vector<std::vector<BoundGate>> forward(items), inverse(items);
-  std::vector<std::vector<char>> measure(items);
+  std::vector<std::vector<Measure>> measure(items);
   for (std::size_t i = 0; i < items; ++i) {
     tapes[i] = make_tape(*circuits[i], thetas[i]);
     segmented.push_back(segment(tapes[i], options.fusion));

@@ -46,9 +46,10 @@ std::vector<BoundGate> forward_gates(const std::vector<TapeStep>& tape, int fusi
 PauliSum weighted_sum(const std::vector<PauliSum>& obs, std::span<const double> w);
 
 // The inverse of every gate of s (forward order) and whether it is measured (holds
-// trainable steps): kMeasureRealPart for a step alone whose derivatives have
+// trainable steps): Measure::real_part for a step alone whose derivatives have
 // dU U^dagger real, whose gradient reads only the real parts of its sums.
-void inverse_gates(const Segmented& s, std::vector<BoundGate>& inverse, std::vector<char>& measure);
+void inverse_gates(const Segmented& s, std::vector<BoundGate>& inverse,
+                   std::vector<Measure>& measure);
 
 // Adds every angle's dL/da to grad, from the sweep's anti-Hermitian cross
 // matrices m (StateVector::adjoint_sweep; m[i] is dim x dim over gate i's targets):

@@ -281,10 +281,10 @@ class BackwardSweep {
     close_run();
     Segmented seg = segment(tape, options_.fusion);
     std::vector<BoundGate> inverse;
-    std::vector<char> measured;
+    std::vector<Measure> measured;
     inverse_gates(seg, inverse, measured);
     for (std::size_t i = inverse.size(); i-- > 0;)
-      add(std::move(inverse[i]), measured[i], kBothStates);
+      add(std::move(inverse[i]), measured[i], Side::both);
     stretches_.push_back({std::move(seg), gates_.size()});
   }
 
@@ -325,15 +325,17 @@ class BackwardSweep {
   }
 
  private:
-  void add(BoundGate g, char measured, char side) {
+  void add(BoundGate g, Measure measured, Side side) {
     gates_.push_back(std::move(g));
     measure_.push_back(measured);
     sides_.push_back(side);
   }
   // The unmeasured steps since the last measured stretch, fused per state.
   void close_run() {
-    for (BoundGate& g : fused(rho_run_, options_)) add(std::move(g), 0, kThisOnly);
-    for (BoundGate& g : fused(lambda_run_, options_)) add(std::move(g), 0, kLambdaOnly);
+    for (BoundGate& g : fused(rho_run_, options_))
+      add(std::move(g), Measure::none, Side::this_only);
+    for (BoundGate& g : fused(lambda_run_, options_))
+      add(std::move(g), Measure::none, Side::lambda_only);
     rho_run_.clear();
     lambda_run_.clear();
   }
@@ -341,7 +343,8 @@ class BackwardSweep {
   const EngineOptions& options_;
   std::vector<BoundGate> rho_run_, lambda_run_;
   std::vector<BoundGate> gates_;  // in the order they apply
-  std::vector<char> measure_, sides_;
+  std::vector<Measure> measure_;
+  std::vector<Side> sides_;
   std::vector<std::pair<Segmented, std::size_t>> stretches_;  // with the end of their steps
 };
 
@@ -560,7 +563,7 @@ class PullBackRun {
     flush(lambda, lambda_queue, options_);
     const Segmented seg = segment(tape, options_.fusion);  // cost-aware: only where swept
     std::vector<BoundGate> inverse;
-    std::vector<char> measure;
+    std::vector<Measure> measure;
     inverse_gates(seg, inverse, measure);
     const std::vector<char> needed = undo_needed(inverse, measure, false);
     const bool in_place = Traits<SV>::kSweepSkipsUnneededSteps &&

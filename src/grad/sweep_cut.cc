@@ -328,14 +328,14 @@ bool real_derivatives(const TapeStep& t) {
 }  // namespace
 
 void inverse_gates(const Segmented& s, std::vector<BoundGate>& inverse,
-                   std::vector<char>& measure) {
+                   std::vector<Measure>& measure) {
   for (std::size_t i = 0; i < s.gates.size(); ++i) {
     inverse.push_back(adjoint(s.gates[i]));
     const std::vector<BlockStep>& steps = s.steps[i];
     const bool alone = steps.size() == 1 && steps[0].targets.empty();
-    measure.push_back(steps.empty()                               ? 0
-                      : alone && real_derivatives(*steps[0].step) ? kMeasureRealPart
-                                                                  : 1);
+    measure.push_back(steps.empty()                               ? Measure::none
+                      : alone && real_derivatives(*steps[0].step) ? Measure::real_part
+                                                                  : Measure::whole);
   }
 }
 

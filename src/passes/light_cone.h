@@ -20,6 +20,6 @@ namespace qmlsim {
 // its wires: then every gate after the first measured one is needed.
 // REQUIRES measured.size() == gates.size().
 std::vector<char> undo_needed(const std::vector<BoundGate>& gates,
-                              const std::vector<char>& measured, bool one_sided = false);
+                              const std::vector<Measure>& measured, bool one_sided = false);
 
 }  // namespace qmlsim

@@ -7,6 +7,13 @@
 namespace qmlsim {
 namespace {
 
+// Measure::whole where a flag is set.
+std::vector<Measure> measures(const std::vector<char>& flags) {
+  std::vector<Measure> out;
+  for (char f : flags) out.push_back(f ? Measure::whole : Measure::none);
+  return out;
+}
+
 BoundGate on(std::vector<int> targets, std::vector<int> controls = {}) {
   BoundGate g;
   g.targets = std::move(targets);
@@ -18,10 +25,10 @@ TEST(LightCone, FirstGatesOnEachWireAndUnmeasuredPrefixesNeedNoUndo) {
   // H0 H1 | RY0* RY1* | CNOT 0->1 | RZ1* | RX2 | CNOT 1->2   (* = measured)
   const std::vector<BoundGate> gates = {on({0}),      on({1}), on({0}), on({1}),
                                         on({1}, {0}), on({1}), on({2}), on({2}, {1})};
-  const std::vector<char> measured = {0, 0, 1, 1, 0, 1, 0, 0};
+  const std::vector<Measure> measured = measures({0, 0, 1, 1, 0, 1, 0, 0});
   const std::vector<char> want = {0, 0, 0, 0, 1, 1, 0, 1};
   EXPECT_EQ(undo_needed(gates, measured), want);
-  EXPECT_EQ(undo_needed(gates, std::vector<char>(gates.size(), 0)),
+  EXPECT_EQ(undo_needed(gates, std::vector<Measure>(gates.size(), Measure::none)),
             std::vector<char>(gates.size(), 0));
 }
 
@@ -43,7 +50,7 @@ TEST(LightCone, EqualsTheTransitiveClosureOnRandomCircuits) {
           r = reach[j * count + k] && (gates[k].wire_mask() & gates[i].wire_mask()) != 0;
         reach[j * count + i] = r;
       }
-    const std::vector<char> got = undo_needed(gates, measured);
+    const std::vector<char> got = undo_needed(gates, measures(measured));
     for (std::size_t i = 0; i < count; ++i) {
       bool want = false;
       for (std::size_t j = 0; j < i; ++j) want = want || (measured[j] && reach[j * count + i]);

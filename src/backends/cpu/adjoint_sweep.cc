@@ -39,7 +39,7 @@ constexpr std::size_t kMaxAdjointDiagonalDim = 256;  // KernelSet::adjoint_step
 
 // The kernel set's fused adjoint step (kernels.h) into m: for a diagonal gate
 // its dim diagonal entries, else dim x dim; false if it does not apply.
-// real_part: Re m is all that is read (kMeasureRealPart).
+// real_part: Re m is all that is read (Measure::real_part).
 template <class R>
 bool fused_step(const PreparedGates<R>& gate, R* bra, R* ket, const BoundGate& g, Matrix& m,
                 bool write_back, bool real_part) {
@@ -172,8 +172,8 @@ void keep_diagonals(const std::vector<BoundGate>& inverse, std::vector<Matrix>& 
 
 template <class R>
 void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
-                                   const std::vector<char>& measure, std::vector<Matrix>& out,
-                                   bool undo_all, const std::vector<char>& sides) {
+                                   const std::vector<Measure>& measure, std::vector<Matrix>& out,
+                                   bool undo_all, const std::vector<Side>& sides) {
   sweep(lambda, inverse, measure, out, undo_all, nullptr, sides);
   keep_diagonals(inverse, out);
 }
@@ -181,7 +181,7 @@ void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundG
 template <class R>
 double StateVector<R>::adjoint_sweep_from(const PauliSum& h, StateVector& lambda,
                                           const std::vector<BoundGate>& inverse,
-                                          const std::vector<char>& measure,
+                                          const std::vector<Measure>& measure,
                                           std::vector<Matrix>& out) {
   const double value = sweep(lambda, inverse, measure, out, false, &h);
   keep_diagonals(inverse, out);
@@ -236,7 +236,7 @@ struct SegmentSchedule {
   std::vector<int> orig;    // step j's index in the caller's gate list
   std::vector<int> slot;    // index into the partial sums, -1: not measured
   std::vector<char> write;  // undone (on the states its side names)
-  std::vector<char> side;   // kBothStates, kThisOnly or kLambdaOnly
+  std::vector<Side> side;
   std::vector<char> real_part;
   int nmeasure = 0;
   // false: the chunks need not go back (only peeks; or the sweep's last
@@ -256,27 +256,27 @@ struct SegmentSchedule {
   int first = 0;  // steps before it: a permutation acting on phi alone
 
   SegmentSchedule(const std::vector<BoundGate>& reversed, const std::vector<int>& orig_index,
-                  const std::vector<char>& measure, const std::vector<char>& needed,
-                  const std::vector<char>& sides, const Segment& s, const KernelSet& kernels,
+                  const std::vector<Measure>& measure, const std::vector<char>& needed,
+                  const std::vector<Side>& sides, const Segment& s, const KernelSet& kernels,
                   bool last, bool undo_all, const PauliSum* form_h)
       : rev(reversed), begin(s.begin), len(s.end - s.begin), layout(s.qubits), b(layout.b) {
     outside = localize<R>(rev, s.begin, s.end, layout, kernels, local, kg);
     slot.assign(static_cast<std::size_t>(len), -1);
     write.assign(static_cast<std::size_t>(len), 0);
-    side.assign(static_cast<std::size_t>(len), kBothStates);
+    side.assign(static_cast<std::size_t>(len), Side::both);
     real_part.assign(static_cast<std::size_t>(len), 0);
     for (int j = 0; j < len; ++j) {
       const int i = orig_index[static_cast<std::size_t>(begin + j)];
       orig.push_back(i);
       prepared.push_back(outside[j] ? nullptr
                                     : std::make_unique<PreparedGates<R>>(kernels, &kg[j], 1, b));
-      if (measure[i]) slot[j] = nmeasure++;
+      if (measure[i] != Measure::none) slot[j] = nmeasure++;
       write[j] = needed[i];
       if (!sides.empty()) side[j] = sides[i];
-      real_part[j] = measure[i] == kMeasureRealPart;
+      real_part[j] = measure[i] == Measure::real_part;
       writes = writes || write[j];
-      uses_this = uses_this || side[j] != kLambdaOnly;
-      uses_lambda = uses_lambda || side[j] != kThisOnly;
+      uses_this = uses_this || side[j] != Side::lambda_only;
+      uses_lambda = uses_lambda || side[j] != Side::this_only;
     }
     if (last && !undo_all) writes = false;
     forms = form_h != nullptr;
@@ -296,10 +296,10 @@ struct SegmentSchedule {
             {prepared[i].get(), outside[i].get(), slot[i], rev[begin + i].dim()});
     }
     runs.emplace(local, b, [&](int j) {  // unmeasured, the same in every chunk, on both states
-      return slot[j] < 0 && !outside[j] && side[j] == kBothStates;
+      return slot[j] < 0 && !outside[j] && side[j] == Side::both;
     });
     signs.emplace(rev, begin, len,
-                  [&](int j) { return slot[j] < 0 && write[j] && side[j] == kBothStates; });
+                  [&](int j) { return slot[j] < 0 && write[j] && side[j] == Side::both; });
     // A permutation P opening the segment that forms lambda acts on phi alone:
     // lambda after it is (P H P^dagger)(P phi), one permutation pass fewer.
     first = forms && runs->end[0] > 0 && (writes || last) ? runs->end[0] : 0;
@@ -338,12 +338,12 @@ double run_chunk(const SegmentSchedule<R>& sc, const KernelSet& kernels, index_t
       continue;
     }
     const int slot = sc.slot[j];
-    const char side = sc.side[j];
-    if (side != kBothStates) {  // never measured
+    const Side side = sc.side[j];
+    if (side != Side::both) {  // never measured
       if (!sc.write[j]) continue;
       const PreparedGates<R>& p =
           sc.outside[j] ? *sc.outside[j]->prepared[sc.outside[j]->variant(base)] : *sc.prepared[j];
-      p.run(side == kThisOnly ? ph : la, 1);
+      p.run(side == Side::this_only ? ph : la, 1);
       continue;
     }
     if (sc.outside[j]) {
@@ -433,15 +433,15 @@ double run_segment(const SegmentSchedule<R>& sc, const KernelSet& kernels, R* ph
 
 template <class R>
 double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
-                             const std::vector<char>& measure, std::vector<Matrix>& out,
-                             bool undo_all, const PauliSum* h, const std::vector<char>& sides) {
+                             const std::vector<Measure>& measure, std::vector<Matrix>& out,
+                             bool undo_all, const PauliSum* h, const std::vector<Side>& sides) {
   assert(lambda.n_ == n_ && inverse.size() == measure.size() && &lambda != this);
   assert(sides.empty() || sides.size() == inverse.size());
   const int count = static_cast<int>(inverse.size());
   out.assign(inverse.size(), Matrix{});
   const bool one_sided =
-      std::any_of(sides.begin(), sides.end(), [](char c) { return c != kBothStates; });
-  auto side = [&](int i) { return sides.empty() ? kBothStates : sides[i]; };
+      std::any_of(sides.begin(), sides.end(), [](Side c) { return c != Side::both; });
+  auto side = [&](int i) { return sides.empty() ? Side::both : sides[i]; };
   // Gates outside every measured gate's light cone (passes/light_cone.h) are not
   // undone: unmeasured ones are dropped, measured ones only have their sums formed.
   const std::vector<char> needed =
@@ -452,7 +452,7 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
   std::vector<BoundGate> rev;
   std::vector<int> orig_index;
   for (int i = count - 1; i >= 0; --i) {
-    if (!needed[i] && !measure[i]) continue;
+    if (!needed[i] && measure[i] == Measure::none) continue;
     rev.push_back(inverse[i]);
     orig_index.push_back(i);
   }
@@ -465,16 +465,16 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
       const KernelGate k = to_kernel_gate(rev[j]);
       const PreparedGates<R> gate(*kernels_, &k, 1, n_);  // once for both states
       const int i = orig(j);
-      if (side(i) != kBothStates) {  // never measured
+      if (side(i) != Side::both) {  // never measured
         if (needed[i])
-          gate.run(side(i) == kThisOnly ? amps_.data() : lambda.amps_.data(), threads_);
+          gate.run(side(i) == Side::this_only ? amps_.data() : lambda.amps_.data(), threads_);
         continue;
       }
-      if (measure[i] && serial &&
+      if (measure[i] != Measure::none && serial &&
           fused_step(gate, lambda.amps_.data(), amps_.data(), rev[j], out[i], needed[i],
-                     measure[i] == kMeasureRealPart))
+                     measure[i] == Measure::real_part))
         continue;
-      if (measure[i])
+      if (measure[i] != Measure::none)
         out[i] = antihermitian(
             rev[j], cross_matrix(lambda.amps_.data(), amps_.data(), n_, rev[j], threads_));
       if (!needed[i]) continue;
@@ -485,7 +485,7 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
   std::vector<char> order;  // one-sided steps and measured gates keep their order
   if (one_sided)
     for (int j = 0; j < active; ++j)
-      order.push_back(side(orig(j)) != kBothStates ? 1 : measure[orig(j)] ? 2 : 0);
+      order.push_back(side(orig(j)) != Side::both ? 1 : measure[orig(j)] != Measure::none ? 2 : 0);
   SegmentPlan plan = blocking_pays(active, chunk_qubits_)
                          ? plan_blocks(rev, n_, chunk_qubits_, order)
                          : SegmentPlan{};
@@ -541,16 +541,16 @@ double StateVector<R>::sweep(StateVector& lambda, const std::vector<BoundGate>& 
   return expval;
 }
 
-#define QMLSIM_INSTANTIATE(R)                                                                 \
-  template void StateVector<R>::adjoint_sweep(StateVector&, const std::vector<BoundGate>&,    \
-                                              const std::vector<char>&, std::vector<Matrix>&, \
-                                              bool, const std::vector<char>&);                \
-  template double StateVector<R>::adjoint_sweep_from(                                         \
-      const PauliSum&, StateVector&, const std::vector<BoundGate>&, const std::vector<char>&, \
-      std::vector<Matrix>&);                                                                  \
-  template double StateVector<R>::sweep(StateVector&, const std::vector<BoundGate>&,          \
-                                        const std::vector<char>&, std::vector<Matrix>&, bool, \
-                                        const PauliSum*, const std::vector<char>&);
+#define QMLSIM_INSTANTIATE(R)                                                                    \
+  template void StateVector<R>::adjoint_sweep(StateVector&, const std::vector<BoundGate>&,       \
+                                              const std::vector<Measure>&, std::vector<Matrix>&, \
+                                              bool, const std::vector<Side>&);                   \
+  template double StateVector<R>::adjoint_sweep_from(                                            \
+      const PauliSum&, StateVector&, const std::vector<BoundGate>&, const std::vector<Measure>&, \
+      std::vector<Matrix>&);                                                                     \
+  template double StateVector<R>::sweep(StateVector&, const std::vector<BoundGate>&,             \
+                                        const std::vector<Measure>&, std::vector<Matrix>&, bool, \
+                                        const PauliSum*, const std::vector<Side>&);
 QMLSIM_INSTANTIATE(float)
 QMLSIM_INSTANTIATE(double)
 #undef QMLSIM_INSTANTIATE

@@ -66,19 +66,19 @@ class StateVector {
   // this = inverse[i] this and lambda = inverse[i] lambda. With U gate i and
   // dU/da its derivative, 2 Re <lambda| dU/da |phi before gate i> equals
   // 2 sum_ab (dU/da U^dagger)_ab out[i]_ab (dU U^dagger is anti-Hermitian).
-  // measure[i] == kMeasureRealPart: Re out[i] alone is formed where that saves
+  // measure[i] == Measure::real_part: Re out[i] alone is formed where that saves
   // work (the fused one-qubit kernels), the imaginary parts then 0.
   // Gates that no measured gate needs undone (passes/light_cone.h) are skipped,
   // so on return both states are unspecified; only `out` is the result. With
   // `undo_all`, every gate is undone (a sweep in parts: distributed/state.h).
-  // `sides` (empty: every step kBothStates): a step of kThisOnly or kLambdaOnly
+  // `sides` (empty: every step Side::both): a step of Side::this_only or Side::lambda_only
   // is applied to that state alone and never measured (a density matrix's
   // channel: its inverse undoes rho, its dual pulls lambda back); no measured
   // gate moves past one, and every step before the last measured one is taken.
   // Cache-blocked like apply(); the sums do not depend on the thread count.
   void adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
-                     const std::vector<char>& measure, std::vector<Matrix>& out,
-                     bool undo_all = false, const std::vector<char>& sides = {});
+                     const std::vector<Measure>& measure, std::vector<Matrix>& out,
+                     bool undo_all = false, const std::vector<Side>& sides = {});
 
   // lambda = H this (overwritten whole), then adjoint_sweep(lambda, inverse,
   // measure, out); returns Re <this|H|this> as assign_applied does (summed per
@@ -87,8 +87,8 @@ class StateVector {
   // hold every qubit H flips: the passes that write lambda and read it back
   // are saved.
   double adjoint_sweep_from(const PauliSum& h, StateVector& lambda,
-                            const std::vector<BoundGate>& inverse, const std::vector<char>& measure,
-                            std::vector<Matrix>& out);
+                            const std::vector<BoundGate>& inverse,
+                            const std::vector<Measure>& measure, std::vector<Matrix>& out);
 
   // Chunk size for cache blocking, in qubits; 0 disables blocking.
   int chunk_qubits() const { return chunk_qubits_; }
@@ -166,8 +166,8 @@ class StateVector {
   void apply_gates(const std::vector<BoundGate>& gates, bool from_zero);
   // adjoint_sweep, after lambda = H this when h is given (returns <this|H|this>; 0 without h).
   double sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
-               const std::vector<char>& measure, std::vector<Matrix>& out, bool undo_all,
-               const PauliSum* h, const std::vector<char>& sides = {});
+               const std::vector<Measure>& measure, std::vector<Matrix>& out, bool undo_all,
+               const PauliSum* h, const std::vector<Side>& sides = {});
   // from_zero: the chunks start as |0...0>'s, not read.
   void apply_segment(const std::vector<BoundGate>& gates, int begin, int end,
                      const std::vector<int>& qubits, bool from_zero = false);

@@ -337,6 +337,9 @@ TEST(StateVector, ComposedPermutationsInBlockedSegmentsC64) {
   check_composed_permutations<float>(1e-5);
 }
 
+// Measure::whole where `on`.
+Measure flag(bool on) { return on ? Measure::whole : Measure::none; }
+
 // The plain reference sweep: for i from last to first, step i's sums taken
 // where measure[i] (their anti-Hermitian part), then the step applied to the
 // states its side names (sides empty: both). The sums and the final states.
@@ -347,8 +350,8 @@ struct ReferenceSweep {
 template <class R>
 ReferenceSweep reference_sweep(int n, const State& phi0, const State& lam0,
                                const std::vector<BoundGate>& inverse,
-                               const std::vector<char>& measure,
-                               const std::vector<char>& sides = {}) {
+                               const std::vector<Measure>& measure,
+                               const std::vector<Side>& sides = {}) {
   StateVector<R> phi(n), lam(n);
   phi.set_chunk_qubits(0);
   lam.set_chunk_qubits(0);
@@ -357,12 +360,12 @@ ReferenceSweep reference_sweep(int n, const State& phi0, const State& lam0,
   ReferenceSweep out;
   out.sums.resize(inverse.size());
   for (std::size_t i = inverse.size(); i-- > 0;) {
-    if (measure[i])
+    if (measure[i] != Measure::none)
       out.sums[i] = antihermitian_part(
           testing::cross_matrix_sum(inverse[i], lam.to_vector(), phi.to_vector()));
-    const char side = sides.empty() ? kBothStates : sides[i];
-    if (side != kLambdaOnly) phi.apply(inverse[i]);
-    if (side != kThisOnly) lam.apply(inverse[i]);
+    const Side side = sides.empty() ? Side::both : sides[i];
+    if (side != Side::lambda_only) phi.apply(inverse[i]);
+    if (side != Side::this_only) lam.apply(inverse[i]);
   }
   out.phi = phi.to_vector();
   out.lambda = lam.to_vector();
@@ -452,11 +455,11 @@ void check_adjoint_sweep(double tol) {
       diagonal_gate.insert(diagonal_gate.begin(), first.size(), 1);
     }
     std::vector<BoundGate> inverse;
-    std::vector<char> measure;
+    std::vector<Measure> measure;
     for (std::size_t i = 0; i < gates.size(); ++i) {
       inverse.push_back(adjoint(gates[i]));
-      measure.push_back(diagonal_gate[i] ||
-                        (!sign_gate[i] && rng() % 2 == 0 && gates[i].num_targets() <= 3));
+      measure.push_back(flag(diagonal_gate[i] ||
+                             (!sign_gate[i] && rng() % 2 == 0 && gates[i].num_targets() <= 3)));
     }
     const State phi0 = testing::random_state(n, rng), lam0 = testing::random_state(n, rng);
     const std::vector<Matrix> want = reference_sweep<R>(n, phi0, lam0, inverse, measure).sums;
@@ -474,7 +477,10 @@ void check_adjoint_sweep(double tol) {
           // Diagonal gates have diagonal derivatives: only M_aa is formed, and
           // held as the dim diagonal entries.
           const std::size_t dim = gates[i].dim();
-          ASSERT_EQ(got[i].size(), !measure[i] ? 0 : gates[i].diagonal ? dim : dim * dim) << i;
+          ASSERT_EQ(got[i].size(), measure[i] == Measure::none ? 0
+                                   : gates[i].diagonal         ? dim
+                                                               : dim * dim)
+              << i;
           for (std::size_t e = 0; e < want[i].size(); ++e) {
             if (gates[i].diagonal && e % (dim + 1) != 0) continue;
             const cplx g = gates[i].diagonal ? got[i][e / (dim + 1)] : got[i][e];
@@ -519,11 +525,12 @@ void check_one_sided_sweep(double tol) {
     const std::vector<BoundGate> circuit =
         bind_params(testing::random_circuit(n, 40, rng, trial % 2 == 1), {});
     std::vector<BoundGate> inverse;
-    std::vector<char> measure, sides;
+    std::vector<Measure> measure;
+    std::vector<Side> sides;
     for (const BoundGate& g : circuit) {
       inverse.push_back(adjoint(g));
-      measure.push_back(rng() % 2 == 0 && g.num_targets() <= 3);
-      sides.push_back(kBothStates);
+      measure.push_back(flag(rng() % 2 == 0 && g.num_targets() <= 3));
+      sides.push_back(Side::both);
       for (int k = static_cast<int>(rng() % 3); k-- > 0;) {  // one-sided steps after it
         BoundGate m;
         const int kind = static_cast<int>(rng() % 4);
@@ -549,8 +556,8 @@ void check_one_sided_sweep(double tol) {
           }
         }
         inverse.push_back(m);
-        measure.push_back(0);
-        sides.push_back(rng() % 2 == 0 ? kThisOnly : kLambdaOnly);
+        measure.push_back(Measure::none);
+        sides.push_back(rng() % 2 == 0 ? Side::this_only : Side::lambda_only);
       }
     }
     const State phi0 = testing::random_state(n, rng), lam0 = testing::random_state(n, rng);
@@ -571,7 +578,9 @@ void check_one_sided_sweep(double tol) {
                                     " undo_all " + std::to_string(undo_all);
           for (std::size_t i = 0; i < inverse.size(); ++i) {
             const std::size_t dim = inverse[i].dim();
-            ASSERT_EQ(got[i].size(), !measure[i] ? 0 : inverse[i].diagonal ? dim : dim * dim);
+            ASSERT_EQ(got[i].size(), measure[i] == Measure::none ? 0
+                                     : inverse[i].diagonal       ? dim
+                                                                 : dim * dim);
             for (std::size_t e = 0; e < want[i].size(); ++e) {
               if (inverse[i].diagonal && e % (dim + 1) != 0) continue;
               const cplx g = inverse[i].diagonal ? got[i][e / (dim + 1)] : got[i][e];
@@ -618,10 +627,10 @@ void check_sweep_from(double tol) {
     }
     const std::vector<BoundGate> gates = bind_params(c, {});
     std::vector<BoundGate> inverse;
-    std::vector<char> measure;
+    std::vector<Measure> measure;
     for (std::size_t i = 0; i < gates.size(); ++i) {
       inverse.push_back(adjoint(gates[i]));
-      measure.push_back(i < random_gates && rng() % 2 == 0 && gates[i].num_targets() <= 3);
+      measure.push_back(flag(i < random_gates && rng() % 2 == 0 && gates[i].num_targets() <= 3));
     }
     const State phi0 = testing::random_state(n, rng);
     for (const PauliSum& h : observables) {

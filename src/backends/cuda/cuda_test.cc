@@ -111,10 +111,11 @@ void check_adjoint_sweep() {
   for (int n : {3, 7, 14}) {
     const Circuit c = testing::random_circuit(n, 30, rng, true);
     std::vector<BoundGate> inverse;
-    std::vector<char> measure;
+    std::vector<Measure> measure;
     for (const BoundGate& g : bind_params(c, {})) {
       inverse.push_back(adjoint(g));
-      measure.push_back((g.diagonal && g.num_targets() <= 5) || g.num_targets() <= 2);
+      const bool measured = (g.diagonal && g.num_targets() <= 5) || g.num_targets() <= 2;
+      measure.push_back(measured ? Measure::whole : Measure::none);
     }
     const State phi0 = testing::random_state(n, rng), lam0 = testing::random_state(n, rng);
     cpu::StateVector<R> cp(n), cl(n);
@@ -166,7 +167,7 @@ void check_small_batch() {
   std::mt19937_64 rng(12);
   for (int n : {3, 8, small_batch_max_qubits(kPrecisionOf<R>)}) {
     std::vector<std::vector<BoundGate>> forward, inverse;
-    std::vector<std::vector<char>> measure;
+    std::vector<std::vector<Measure>> measure;
     std::vector<PauliSum> h;
     for (int i = 0; i < 37; ++i) {
       forward.push_back(bind_params(testing::random_circuit(n, 20, rng, true), {}));
@@ -174,7 +175,8 @@ void check_small_batch() {
       measure.emplace_back();
       for (const BoundGate& g : forward.back()) {
         inverse.back().push_back(adjoint(g));
-        measure.back().push_back((g.diagonal && g.num_targets() <= 5) || g.num_targets() <= 2);
+        const bool measured = (g.diagonal && g.num_targets() <= 5) || g.num_targets() <= 2;
+        measure.back().push_back(measured ? Measure::whole : Measure::none);
       }
       h.push_back(random_observable(n, rng));
     }

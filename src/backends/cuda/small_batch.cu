@@ -127,7 +127,7 @@ std::vector<std::vector<double>> SmallBatch<R>::run(const std::vector<PauliSum>&
 template <class R>
 void SmallBatch<R>::adjoint_sweep(const std::vector<PauliSum>& h,
                                   const std::vector<std::vector<BoundGate>>& inverse,
-                                  const std::vector<std::vector<char>>& measure,
+                                  const std::vector<std::vector<Measure>>& measure,
                                   std::vector<std::vector<Matrix>>& out) {
   const int n = impl_->n;
   const std::size_t items = impl_->items;

@@ -43,7 +43,7 @@ class SmallBatch {
   // targets, diagonal of at most 5).
   void adjoint_sweep(const std::vector<PauliSum>& h,
                      const std::vector<std::vector<BoundGate>>& inverse,
-                     const std::vector<std::vector<char>>& measure,
+                     const std::vector<std::vector<Measure>>& measure,
                      std::vector<std::vector<Matrix>>& out);
 
  private:

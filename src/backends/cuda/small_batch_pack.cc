@@ -42,7 +42,7 @@ Matrix cross_matrix_of(const PackedGate& g, const BoundGate& inverse, const doub
 }
 
 PackedItems pack_items(int n, const std::vector<std::vector<BoundGate>>& items,
-                       const std::vector<std::vector<char>>* measure) {
+                       const std::vector<std::vector<Measure>>* measure) {
   PackedItems p;
   for (std::size_t i = 0; i < items.size(); ++i) {
     p.first.push_back(static_cast<std::uint32_t>(p.gates.size()));
@@ -69,7 +69,7 @@ PackedItems pack_items(int n, const std::vector<std::vector<BoundGate>>& items,
         p.matrices.push_back(e.real());
         p.matrices.push_back(e.imag());
       }
-      if (measure && (*measure)[i][j]) {
+      if (measure && (*measure)[i][j] != Measure::none) {
         if (cross_entries(b) == 0)
           throw Error("cuda: the adjoint gradient of a " +
                       std::string(b.diagonal ? "diagonal" : "dense") + " gate on " +

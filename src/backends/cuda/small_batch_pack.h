@@ -23,7 +23,7 @@ struct PackedItems {
 // kernels do not take: dense beyond kPackMaxDense targets, more than
 // kPackMaxWires wires, or a measured gate beyond 2 dense / 5 diagonal targets.
 PackedItems pack_items(int n, const std::vector<std::vector<BoundGate>>& items,
-                       const std::vector<std::vector<char>>* measure = nullptr);
+                       const std::vector<std::vector<Measure>>* measure = nullptr);
 
 // Entries of the cross matrix the kernels form for a measured gate (dim*dim
 // dense, dim diagonal), or 0 where they form none (beyond 2 dense / 5 diagonal targets).

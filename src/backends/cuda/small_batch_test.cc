@@ -67,13 +67,14 @@ void check_backward() {
   for (int n : {2, 5, 9}) {
     const std::vector<BoundGate> gates = bind_params(testing::random_circuit(n, 25, rng, true), {});
     std::vector<BoundGate> inverse;
-    std::vector<char> measure;
+    std::vector<Measure> measure;
     for (const BoundGate& g : gates) {
       inverse.push_back(adjoint(g));
-      measure.push_back((g.diagonal && g.num_targets() <= 5) || g.num_targets() <= 2);
+      const bool measured = (g.diagonal && g.num_targets() <= 5) || g.num_targets() <= 2;
+      measure.push_back(measured ? Measure::whole : Measure::none);
     }
     const PauliSum h = parse_pauli_sum("0.3*Z0 - X1*Z0 + 0.4*Y0 + 0.7", "t");
-    const std::vector<std::vector<char>> measured = {measure};
+    const std::vector<std::vector<Measure>> measured = {measure};
     const PackedItems p = pack_items(n, {inverse}, &measured);
     const PackedSums s = pack_sums({h});
     const PackedTerms t = s.terms(0, s.x.data(), s.z.data(), s.c.data());
@@ -92,7 +93,7 @@ void check_backward() {
     std::vector<Matrix> want;
     cp.adjoint_sweep(cl, inverse, measure, want);
     for (std::size_t j = 0; j < inverse.size(); ++j) {
-      if (!measure[j]) continue;
+      if (measure[j] == Measure::none) continue;
       const PackedGate& g = p.gates[j];
       const std::size_t dim = inverse[j].dim();
       const Matrix got = testing::dense_sums(cross_matrix_of(g, inverse[j], &cross[g.cross]), dim);
@@ -124,7 +125,7 @@ TEST(SmallBatchOps, PackingRefusesWhatTheKernelsCannotTake) {
   three.targets = {0, 1, 2};
   three.matrix = testing::random_unitary(3, rng);
   EXPECT_NO_THROW(pack_items(8, {{three}}));
-  const std::vector<std::vector<char>> measured = {{1}};
+  const std::vector<std::vector<Measure>> measured = {{Measure::whole}};
   EXPECT_THROW(pack_items(8, {{three}}, &measured), Error);
 }
 

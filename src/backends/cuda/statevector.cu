@@ -382,25 +382,25 @@ void StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
 
 template <class R>
 void StateVector<R>::adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
-                                   const std::vector<char>& measure, std::vector<Matrix>& out,
+                                   const std::vector<Measure>& measure, std::vector<Matrix>& out,
                                    bool /*undo_all: every step is taken*/,
-                                   const std::vector<char>& sides) {
+                                   const std::vector<Side>& sides) {
   out.assign(inverse.size(), Matrix{});
   const int n = impl_->n;
   // Packing checks that the GPU forms every measured gate's cross matrix; the
   // per-block partials of all of them stay on the device until the end.
-  const std::vector<std::vector<char>> measured = {measure};
+  const std::vector<std::vector<Measure>> measured = {measure};
   const PackedItems packed = pack_items(n, {inverse}, &measured);
   const DeviceItems d(packed);
   const std::vector<PackedGate>& g = packed.gates;
   DeviceArray<double> partial(kReduceBlocks * packed.cross_doubles);
   for (std::size_t j = inverse.size(); j-- > 0;) {
-    const char side = sides.empty() ? kBothStates : sides[j];
-    if (side != kLambdaOnly) launch_gate(impl_->a, n, g[j], d.matrices.p);
+    const Side side = sides.empty() ? Side::both : sides[j];
+    if (side != Side::lambda_only) launch_gate(impl_->a, n, g[j], d.matrices.p);
     if (g[j].cross >= 0) {
       launch_cross(lambda.impl_->a, impl_->a, n, g[j], partial.p + kReduceBlocks * g[j].cross);
     }
-    if (side != kThisOnly) launch_gate(lambda.impl_->a, n, g[j], d.matrices.p);
+    if (side != Side::this_only) launch_gate(lambda.impl_->a, n, g[j], d.matrices.p);
   }
   const std::vector<double> host = partial.to_host();
   for (std::size_t i = 0; i < inverse.size(); ++i) {
@@ -426,7 +426,7 @@ cplx StateVector<R>::matrix_element(const BoundGate& g, const StateVector& ket) 
   whole.targets = {0};
   whole.diagonal = true;
   whole.matrix = {1, 1};
-  const std::vector<std::vector<char>> measured = {{1}};
+  const std::vector<std::vector<Measure>> measured = {{Measure::whole}};
   const PackedItems packed = pack_items(n, {{whole}}, &measured);
   DeviceArray<double> partial(kReduceBlocks * packed.cross_doubles);
   launch_cross(impl_->a, applied.impl_->a, n, packed.gates[0], partial.p);

@@ -85,13 +85,13 @@ class StateVector {
   // (backends/cpu/statevector.h: `out` as the CPU forms it, `sides` too):
   // for i from last to first, this = inverse[i] this; where measure[i], the
   // sums of conj(lambda_a) this_b over gate i's targets (controls set); then
-  // lambda = inverse[i] lambda; a step of kThisOnly or kLambdaOnly applies to
+  // lambda = inverse[i] lambda; a step of Side::this_only or Side::lambda_only applies to
   // that state alone. Every step is taken, so both states are always undone
   // (`undo_all` is accepted for the CPU's signature). Measured gates: dense
   // with at most 2 targets, or diagonal with at most 5.
   void adjoint_sweep(StateVector& lambda, const std::vector<BoundGate>& inverse,
-                     const std::vector<char>& measure, std::vector<Matrix>& out,
-                     bool undo_all = false, const std::vector<char>& sides = {});
+                     const std::vector<Measure>& measure, std::vector<Matrix>& out,
+                     bool undo_all = false, const std::vector<Side>& sides = {});
 
   // <this|g|ket> for a gate (any matrix the kernels take) on its targets,
   // controls 1: g applied to a copy of ket (one more state while it runs),

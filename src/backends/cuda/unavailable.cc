@@ -133,7 +133,7 @@ std::vector<std::vector<double>> SmallBatch<R>::run(const std::vector<PauliSum>&
 template <class R>
 void SmallBatch<R>::adjoint_sweep(const std::vector<PauliSum>&,
                                   const std::vector<std::vector<BoundGate>>&,
-                                  const std::vector<std::vector<char>>&,
+                                  const std::vector<std::vector<Measure>>&,
                                   std::vector<std::vector<Matrix>>&) {
   unavailable();
 }
