@@ -159,25 +159,28 @@ nb::ndarray<nb::numpy, std::complex<double>> final_state(const BatchItem& item, 
   return to_numpy(std::move(out), {size});
 }
 
-// Dynamic runs' classical records over `shots` shots (each collapsing the
-// state at each measurement) for every item, each seeded with `seed`:
-// [item] -> [(record, count)].
-using RecordCounts = std::vector<std::tuple<std::uint64_t, std::int64_t>>;
-std::vector<RecordCounts> record_counts(const std::vector<BatchItem>& items, std::int64_t shots,
-                                        std::uint64_t seed, const Options& o) {
+// Every item run for `shots` shots seeded with `seed` (a dynamic one
+// collapsing the state at each measurement; a noisy one, by trajectories,
+// each trajectory drawing its share).
+std::vector<SimulateResult> shot_runs(const std::vector<BatchItem>& items, std::int64_t shots,
+                                      std::uint64_t seed, const Options& o) {
   if (shots < 1) throw Error("shots: " + std::to_string(shots) + " is not positive");
   SimulateRequest req;
   req.shots = shots;
   req.seed = seed;
   const Precision precision = precision_of(o);
   const EngineOptions e = engine_of(o);
-  std::vector<SimulateResult> results;
-  {
-    nb::gil_scoped_release release;
-    results = simulate_batch(items, req, precision, e);
-  }
+  nb::gil_scoped_release release;
+  return simulate_batch(items, req, precision, e);
+}
+
+// Dynamic runs' classical records over `shots` shots for every item:
+// [item] -> [(record, count)].
+using RecordCounts = std::vector<std::tuple<std::uint64_t, std::int64_t>>;
+std::vector<RecordCounts> record_counts(const std::vector<BatchItem>& items, std::int64_t shots,
+                                        std::uint64_t seed, const Options& o) {
   std::vector<RecordCounts> out;
-  for (const SimulateResult& r : results) {
+  for (const SimulateResult& r : shot_runs(items, shots, seed, o)) {
     std::map<std::uint64_t, std::int64_t> counts;
     for (const auto& [key, hits] : r.records) counts[key.first] += hits;
     out.emplace_back(counts.begin(), counts.end());
@@ -625,6 +628,17 @@ NB_MODULE(_qmlsim, m) {
       nb::arg("program"), nb::arg("values"), nb::arg("shots"), nb::arg("seed"), nb::arg("options"),
       "A dynamic program's classical records over shots shots (each collapsing the state at "
       "each measurement): [(record, count)].");
+  m.def(
+      "counts",
+      [](const Program& p, const std::vector<double>& values, std::int64_t shots,
+         std::uint64_t seed, const Options& o) {
+        const SimulateResult r = shot_runs({item_of(p, values)}, shots, seed, o)[0];
+        return RecordCounts(r.counts.begin(), r.counts.end());
+      },
+      nb::arg("program"), nb::arg("values"), nb::arg("shots"), nb::arg("seed"), nb::arg("options"),
+      "Basis-state outcomes over shots shots as the engine samples them (a noisy program by "
+      "the method the options choose; by trajectories each draws its share): [(outcome, "
+      "count)], bit q of an outcome = qubit q.");
   m.def("expvals_qasm", &expvals_qasm, nb::arg("text"), nb::arg("observables"), nb::arg("options"),
         "<H_k> of an OpenQASM 2.0 / 3 program (no inputs).");
   m.def("state_qasm", &state_qasm, nb::arg("text"), nb::arg("inputs"), nb::arg("options"),

@@ -316,7 +316,7 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
             return {str(key): prog.records(per_shot, str(key), invert).reshape(
                 repetitions, 1, len(qubits)) for key, qubits, invert in prog.measurements}
         if prog.noisy and _qmlsim.method(point, self._engine(prog)) == "trajectories":
-            outcomes = self._trajectory_outcomes(point, prog.n, repetitions)
+            outcomes = self._trajectory_outcomes(point, repetitions)
         else:
             probs = self._probabilities(point, prog.n)
             probs /= probs.sum()
@@ -342,16 +342,15 @@ class Simulator(cirq.SimulatesSamples, cirq.SimulatesExpectationValues,
             measurements[str(key)] = prog.observed(bits, str(key), invert, self._prng).reshape(-1)
         return keep
 
-    def _trajectory_outcomes(self, point, n: int, repetitions: int) -> np.ndarray:
+    def _trajectory_outcomes(self, point, repetitions: int) -> np.ndarray:
         """Basis-state outcomes of `repetitions` shots of a noisy circuit, each
-        shot following its own trajectory (Kraus branches drawn per shot; the
-        engine simulates each distinct branch once), in random order."""
-        out = []
-        for _, _, shots, state, _, _ in _qmlsim.branches(point, [], repetitions, self._seed(),
-                                                         self._engine()):
-            p = np.abs(state) ** 2
-            out.append(self._prng.choice(1 << n, size=shots, p=p / p.sum()))
-        outcomes = np.concatenate(out)
+        shot along its own trajectory: the engine's trajectories, one shot each
+        (shared prefixes run once), as `qmlsim run --shots` samples one; in
+        random order."""
+        o = self._engine()
+        o.method, o.trajectories, o.seed = "trajectories", repetitions, self._seed()
+        counts = _qmlsim.counts(point, [], repetitions, self._seed(), o)
+        outcomes = np.repeat([k for k, _ in counts], [c for _, c in counts]).astype(np.int64)
         return outcomes[self._prng.permutation(repetitions)]
 
     # -- cirq.SimulatesExpectationValues

@@ -78,8 +78,8 @@ void StateVector<R>::assign_applied(const PauliSum&, const StateVector&) {
 }
 template <class R>
 void StateVector<R>::adjoint_sweep(StateVector&, const std::vector<BoundGate>&,
-                                   const std::vector<char>&, std::vector<Matrix>&, bool,
-                                   const std::vector<char>&) {
+                                   const std::vector<Measure>&, std::vector<Matrix>&, bool,
+                                   const std::vector<Side>&) {
   unavailable();
 }
 template <class R>
