@@ -471,24 +471,10 @@ nb::dict gate_table() {
   return table;
 }
 
-NB_MODULE(_qmlsim, m) {
-  m.doc() = "qmlsim's C++ state-vector engine (see the qmlsim package for the Python API)";
-  // The doors cache translated programs (Op and Program instances) in module
-  // state that Python may not free before nanobind's exit-time check; this
-  // binding takes and releases no references by hand, so that check would
-  // only report those caches.
-  nb::set_leak_warnings(false);
-  // Errors users cause keep their one-line message; a state too large for
-  // memory is a MemoryError naming its size.
-  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-    } catch (const OutOfMemory& e) {
-      PyErr_SetString(PyExc_MemoryError, e.what());
-    } catch (const Error& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
-    }
-  });
+namespace {
+
+// The engine's options and the typed program the doors build.
+void bind_program_types(nb::module_& m) {
   nb::class_<Options>(m, "Options")
       .def(nb::init<>())
       .def_rw("precision", &Options::precision)
@@ -559,6 +545,11 @@ NB_MODULE(_qmlsim, m) {
       .def_ro("num_params", &Program::num_params)
       .def_prop_ro("dynamic", [](const Program& p) { return p.circuit.has_dynamic(); })
       .def_ro("global_phase", &Program::global_phase);
+}
+
+// Runs of programs: single and batched, values, gradients, states, branches
+// and samples.
+void bind_runs(nb::module_& m) {
   m.def(
       "state",
       [](const Program& p, const std::vector<double>& values, const Options& o) {
@@ -658,6 +649,10 @@ NB_MODULE(_qmlsim, m) {
         nb::arg("cotangents"), nb::arg("options"),
         "Adjoint VJPs of many programs in one call: [item] = (<H_k>, sum_k cotangents[item][k] "
         "d<H_k>/d(parameter)).");
+}
+
+// OpenQASM runners, tables and helpers the doors use.
+void bind_tools(nb::module_& m) {
   nb::class_<QasmRunner>(m, "QasmRunner")
       .def(nb::init<const std::string&, std::vector<cplx>>(), nb::arg("text"),
            nb::arg("initial") = std::vector<cplx>{})
@@ -722,4 +717,29 @@ NB_MODULE(_qmlsim, m) {
         return out;
       },
       nb::arg("text"), "Terms (coefficient, X mask, Z mask) of a sum such as \"0.5*Z0*Z1 - X2\".");
+}
+
+}  // namespace
+
+NB_MODULE(_qmlsim, m) {
+  m.doc() = "qmlsim's C++ state-vector engine (see the qmlsim package for the Python API)";
+  // The doors cache translated programs (Op and Program instances) in module
+  // state that Python may not free before nanobind's exit-time check; this
+  // binding takes and releases no references by hand, so that check would
+  // only report those caches.
+  nb::set_leak_warnings(false);
+  // Errors users cause keep their one-line message; a state too large for
+  // memory is a MemoryError naming its size.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const OutOfMemory& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+  bind_program_types(m);
+  bind_runs(m);
+  bind_tools(m);
 }

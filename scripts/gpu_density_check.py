@@ -35,8 +35,8 @@ def main():
     print(f"12-qubit density matrix, 48 RY + 44 CNOT + 48 channels, c128: largest difference "
           f"GPU - CPU {value:.1e} (values), {grad:.1e} (gradients) -> "
           f"{'MET' if met else 'NOT MET'} (target 1e-10)")
-    print(f"time (forward pass + Jacobian of 2 observables): cpu {cpu['time_s']['simulate']:.3f} s, "
-          f"cuda {gpu['time_s']['simulate']:.3f} s")
+    print(f"time (forward pass + Jacobian of 2 observables): "
+          f"cpu {cpu['time_s']['simulate']:.3f} s, cuda {gpu['time_s']['simulate']:.3f} s")
     sys.exit(0 if met else 1)
 
 

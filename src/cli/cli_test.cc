@@ -124,7 +124,8 @@ TEST(Cli, NoisyCircuitsRunOnADensityMatrix) {
   EXPECT_NEAR(std::strtod(r.out.c_str() + at + 10, nullptr), 0.5, 1e-12) << r.out;
   EXPECT_NE(r.out.find("\"method\":\"density_matrix\""), std::string::npos) << r.out;
   for (const auto& [flags, says] : std::vector<std::pair<std::string, std::string>>{
-           {"--method statevector", "--method statevector: " + noisy + ": the circuit has noise channels"},
+           {"--method statevector",
+            "--method statevector: " + noisy + ": the circuit has noise channels"},
            {"--method dm", "--method"},
            {"--trajectories 10", "--trajectories: " + noisy + " does not run by trajectories"},
            {"--method trajectories --trajectories 0", "--trajectories: 0 is out of range"},
