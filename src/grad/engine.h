@@ -151,7 +151,8 @@ inline bool in_flight_fits(std::size_t count, const ItemSize& size, const Engine
 // matrix counts its 2n qubits) run one per thread where memory allows.
 template <class Fn>
 void for_each_item(std::size_t count, const ItemSize& size, const EngineOptions& options, Fn&& fn) {
-  const bool small = (std::int64_t{1} << size.state_qubits) < kMinParallelWork;
+  const bool small =
+      size.state_qubits < 62 && (std::int64_t{1} << size.state_qubits) < kMinParallelWork;
   run_items(count, options.backend == Backend::cpu && small && in_flight_fits(count, size, options),
             options, fn);
 }
@@ -165,7 +166,7 @@ void for_each_item(std::size_t count, const ItemSize& size, const EngineOptions&
 // and a batch of them one item per thread (for_each_sweep).
 template <class R>
 bool serial_sweep(int n, const EngineOptions& o) {
-  if (o.backend != Backend::cpu) return false;
+  if (o.backend != Backend::cpu || n >= 62) return false;
   if ((std::int64_t{1} << n) < kMinParallelWork) return true;
   const int chunk =
       o.chunk_qubits >= 0 ? o.chunk_qubits : cpu::StateVector<R>::default_chunk_qubits();
