@@ -18,8 +18,9 @@
 // - With Method::trajectories, expectation values and probabilities are the
 //   mean over options.trajectories such one-shot trajectories.
 // A classical record is one 64-bit word (bit k = classical bit k); a
-// measurement overwrites its bit. CPU only; gradients are refused (the
-// outcome probabilities depend on the parameters).
+// measurement overwrites its bit. On the options' backend (the walk is written
+// over the state type); gradients are refused (the outcome probabilities
+// depend on the parameters).
 #pragma once
 
 #include <span>
