@@ -204,6 +204,45 @@ void launch_gate(R* a, int n, const PackedGate& g, const double* m) {
   QMLSIM_CUDA_CHECK(cudaGetLastError());
 }
 
+// The sum of a reduction over h's packed terms: launch(terms, partial) writes
+// kReduceBlocks partials, added here in block order (reproducible); 0 without
+// terms.
+template <class Launch>
+double sum_over_terms(const PauliSum& h, Launch&& launch) {
+  if (h.terms.empty()) return 0;
+  const PackedSums ps = pack_sums({h});
+  const DeviceSums t(ps);
+  DeviceArray<double> partial(kReduceBlocks);
+  launch(t.terms(ps, 0), partial.p);
+  QMLSIM_CUDA_CHECK(cudaGetLastError());
+  double sum = 0;
+  for (double v : partial.to_host()) sum += v;
+  return sum;
+}
+
+// A state of n qubits at `a` written by launch(terms) from h's packed terms;
+// zeroed without terms. Returns when the device is done.
+template <class R, class Launch>
+void write_from_terms(R* a, int n, const PauliSum& h, Launch&& launch) {
+  if (h.terms.empty()) {
+    QMLSIM_CUDA_CHECK(cudaMemset(a, 0, (std::size_t{2} << n) * sizeof(R)));
+    return;
+  }
+  const PackedSums ps = pack_sums({h});
+  const DeviceSums t(ps);
+  launch(t.terms(ps, 0));
+  QMLSIM_CUDA_CHECK(cudaGetLastError());
+  QMLSIM_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// The n-qubit state at `a` copied to the host, interleaved (re, im).
+template <class R>
+std::vector<R> host_copy(const R* a, int n) {
+  std::vector<R> host(std::size_t{2} << n);
+  QMLSIM_CUDA_CHECK(cudaMemcpy(host.data(), a, host.size() * sizeof(R), cudaMemcpyDeviceToHost));
+  return host;
+}
+
 }  // namespace
 
 bool built_with_cuda() { return true; }
@@ -304,9 +343,7 @@ void StateVector<R>::set_amplitudes(std::span<const cplx> v) {
 
 template <class R>
 std::vector<cplx> StateVector<R>::to_vector() const {
-  std::vector<R> host(std::size_t{2} << impl_->n);
-  QMLSIM_CUDA_CHECK(
-      cudaMemcpy(host.data(), impl_->a, host.size() * sizeof(R), cudaMemcpyDeviceToHost));
+  const std::vector<R> host = host_copy(impl_->a, impl_->n);
   std::vector<cplx> out(size());
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = {host[2 * i], host[2 * i + 1]};
   return out;
@@ -341,9 +378,7 @@ double StateVector<R>::norm_squared() const {
 
 template <class R>
 std::vector<double> StateVector<R>::probabilities() const {
-  std::vector<R> host(std::size_t{2} << impl_->n);
-  QMLSIM_CUDA_CHECK(
-      cudaMemcpy(host.data(), impl_->a, host.size() * sizeof(R), cudaMemcpyDeviceToHost));
+  const std::vector<R> host = host_copy(impl_->a, impl_->n);
   std::vector<double> p(size());
   for (std::size_t i = 0; i < p.size(); ++i)
     p[i] = static_cast<double>(host[2 * i]) * host[2 * i] +
@@ -353,31 +388,17 @@ std::vector<double> StateVector<R>::probabilities() const {
 
 template <class R>
 double StateVector<R>::expval(const PauliSum& h) const {
-  if (h.terms.empty()) return 0;
-  const PackedSums ps = pack_sums({h});
-  const DeviceSums t(ps);
-  DeviceArray<double> partial(kReduceBlocks);
-  pauli_element_kernel<R>
-      <<<kReduceBlocks, kThreads>>>(impl_->a, impl_->a, impl_->n, t.terms(ps, 0), partial.p);
-  QMLSIM_CUDA_CHECK(cudaGetLastError());
-  const std::vector<double> host = partial.to_host();
-  double sum = 0;
-  for (double v : host) sum += v;  // block order: reproducible
-  return sum;
+  return sum_over_terms(h, [&](const PackedTerms& terms, double* partial) {
+    pauli_element_kernel<R>
+        <<<kReduceBlocks, kThreads>>>(impl_->a, impl_->a, impl_->n, terms, partial);
+  });
 }
 
 template <class R>
 void StateVector<R>::assign_applied(const PauliSum& h, const StateVector& src) {
-  if (h.terms.empty()) {
-    QMLSIM_CUDA_CHECK(cudaMemset(impl_->a, 0, (std::size_t{2} << impl_->n) * sizeof(R)));
-    return;
-  }
-  const PackedSums ps = pack_sums({h});
-  const DeviceSums t(ps);
-  pauli_apply_kernel<R>
-      <<<grid_for(size()), kThreads>>>(src.impl_->a, impl_->a, impl_->n, t.terms(ps, 0));
-  QMLSIM_CUDA_CHECK(cudaGetLastError());
-  synchronize();
+  write_from_terms(impl_->a, impl_->n, h, [&](const PackedTerms& terms) {
+    pauli_apply_kernel<R><<<grid_for(size()), kThreads>>>(src.impl_->a, impl_->a, impl_->n, terms);
+  });
 }
 
 template <class R>
@@ -439,31 +460,17 @@ cplx StateVector<R>::matrix_element(const BoundGate& g, const StateVector& ket) 
 
 template <class R>
 double StateVector<R>::density_trace(const PauliSum& h) const {
-  if (h.terms.empty()) return 0;
-  const PackedSums ps = pack_sums({h});
-  const DeviceSums t(ps);
-  DeviceArray<double> partial(kReduceBlocks);
-  density_trace_kernel<R>
-      <<<kReduceBlocks, kThreads>>>(impl_->a, impl_->n / 2, t.terms(ps, 0), partial.p);
-  QMLSIM_CUDA_CHECK(cudaGetLastError());
-  const std::vector<double> host = partial.to_host();
-  double sum = 0;
-  for (double v : host) sum += v;  // block order: reproducible
-  return sum;
+  return sum_over_terms(h, [&](const PackedTerms& terms, double* partial) {
+    density_trace_kernel<R><<<kReduceBlocks, kThreads>>>(impl_->a, impl_->n / 2, terms, partial);
+  });
 }
 
 template <class R>
 void StateVector<R>::set_density_observable(const PauliSum& h) {
   const int m = impl_->n / 2;
-  if (h.terms.empty()) {
-    QMLSIM_CUDA_CHECK(cudaMemset(impl_->a, 0, (std::size_t{2} << impl_->n) * sizeof(R)));
-    return;
-  }
-  const PackedSums ps = pack_sums({h});
-  const DeviceSums t(ps);
-  density_observable_kernel<R><<<grid_for(u64{1} << m), kThreads>>>(impl_->a, m, t.terms(ps, 0));
-  QMLSIM_CUDA_CHECK(cudaGetLastError());
-  synchronize();
+  write_from_terms(impl_->a, impl_->n, h, [&](const PackedTerms& terms) {
+    density_observable_kernel<R><<<grid_for(u64{1} << m), kThreads>>>(impl_->a, m, terms);
+  });
 }
 
 template <class R>
